@@ -1,0 +1,92 @@
+// swift-tools-version:6.1
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import CompilerPluginSupport
+import PackageDescription
+
+let package = Package(
+    name: "SpeziAccountStore",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "LMDB", targets: ["LMDB"]),
+        .library(name: "EventLog", targets: ["EventLog"]),
+        .library(name: "Spezi", targets: ["Spezi"]),
+        .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
+        .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0")
+    ],
+    targets: [
+        // LMDB, the C library (Debian: liblmdb-dev).
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+        // A thin, safe Swift layer over LMDB: environment, transactions, databases, cursors,
+        // map growth, the single writer thread. Shared by the log and the projections.
+        .target(
+            name: "LMDB",
+            dependencies: ["CLMDB"]
+        ),
+        // The generic, durable, append-only log. Knows bytes and stream ids, nothing of accounts.
+        .target(
+            name: "EventLog",
+            dependencies: [
+                "LMDB",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections")
+            ]
+        ),
+        // A small module runtime for Linux: Module, @Dependency, Configuration, Standard.
+        .target(name: "Spezi"),
+        // The @AccountKey and @KeyEntry macros.
+        .macro(
+            name: "SpeziAccountMacros",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax")
+            ]
+        ),
+        // The seeds' account model, on Spezi. Knows nothing of LMDB.
+        .target(
+            name: "SpeziAccount",
+            dependencies: ["Spezi", "SpeziAccountMacros"]
+        ),
+        // The event-sourced account store: typed events, service, projections on the log.
+        .target(
+            name: "SpeziAccountStore",
+            dependencies: [
+                "EventLog",
+                "LMDB",
+                "Spezi",
+                "SpeziAccount",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log")
+            ]
+        ),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB"]),
+        .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
+        .testTarget(
+            name: "SpeziAccountMacrosTests",
+            dependencies: [
+                "SpeziAccountMacros",
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")
+            ]
+        ),
+        .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
+        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi"])
+    ],
+    swiftLanguageModes: [.v6]
+)
