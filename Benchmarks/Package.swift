@@ -1,0 +1,48 @@
+// swift-tools-version:6.1
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+// The benchmarks live in their own package so that users of the library never pull their
+// dependencies. Run them from this folder:
+//   swift run -c release peer-compare            # side-by-side ratios against raw LMDB
+//   swift package benchmark                       # ordo-one's benchmark suites
+
+import Foundation
+import PackageDescription
+
+// A path dependency is named after its folder, and a clone may be checked out under any name.
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+
+let package = Package(
+    name: "SpeziAccountStoreBenchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"])
+    ],
+    targets: [
+        // One process, the same work on this project's log and on a raw LMDB loop; prints ratios.
+        .executableTarget(
+            name: "peer-compare",
+            dependencies: [
+                .product(name: "EventLog", package: root),
+                .product(name: "LMDB", package: root)
+            ],
+            path: "Sources/PeerCompare"
+        ),
+        // ordo-one/benchmark suites.
+        .executableTarget(
+            name: "EventLogBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "EventLog", package: root)
+            ],
+            path: "Benchmarks/EventLogBenchmarks",
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
+            ]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)

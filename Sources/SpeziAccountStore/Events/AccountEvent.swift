@@ -1,0 +1,154 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// Account values as they travel in events: each value encoded (JSON) under its key's stable identifier.
+///
+/// Values of keys the running code does not know stay in this map untouched, so nothing a newer
+/// schema wrote is ever dropped.
+public typealias EncodedAccountValues = [String: Data]
+
+/// A typed, versioned account event: what the store appends to an account's stream.
+///
+/// Each case has a stable type name (``typeName``) and a schema version (``schemaVersion``); both
+/// are written into the log record, and the payload layout of every case is documented in
+/// FORMAT.md. Plaintext passwords never appear here: only ``PasswordHasher`` strings.
+public enum AccountEvent: Sendable, Equatable {
+    /// A signup (or an anonymous sign-in, when `isAnonymous`).
+    case accountCreated(userId: String, passwordHash: String?, isAnonymous: Bool, values: EncodedAccountValues)
+    /// An anonymous account became a regular one (a signup on top of it); it keeps its account id.
+    case anonymousAccountUpgraded(userId: String, passwordHash: String?, values: EncodedAccountValues)
+    /// Details were changed: new values for `modified`, and the identifiers in `removed` were cleared.
+    case detailsModified(modified: EncodedAccountValues, removed: [String])
+    /// The password was changed; carries the new hash.
+    case passwordChanged(passwordHash: String)
+    /// The user id changed from `old` to `new`.
+    case userIdChanged(old: String, new: String)
+    /// The account was deleted.
+    case accountDeleted
+    /// A login succeeded.
+    case loginSucceeded
+    /// A login failed; `reason` is a short machine-readable word such as `wrongPassword` or `lockedOut`.
+    case loginFailed(reason: String)
+    /// The account was logged out.
+    case loggedOut
+
+    /// Every event type name this version writes, with its current schema version.
+    public static let currentSchemaVersions: [String: UInt32] = [
+        "account.created": 1,
+        "account.anonymous-upgraded": 1,
+        "account.details-modified": 1,
+        "account.password-changed": 1,
+        "account.userid-changed": 1,
+        "account.deleted": 1,
+        "auth.login-succeeded": 1,
+        "auth.login-failed": 1,
+        "auth.logged-out": 1
+    ]
+
+    /// The stable type name written to the log.
+    public var typeName: String {
+        switch self {
+        case .accountCreated: "account.created"
+        case .anonymousAccountUpgraded: "account.anonymous-upgraded"
+        case .detailsModified: "account.details-modified"
+        case .passwordChanged: "account.password-changed"
+        case .userIdChanged: "account.userid-changed"
+        case .accountDeleted: "account.deleted"
+        case .loginSucceeded: "auth.login-succeeded"
+        case .loginFailed: "auth.login-failed"
+        case .loggedOut: "auth.logged-out"
+        }
+    }
+
+    /// The schema version of this event's payload layout.
+    public var schemaVersion: UInt32 {
+        Self.currentSchemaVersions[typeName] ?? 1
+    }
+
+    /// Whether this event changes account state (as opposed to an audit-only security event).
+    public var changesAccountState: Bool {
+        switch self {
+        case .loginSucceeded, .loginFailed, .loggedOut: false
+        default: true
+        }
+    }
+
+    /// Encodes the payload (the type name and schema version travel in the log record).
+    public func encodedPayload() -> [UInt8] {
+        var writer = PayloadWriter()
+        switch self {
+        case let .accountCreated(userId, passwordHash, isAnonymous, values):
+            writer.string(userId)
+            writer.optionalString(passwordHash)
+            writer.bool(isAnonymous)
+            writer.values(values)
+        case let .anonymousAccountUpgraded(userId, passwordHash, values):
+            writer.string(userId)
+            writer.optionalString(passwordHash)
+            writer.values(values)
+        case let .detailsModified(modified, removed):
+            writer.values(modified)
+            writer.strings(removed)
+        case let .passwordChanged(passwordHash):
+            writer.string(passwordHash)
+        case let .userIdChanged(old, new):
+            writer.string(old)
+            writer.string(new)
+        case let .loginFailed(reason):
+            writer.string(reason)
+        case .accountDeleted, .loginSucceeded, .loggedOut:
+            break
+        }
+        return writer.bytes
+    }
+
+    /// Decodes a payload of the given type name at the current schema version.
+    ///
+    /// Older schema versions are turned into the current shape by upcasters before they reach here.
+    public static func decode(type: String, payload: UnsafeRawBufferPointer) throws -> AccountEvent {
+        var reader = try PayloadReader(payload)
+        let event: AccountEvent
+        switch type {
+        case "account.created":
+            event = .accountCreated(
+                userId: try reader.string("userId"),
+                passwordHash: try reader.optionalString("passwordHash"),
+                isAnonymous: try reader.bool("isAnonymous"),
+                values: try reader.values("values")
+            )
+        case "account.anonymous-upgraded":
+            event = .anonymousAccountUpgraded(
+                userId: try reader.string("userId"),
+                passwordHash: try reader.optionalString("passwordHash"),
+                values: try reader.values("values")
+            )
+        case "account.details-modified":
+            event = .detailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
+        case "account.password-changed":
+            event = .passwordChanged(passwordHash: try reader.string("passwordHash"))
+        case "account.userid-changed":
+            event = .userIdChanged(old: try reader.string("old"), new: try reader.string("new"))
+        case "account.deleted":
+            event = .accountDeleted
+        case "auth.login-succeeded":
+            event = .loginSucceeded
+        case "auth.login-failed":
+            event = .loginFailed(reason: try reader.string("reason"))
+        case "auth.logged-out":
+            event = .loggedOut
+        default:
+            throw PayloadDecodingError.unknownEventType(type)
+        }
+        try reader.finish()
+        return event
+    }
+
+    /// Decodes a payload held in an array.
+    public static func decode(type: String, payload: [UInt8]) throws -> AccountEvent {
+        try payload.withUnsafeBytes { try decode(type: type, payload: $0) }
+    }
+}

@@ -1,0 +1,204 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// Errors met while decoding an event payload. Each names the field and the offset.
+public enum PayloadDecodingError: Error, Equatable, CustomStringConvertible {
+    /// The payload ended before `field` was complete.
+    case truncated(field: String, offset: Int)
+    /// A length or count is larger than the payload could hold, or than the limits allow.
+    case lengthOutOfRange(field: String, length: UInt64, offset: Int)
+    /// A string is not valid UTF-8.
+    case invalidUTF8(field: String, offset: Int)
+    /// An enumeration tag has no meaning in this version.
+    case invalidTag(field: String, tag: UInt8, offset: Int)
+    /// Bytes remain after the last field.
+    case trailingBytes(count: Int)
+    /// The payload's encoding version is newer than this code.
+    case unsupportedEncoding(UInt8)
+    /// The event type is not one this code knows.
+    case unknownEventType(String)
+
+    public var description: String {
+        switch self {
+        case let .truncated(field, offset): "payload truncated in field '\(field)' at byte \(offset)"
+        case let .lengthOutOfRange(field, length, offset): "length \(length) of field '\(field)' at byte \(offset) is out of range"
+        case let .invalidUTF8(field, offset): "field '\(field)' at byte \(offset) is not valid UTF-8"
+        case let .invalidTag(field, tag, offset): "field '\(field)' at byte \(offset) has unknown tag \(tag)"
+        case let .trailingBytes(count): "\(count) unexpected bytes after the last field"
+        case let .unsupportedEncoding(version): "payload encoding version \(version) is not supported (this build reads version \(PayloadWriter.encodingVersion))"
+        case let .unknownEventType(type): "unknown event type '\(type)'"
+        }
+    }
+}
+
+/// Writes the compact binary payload encoding described in FORMAT.md ("Account events").
+struct PayloadWriter {
+    static let encodingVersion: UInt8 = 1
+    private(set) var bytes: [UInt8]
+
+    init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(Self.encodingVersion)
+    }
+
+    mutating func varint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    mutating func byte(_ value: UInt8) {
+        bytes.append(value)
+    }
+
+    mutating func bool(_ value: Bool) {
+        bytes.append(value ? 1 : 0)
+    }
+
+    mutating func blob<C: Collection>(_ value: C) where C.Element == UInt8 {
+        varint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    mutating func string(_ value: String) {
+        blob(value.utf8)
+    }
+
+    mutating func optionalString(_ value: String?) {
+        if let value {
+            bytes.append(1)
+            string(value)
+        } else {
+            bytes.append(0)
+        }
+    }
+
+    mutating func strings(_ values: [String]) {
+        varint(UInt64(values.count))
+        for value in values {
+            string(value)
+        }
+    }
+
+    /// A map from key identifier to encoded value, written in identifier order so the bytes are deterministic.
+    mutating func values(_ values: [String: Data]) {
+        varint(UInt64(values.count))
+        for identifier in values.keys.sorted() {
+            string(identifier)
+            blob(values[identifier] ?? Data())
+        }
+    }
+}
+
+/// Reads the payload encoding with bounds checks on every field; never traps on bad input.
+struct PayloadReader {
+    /// No single field may claim more than this many bytes or elements.
+    static let maximumFieldLength: UInt64 = 16 << 20
+    private let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) throws {
+        self.bytes = bytes
+        guard let version = bytes.first else {
+            throw PayloadDecodingError.truncated(field: "encoding version", offset: 0)
+        }
+        guard version == PayloadWriter.encodingVersion else {
+            throw PayloadDecodingError.unsupportedEncoding(version)
+        }
+        offset = 1
+    }
+
+    mutating func byte(_ field: String) throws -> UInt8 {
+        guard offset < bytes.count else {
+            throw PayloadDecodingError.truncated(field: field, offset: offset)
+        }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func varint(_ field: String) throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        let start = offset
+        while true {
+            let next = try byte(field)
+            guard shift < 64, !(shift == 63 && next > 1) else {
+                throw PayloadDecodingError.lengthOutOfRange(field: field, length: .max, offset: start)
+            }
+            result |= UInt64(next & 0x7F) << shift
+            if next & 0x80 == 0 {
+                return result
+            }
+            shift += 7
+        }
+    }
+
+    mutating func bool(_ field: String) throws -> Bool {
+        let start = offset
+        switch try byte(field) {
+        case 0: return false
+        case 1: return true
+        case let tag: throw PayloadDecodingError.invalidTag(field: field, tag: tag, offset: start)
+        }
+    }
+
+    mutating func length(_ field: String) throws -> Int {
+        let start = offset
+        let length = try varint(field)
+        guard length <= Self.maximumFieldLength, length <= UInt64(bytes.count - offset) else {
+            throw PayloadDecodingError.lengthOutOfRange(field: field, length: length, offset: start)
+        }
+        return Int(length)
+    }
+
+    mutating func blob(_ field: String) throws -> Data {
+        let count = try length(field)
+        defer { offset += count }
+        return Data(bytes[offset..<(offset + count)])
+    }
+
+    mutating func string(_ field: String) throws -> String {
+        let start = offset
+        let count = try length(field)
+        defer { offset += count }
+        guard let string = String(validating: bytes[offset..<(offset + count)], as: UTF8.self) else {
+            throw PayloadDecodingError.invalidUTF8(field: field, offset: start)
+        }
+        return string
+    }
+
+    mutating func optionalString(_ field: String) throws -> String? {
+        try bool(field) ? try string(field) : nil
+    }
+
+    mutating func strings(_ field: String) throws -> [String] {
+        // Each element takes at least one byte, so the count is bounded by what is left.
+        let count = try length(field)
+        return try (0..<count).map { _ in try string(field) }
+    }
+
+    mutating func values(_ field: String) throws -> [String: Data] {
+        let count = try length(field)
+        var result: [String: Data] = [:]
+        result.reserveCapacity(count)
+        for _ in 0..<count {
+            let identifier = try string("\(field) identifier")
+            result[identifier] = try blob("\(field)[\(identifier)]")
+        }
+        return result
+    }
+
+    func finish() throws {
+        guard offset == bytes.count else {
+            throw PayloadDecodingError.trailingBytes(count: bytes.count - offset)
+        }
+    }
+}

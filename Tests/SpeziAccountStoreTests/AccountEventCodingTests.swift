@@ -1,0 +1,120 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Testing
+@testable import SpeziAccountStore
+
+@Suite("Account event payload coding")
+struct AccountEventCodingTests {
+    static let samples: [AccountEvent] = [
+        .accountCreated(userId: "lelandstanford@stanford.edu", passwordHash: "$scrypt$ln=10,r=8,p=1$AAAA$BBBB", isAnonymous: false, values: [
+            "name": Data(#"{"givenName":"Leland","familyName":"Stanford"}"#.utf8),
+            "genderIdentity": Data(#""male""#.utf8),
+            "a-key-from-the-future": Data(#"[1,2,3]"#.utf8)
+        ]),
+        .accountCreated(userId: "anon", passwordHash: nil, isAnonymous: true, values: [:]),
+        .anonymousAccountUpgraded(userId: "jane@example.org", passwordHash: "$scrypt$x", values: ["dateOfBirth": Data("712108800".utf8)]),
+        .detailsModified(modified: ["biography": Data(#""hi""#.utf8)], removed: ["dateOfBirth", "genderIdentity"]),
+        .passwordChanged(passwordHash: "$scrypt$ln=17,r=8,p=1$a$b"),
+        .userIdChanged(old: "a@b.c", new: "ä@ö.ü"),
+        .accountDeleted, .loginSucceeded, .loginFailed(reason: "wrongPassword"), .loggedOut
+    ]
+
+    @Test("every event round-trips through its payload", arguments: samples)
+    func roundTrip(event: AccountEvent) throws {
+        let payload = event.encodedPayload()
+        #expect(payload.first == 1)
+        #expect(try AccountEvent.decode(type: event.typeName, payload: payload) == event)
+        #expect(AccountEvent.currentSchemaVersions[event.typeName] == event.schemaVersion)
+    }
+
+    @Test("the encoding is deterministic (identifiers in order)")
+    func deterministic() {
+        let event = Self.samples[0]
+        #expect(event.encodedPayload() == event.encodedPayload())
+        let reordered = AccountEvent.accountCreated(userId: "lelandstanford@stanford.edu", passwordHash: "$scrypt$ln=10,r=8,p=1$AAAA$BBBB", isAnonymous: false, values: [
+            "a-key-from-the-future": Data(#"[1,2,3]"#.utf8),
+            "genderIdentity": Data(#""male""#.utf8),
+            "name": Data(#"{"givenName":"Leland","familyName":"Stanford"}"#.utf8)
+        ])
+        #expect(reordered.encodedPayload() == event.encodedPayload())
+    }
+
+    @Test("every truncation of a payload is a typed error, never a trap", arguments: samples)
+    func truncations(event: AccountEvent) {
+        let payload = event.encodedPayload()
+        for length in 0..<payload.count {
+            #expect(throws: PayloadDecodingError.self) {
+                try AccountEvent.decode(type: event.typeName, payload: Array(payload.prefix(length)))
+            }
+        }
+    }
+
+    @Test("hostile lengths, tags, versions and types are refused with a named field")
+    func hostile() {
+        #expect(throws: PayloadDecodingError.unsupportedEncoding(9)) {
+            try AccountEvent.decode(type: "auth.logged-out", payload: [9])
+        }
+        #expect(throws: PayloadDecodingError.trailingBytes(count: 2)) {
+            try AccountEvent.decode(type: "auth.logged-out", payload: [1, 0, 0])
+        }
+        #expect(throws: PayloadDecodingError.unknownEventType("account.exploded")) {
+            try AccountEvent.decode(type: "account.exploded", payload: [1])
+        }
+        // A string claiming 2^60 bytes.
+        #expect(throws: PayloadDecodingError.lengthOutOfRange(field: "reason", length: 1 << 60, offset: 1)) {
+            try AccountEvent.decode(type: "auth.login-failed", payload: [1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10])
+        }
+        // An endless varint.
+        #expect(throws: PayloadDecodingError.self) {
+            try AccountEvent.decode(type: "auth.login-failed", payload: [1] + Array(repeating: 0xFF, count: 20))
+        }
+        // A bool that is neither 0 nor 1.
+        #expect(throws: PayloadDecodingError.invalidTag(field: "passwordHash", tag: 7, offset: 3)) {
+            try AccountEvent.decode(type: "account.created", payload: [1, 1, 0x41, 7])
+        }
+        // Invalid UTF-8.
+        #expect(throws: PayloadDecodingError.invalidUTF8(field: "reason", offset: 1)) {
+            try AccountEvent.decode(type: "auth.login-failed", payload: [1, 2, 0xC3, 0x28])
+        }
+    }
+
+    @Test("random bytes never trap the decoder, and whatever decodes is stable (10,000 inputs per type)")
+    func randomInputs() throws {
+        var generator = SplitMix64(seed: 7)
+        var decoded = 0
+        for type in AccountEvent.currentSchemaVersions.keys.sorted() {
+            for _ in 0..<10_000 {
+                let length = Int.random(in: 0...48, using: &generator)
+                var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                if !bytes.isEmpty { bytes[0] = 1 }
+                guard let event = try? AccountEvent.decode(type: type, payload: bytes) else { continue }
+                decoded += 1
+                #expect(event.typeName == type)
+                #expect(try AccountEvent.decode(type: type, payload: event.encodedPayload()) == event)
+            }
+        }
+        // Payload-less types accept exactly [1]; the others need well-formed fields.
+        #expect(decoded > 0)
+    }
+}
+
+/// A fixed-seed generator so a failing random input can be reproduced.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+extension AccountEvent: CustomTestStringConvertible {
+    public var testDescription: String { typeName }
+}
