@@ -9,7 +9,7 @@ import PackageDescription
 
 let package = Package(
     name: "SpeziAccountStore",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "EventLog", targets: ["EventLog"]),

@@ -16,7 +16,7 @@ let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingL
 
 let package = Package(
     name: "SpeziAccountStoreBenchmarks",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"])

@@ -1,0 +1,330 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import LMDB
+import Synchronization
+
+/// Options for opening an ``EventLog``.
+public struct EventLogOptions: Sendable {
+    /// `.durable` (default): an acknowledged append has been flushed to disk. `.relaxed`: no flush;
+    /// a crashed process loses nothing, an OS crash or power loss may lose the latest appends.
+    public var sync: SyncMode = .durable
+    /// The map size to start with; it grows by itself when full.
+    public var initialMapSize: Int = 1 << 30
+    /// The largest payload accepted.
+    public var maxPayloadBytes: Int = 16 << 20
+    /// The most events the writer puts into one transaction (group commit).
+    public var maxBatchEvents: Int = 10_000
+    /// The most bytes the writer puts into one transaction (group commit).
+    public var maxBatchBytes: Int = 64 << 20
+    /// How often waiting subscribers look for appends made by other processes.
+    public var pollInterval: Duration = .milliseconds(250)
+    /// The clock that timestamps records (inject a fixed one in tests).
+    public var clock: @Sendable () -> Date = { Date() }
+    /// Open for reading only.
+    public var readOnly = false
+
+    public init() {}
+}
+
+/// A durable, append-only, hash-chained log of events in streams, kept in LMDB.
+///
+/// ```swift
+/// let log = try EventLog(path: "/var/lib/app/log")
+/// let result = try await log.append([ProposedEvent(type: "greeted", payload: Data("hi".utf8))],
+///                                   to: "stream-1", expectedVersion: .noStream)
+/// for try await event in log.subscribe(after: 0) { print(event.position, event.type) }
+/// ```
+public final class EventLog: Sendable {
+    /// The format version this build writes and reads.
+    public static let formatVersion: UInt32 = RecordFormat.formatVersion
+
+    /// The log's directory.
+    public let path: String
+    /// The options it was opened with.
+    public let options: EventLogOptions
+    /// A random id given to the log when it was created.
+    public let logID: UUID
+
+    let environment: Environment
+    let databases: LogDatabases
+    let notifier: CommitNotifier
+    private let writer: AppendWriter?
+    private let isClosed = Mutex(false)
+
+    /// Opens the log in the directory at `path`, creating it when it does not exist.
+    public init(path: String, options: EventLogOptions = EventLogOptions()) throws {
+        var environmentOptions = EnvironmentOptions()
+        environmentOptions.sync = options.sync
+        environmentOptions.initialMapSize = options.initialMapSize
+        environmentOptions.readOnly = options.readOnly
+        environmentOptions.maxDatabases = 8
+        let environment: Environment
+        do {
+            environment = try Environment(path: path, options: environmentOptions)
+        } catch let error as LMDBError {
+            if error.code == ENOENT { throw EventLogError.notAnEventLog(path: path, reason: "there is no log there") }
+            if error.code == EBUSY { throw EventLogError.storage(error) }
+            throw EventLogError.wrapping(error, path: path)
+        }
+        do {
+            (databases, logID) = try Self.openDatabases(environment, readOnly: options.readOnly)
+        } catch {
+            environment.close()
+            throw EventLogError.wrapping(error, path: environment.path)
+        }
+        self.environment = environment
+        self.path = environment.path
+        self.options = options
+        let databases = databases
+        let lastPosition: UInt64
+        do {
+            lastPosition = try environment.read { txn in
+                try LogHead.read(txn, records: databases.records, path: environment.path).position
+            }
+        } catch {
+            environment.close()
+            throw EventLogError.wrapping(error, path: environment.path)
+        }
+        let notifier = CommitNotifier(committed: lastPosition, pollInterval: options.pollInterval) {
+            try? environment.read { txn in try LogHead.read(txn, records: databases.records, path: environment.path).position }
+        }
+        self.notifier = notifier
+        writer = options.readOnly ? nil : AppendWriter(
+            environment: environment, databases: databases, clock: options.clock,
+            maxBatchEvents: options.maxBatchEvents, maxBatchBytes: options.maxBatchBytes,
+            onCommit: { notifier.publish($0) }
+        )
+    }
+
+    deinit {
+        close()
+    }
+
+    private static func openDatabases(_ environment: Environment, readOnly: Bool) throws -> (LogDatabases, UUID) {
+        let names = try environment.databaseNames()
+        if !names.isEmpty && !names.contains(LogDatabases.names.meta) {
+            throw EventLogError.notAnEventLog(path: environment.path, reason: "it holds LMDB databases (\(names.joined(separator: ", "))) but no \"meta\" database")
+        }
+        if names.isEmpty {
+            if readOnly { throw EventLogError.notAnEventLog(path: environment.path, reason: "the log is empty and was never initialized") }
+            try environment.write { txn in
+                let meta = try txn.openDatabase(LogDatabases.names.meta, create: true)
+                if try txn.get(meta, key: Array("format-version".utf8)) == nil {
+                    try txn.put(meta, key: Array("format-version".utf8), value: withUnsafeBytes(of: RecordFormat.formatVersion.bigEndian) { Array($0) })
+                    try txn.put(meta, key: Array("log-id".utf8), value: LogDatabases.eventIDKey(UUID()))
+                    let created = Int64(Date().timeIntervalSince1970 * 1_000_000)
+                    try txn.put(meta, key: Array("created".utf8), value: BigEndian.bytes(UInt64(bitPattern: created)))
+                }
+            }
+        }
+        let databases = try LogDatabases(environment: environment, create: !readOnly)
+        return try environment.read { txn in
+            guard let version = try txn.get(databases.meta, key: Array("format-version".utf8)) else {
+                throw EventLogError.notAnEventLog(path: environment.path, reason: "its meta database has no format version")
+            }
+            guard version.count == 4 else {
+                throw EventLogError.notAnEventLog(path: environment.path, reason: "its format version has \(version.count) bytes, not 4")
+            }
+            let found = version.withUnsafeBytes { BigEndian.uint32($0) }
+            guard found == RecordFormat.formatVersion else {
+                throw EventLogError.unsupportedFormatVersion(found: found, supported: RecordFormat.formatVersion, path: environment.path)
+            }
+            let idBytes = try txn.get(databases.meta, key: Array("log-id".utf8)) ?? []
+            let id = idBytes.withUnsafeBytes { bytes -> UUID in
+                var reader = ByteReader(buffer: bytes, offset: 0)
+                return reader.uuid() ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            }
+            return (databases, id)
+        }
+    }
+
+    /// Finishes queued appends, ends subscriptions and closes the files. Idempotent.
+    public func close() {
+        let wasClosed = isClosed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        writer?.stop()
+        notifier.close()
+        environment.close()
+    }
+
+    // MARK: Appending
+
+    /// Appends `events` to the stream in one transaction, after checking `expectedVersion`.
+    ///
+    /// Returns when the events are committed (and, in the durable mode, on disk). Appending events
+    /// whose ids are all in the log already writes nothing and returns their original positions.
+    public func append(_ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
+        try RecordFormat.validate(streamID: streamID)
+        guard !events.isEmpty else { throw EventLogError.invalidEvent(reason: "an append needs at least one event") }
+        var seen = Set<UUID>()
+        var pairs: [[(String, String)]] = []
+        var sizes: [Int] = []
+        pairs.reserveCapacity(events.count)
+        sizes.reserveCapacity(events.count)
+        for event in events {
+            guard seen.insert(event.eventID).inserted else {
+                throw EventLogError.invalidEvent(reason: "event id \(event.eventID.uuidString) appears twice in one append")
+            }
+            let eventPairs = event.metadata.pairs
+            sizes.append(try RecordFormat.encodedSize(streamID: streamID, event: event, pairs: eventPairs, maxPayload: options.maxPayloadBytes))
+            pairs.append(eventPairs)
+        }
+        guard let writer else { throw EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path)) }
+        return try await withCheckedThrowingContinuation { continuation in
+            writer.submit(AppendRequest(streamID: streamID, expected: expectedVersion, events: events,
+                                        metadataPairs: pairs, sizes: sizes, continuation: continuation))
+        }
+    }
+
+    /// Appends one event.
+    public func append(_ event: ProposedEvent, to streamID: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
+        try await append([event], to: streamID, expectedVersion: expectedVersion)
+    }
+
+    // MARK: Reading
+
+    /// Runs `body` in a read transaction, turning storage errors into ``EventLogError``s.
+    func reading<T>(_ body: (Transaction) throws -> T) throws -> T {
+        do {
+            return try environment.read(body)
+        } catch {
+            throw EventLogError.wrapping(error, path: path)
+        }
+    }
+
+    /// The position of the last record; 0 for an empty log.
+    public func lastPosition() throws -> UInt64 {
+        try reading { txn in
+            try txn.withCursor(databases.records) { cursor in
+                try cursor.last().map { BigEndian.uint64($0.key) } ?? 0
+            }
+        }
+    }
+
+    /// The record at `position`, or nil.
+    public func record(at position: UInt64) throws -> RecordedEvent? {
+        try reading { txn in
+            try BigEndian.bytes(position).withUnsafeBytes { key in
+                try txn.get(databases.records, key: key).map { try RecordFormat.decode($0, position: position, path: path) }
+            }
+        }
+    }
+
+    /// Up to `limit` records starting at `position`, forward or backward. Reading backward from a
+    /// position past the end starts at the last record.
+    public func read(from position: UInt64 = 1, direction: ReadDirection = .forward, limit: Int = 1_000) throws -> [RecordedEvent] {
+        guard limit > 0 else { return [] }
+        return try reading { txn in
+            try txn.withCursor(databases.records) { cursor in
+                var result: [RecordedEvent] = []
+                var entry: Cursor.Entry?
+                switch direction {
+                case .forward:
+                    entry = try cursor.seek(atOrAfter: BigEndian.bytes(max(position, 1)))
+                case .backward:
+                    entry = try cursor.seek(atOrAfter: BigEndian.bytes(position))
+                    if let found = entry, BigEndian.uint64(found.key) != position { entry = try cursor.previous() }
+                    if entry == nil && position > 0 { entry = try cursor.last() }
+                }
+                while let current = entry, result.count < limit {
+                    let at = BigEndian.uint64(current.key)
+                    if direction == .backward && at > position { break }
+                    result.append(try RecordFormat.decode(current.value, position: at, path: path))
+                    entry = direction == .forward ? try cursor.next() : try cursor.previous()
+                }
+                return result
+            }
+        }
+    }
+
+    /// The stream's last version, or nil when it has no events.
+    public func streamVersion(_ streamID: String) throws -> UInt64? {
+        try RecordFormat.validate(streamID: streamID)
+        let version = try reading { txn in try LogDatabases.streamVersion(streamID, in: txn, streams: databases.streams) }
+        return version == 0 ? nil : version
+    }
+
+    /// Up to `limit` events of one stream, from `version` on, oldest first.
+    public func readStream(_ streamID: String, from version: UInt64 = 1, limit: Int = .max) throws -> [RecordedEvent] {
+        try RecordFormat.validate(streamID: streamID)
+        return try reading { txn in try readStream(streamID, from: version, limit: limit, txn: txn) }
+    }
+
+    func readStream(_ streamID: String, from version: UInt64, limit: Int, txn: Transaction) throws -> [RecordedEvent] {
+        let prefix = Array(streamID.utf8) + [0]
+        let positions: [UInt64] = try txn.withCursor(databases.streams) { cursor in
+            var positions: [UInt64] = []
+            var entry = try cursor.seek(atOrAfter: LogDatabases.streamKey(streamID, version: max(version, 1)))
+            while let current = entry, positions.count < limit, current.key.count == prefix.count + 8, current.key.starts(with: prefix) {
+                guard current.value.count == 8 else {
+                    throw EventLogError.notAnEventLog(path: path, reason: "a streams entry of \"\(streamID)\" has a \(current.value.count)-byte value")
+                }
+                positions.append(BigEndian.uint64(current.value))
+                entry = try cursor.next()
+            }
+            return positions
+        }
+        return try positions.map { position in
+            try BigEndian.bytes(position).withUnsafeBytes { key in
+                guard let value = try txn.get(databases.records, key: key) else {
+                    throw EventLogError.corruptRecord(position: position, reason: "the stream index of \"\(streamID)\" points to a missing record", path: path)
+                }
+                return try RecordFormat.decode(value, position: position, path: path)
+            }
+        }
+    }
+
+    /// The position of the event with this id, or nil.
+    public func position(ofEvent eventID: UUID) throws -> UInt64? {
+        try reading { txn in
+            try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(eventID)).flatMap { bytes in
+                bytes.count == 8 ? bytes.withUnsafeBytes { BigEndian.uint64($0) } : nil
+            }
+        }
+    }
+
+    /// Calls `body` for every record from `position` on, reading `batchSize` records per short read
+    /// transaction so that a long replay never pins old pages. Return false from `body` to stop.
+    public func replay(from position: UInt64 = 1, batchSize: Int = 1_024, _ body: (RecordedEvent) throws -> Bool) throws {
+        var next = max(position, 1)
+        while true {
+            let batch = try read(from: next, limit: max(batchSize, 1))
+            guard let last = batch.last else { return }
+            for record in batch where try !body(record) { return }
+            next = last.position + 1
+        }
+    }
+
+    /// Counts and sizes.
+    public func statistics() throws -> LogStatistics {
+        do {
+            let records = try environment.statistics(of: databases.records)
+            return LogStatistics(records: records.entries, lastPosition: try lastPosition(),
+                                 fileBytes: environment.fileSize, mapBytes: environment.mapSize)
+        } catch {
+            throw EventLogError.wrapping(error, path: path)
+        }
+    }
+
+    /// Flushes relaxed-mode commits to disk.
+    public func sync() throws {
+        do { try environment.sync() } catch { throw EventLogError.wrapping(error, path: path) }
+    }
+}
+
+/// Counts and sizes of a log.
+public struct LogStatistics: Sendable, Equatable {
+    public let records: Int
+    public let lastPosition: UInt64
+    /// The size of `data.mdb`.
+    public let fileBytes: Int
+    /// The current map size (address space reserved, not disk used).
+    public let mapBytes: Int
+}

@@ -1,0 +1,66 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import LMDB
+
+/// Everything that can go wrong with the log, each with what and where.
+public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The optimistic-concurrency check failed; nothing was written. `actual` is nil for a missing stream.
+    case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: UInt64?)
+    /// Some, but not all, events of an append are already in the log (a retry must resend the same batch).
+    case duplicateEventID(UUID, existingPosition: UInt64)
+    /// The stream id is empty, too long or contains a NUL byte.
+    case invalidStreamID(String, reason: String)
+    /// An event or batch breaks a limit (size, type name, metadata) or repeats an event id.
+    case invalidEvent(reason: String)
+    /// A stored record failed its checksum or does not parse.
+    case corruptRecord(position: UInt64, reason: String, path: String)
+    /// The log was written by a format this code does not read.
+    case unsupportedFormatVersion(found: UInt32, supported: UInt32, path: String)
+    /// The path holds something other than an event log (or a damaged one).
+    case notAnEventLog(path: String, reason: String)
+    /// The log was closed.
+    case closed(path: String)
+    /// The disk is full: the append was not committed, and the log is intact.
+    case diskFull(path: String, underlying: LMDBError)
+    /// Another storage failure (I/O error, permissions, …): the append was not committed.
+    case storage(LMDBError)
+
+    public var description: String {
+        switch self {
+        case let .wrongExpectedVersion(stream, expected, actual):
+            let found = actual.map { "is at version \($0)" } ?? "does not exist"
+            return "stream \"\(stream)\" \(found), but the append expected \(expected); nothing was written"
+        case let .duplicateEventID(id, position):
+            return "event \(id.uuidString) is already in the log at position \(position), but the rest of its batch is not; resend the original batch"
+        case let .invalidStreamID(id, reason):
+            return "invalid stream id \"\(id.prefix(80))\": \(reason)"
+        case let .invalidEvent(reason):
+            return "invalid event: \(reason)"
+        case let .corruptRecord(position, reason, path):
+            return "corrupt record at position \(position) in \(path): \(reason)"
+        case let .unsupportedFormatVersion(found, supported, path):
+            return "the log at \(path) has format version \(found); this build reads version \(supported) only"
+        case let .notAnEventLog(path, reason):
+            return "\(path) is not a usable event log: \(reason)"
+        case let .closed(path):
+            return "the log at \(path) is closed"
+        case let .diskFull(path, underlying):
+            return "the disk holding \(path) is full (\(underlying.reason)); the append was not committed and the log is intact"
+        case let .storage(error):
+            return "storage failure: \(error.description)"
+        }
+    }
+
+    /// Wraps an LMDB error in the case that describes it.
+    static func wrapping(_ error: any Error, path: String) -> any Error {
+        guard let lmdb = error as? LMDBError else { return error }
+        if lmdb.isDiskFull { return EventLogError.diskFull(path: path, underlying: lmdb) }
+        if lmdb.code == EBADF && lmdb.operation.contains("closed") { return EventLogError.closed(path: path) }
+        if lmdb.isInvalidFile { return EventLogError.notAnEventLog(path: path, reason: lmdb.reason) }
+        return EventLogError.storage(lmdb)
+    }
+}

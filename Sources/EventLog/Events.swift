@@ -1,0 +1,143 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// What an append expects of its stream: the optimistic-concurrency check.
+public enum ExpectedVersion: Sendable, Hashable, CustomStringConvertible {
+    /// No check.
+    case any
+    /// The stream must not exist yet.
+    case noStream
+    /// The stream's last event must have this version (1 is the first event).
+    case exact(UInt64)
+
+    public var description: String {
+        switch self {
+        case .any: "any version"
+        case .noStream: "no stream"
+        case let .exact(version): "version \(version)"
+        }
+    }
+}
+
+/// Who did what on whose behalf: stored with every record.
+public struct EventMetadata: Sendable, Hashable {
+    /// The user, service or tool that caused the event.
+    public var actor: String?
+    /// Groups the events of one request or workflow.
+    public var correlationID: String?
+    /// The event or command that directly caused this one.
+    public var causationID: String?
+    /// Free key/values (keys must not be `actor`, `correlation-id` or `causation-id`).
+    public var extra: [String: String]
+
+    public init(actor: String? = nil, correlationID: String? = nil, causationID: String? = nil, extra: [String: String] = [:]) {
+        self.actor = actor
+        self.correlationID = correlationID
+        self.causationID = causationID
+        self.extra = extra
+    }
+
+    /// The reserved keys under which the named fields are stored.
+    public static let reservedKeys: Set<String> = ["actor", "correlation-id", "causation-id"]
+
+    /// The metadata as one sorted list of string pairs, the stored form.
+    var pairs: [(String, String)] {
+        var result = extra.filter { !Self.reservedKeys.contains($0.key) }.map { ($0.key, $0.value) }
+        if let actor { result.append(("actor", actor)) }
+        if let correlationID { result.append(("correlation-id", correlationID)) }
+        if let causationID { result.append(("causation-id", causationID)) }
+        return result.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+    }
+
+    init(pairs: [(String, String)]) {
+        self.init()
+        for (key, value) in pairs {
+            switch key {
+            case "actor": actor = value
+            case "correlation-id": correlationID = value
+            case "causation-id": causationID = value
+            default: extra[key] = value
+            }
+        }
+    }
+}
+
+/// An event to append.
+public struct ProposedEvent: Sendable, Hashable {
+    /// Unique per event: appending an id that is already in the log returns the original position.
+    public var eventID: UUID
+    /// The event's type name, e.g. `account.created`.
+    public var type: String
+    /// The version of the payload's schema for this type.
+    public var schemaVersion: UInt32
+    /// Actor, correlation, causation and free key/values.
+    public var metadata: EventMetadata
+    /// The encoded event.
+    public var payload: Data
+
+    public init(eventID: UUID = UUID(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
+        self.eventID = eventID
+        self.type = type
+        self.schemaVersion = schemaVersion
+        self.metadata = metadata
+        self.payload = payload
+    }
+}
+
+/// A SHA-256 hash of the record chain.
+public struct ChainHash: Sendable, Hashable, CustomStringConvertible {
+    /// The 32 bytes.
+    public let bytes: [UInt8]
+
+    /// The hash before the first record: 32 zero bytes.
+    public static let genesis = ChainHash(bytes: [UInt8](repeating: 0, count: 32))
+
+    public init(bytes: [UInt8]) {
+        precondition(bytes.count == 32, "a chain hash has 32 bytes")
+        self.bytes = bytes
+    }
+
+    /// Lower-case hexadecimal.
+    public var description: String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// An event as the log stored it.
+public struct RecordedEvent: Sendable, Hashable {
+    /// Its place in the whole log: 1, 2, 3, … with no gaps.
+    public let position: UInt64
+    /// The stream (e.g. the account id) it belongs to.
+    public let streamID: String
+    /// Its place in the stream: 1, 2, 3, …
+    public let streamVersion: UInt64
+    public let eventID: UUID
+    public let type: String
+    public let schemaVersion: UInt32
+    /// When the log committed it (microsecond precision).
+    public let timestamp: Date
+    public let metadata: EventMetadata
+    public let payload: Data
+    /// The chain hash up to and including this record.
+    public let hash: ChainHash
+}
+
+/// What an append did.
+public struct AppendResult: Sendable, Hashable {
+    /// The position of the first and last event appended (or found, for a retry).
+    public let positions: ClosedRange<UInt64>
+    /// The stream's version after the append.
+    public let streamVersion: UInt64
+    /// True when every event id was already in the log, so nothing new was written.
+    public let wasDuplicate: Bool
+}
+
+/// The direction of a read by position.
+public enum ReadDirection: Sendable {
+    case forward
+    case backward
+}

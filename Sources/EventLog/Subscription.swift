@@ -1,0 +1,111 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import LMDB
+
+extension EventLog {
+    /// A catch-up subscription: every record after `position` (of one stream, or of the whole log),
+    /// first the historical ones, then live ones as they commit, with no gap and no duplicate at the
+    /// switch-over (both come from the same ordered reads). Records are pulled in batches of
+    /// `batchSize`, each in a short read transaction, only as fast as the consumer asks, so a slow
+    /// consumer never makes memory grow. Cancelling the consuming task, or closing the log, ends it.
+    ///
+    /// - Parameters:
+    ///   - position: deliver records with positions greater than this (0: from the start).
+    ///   - streamID: only this stream's records; `position` still counts global positions.
+    public func subscribe(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
+        EventSubscription(log: self, after: position, streamID: streamID, batchSize: max(1, batchSize))
+    }
+
+    /// Reads the next batch of a subscription and the log's last position seen by the same transaction.
+    func subscriptionBatch(after position: UInt64, streamID: String?, streamVersion: UInt64, limit: Int) throws
+        -> (records: [RecordedEvent], lastPosition: UInt64, streamVersionRead: UInt64) {
+        try reading { txn in
+            let last = try LogHead.read(txn, records: databases.records, path: path).position
+            guard last > position else { return ([], last, streamVersion) }
+            if let streamID {
+                let records = try readStream(streamID, from: streamVersion + 1, limit: limit, txn: txn)
+                return (records.filter { $0.position > position }, last, records.last?.streamVersion ?? streamVersion)
+            }
+            return try txn.withCursor(databases.records) { cursor in
+                var records: [RecordedEvent] = []
+                records.reserveCapacity(min(limit, Int(last - position)))
+                var entry = try cursor.seek(atOrAfter: BigEndian.bytes(position + 1))
+                while let current = entry, records.count < limit {
+                    let at = BigEndian.uint64(current.key)
+                    records.append(try RecordFormat.decode(current.value, position: at, path: path))
+                    entry = try cursor.next()
+                }
+                return (records, last, streamVersion)
+            }
+        }
+    }
+}
+
+/// The records of a catch-up subscription, as an `AsyncSequence`. See ``EventLog/subscribe(after:stream:batchSize:)``.
+public struct EventSubscription: AsyncSequence, Sendable {
+    public typealias Element = RecordedEvent
+
+    let log: EventLog
+    let after: UInt64
+    let streamID: String?
+    let batchSize: Int
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(log: log, position: after, streamID: streamID, batchSize: batchSize)
+    }
+
+    /// Pulls records batch by batch; waits for commits when caught up.
+    public struct Iterator: AsyncIteratorProtocol {
+        let log: EventLog
+        /// The position of the last record delivered (or the starting point).
+        var position: UInt64
+        let streamID: String?
+        /// For stream subscriptions: the stream version of the last record delivered.
+        var streamVersion: UInt64 = 0
+        let batchSize: Int
+        var buffer: [RecordedEvent] = []
+        var index = 0
+
+        init(log: EventLog, position: UInt64, streamID: String?, batchSize: Int) {
+            self.log = log
+            self.position = position
+            self.streamID = streamID
+            self.batchSize = batchSize
+        }
+
+        public mutating func next() async throws -> RecordedEvent? {
+            while true {
+                if Task.isCancelled { return nil }
+                if index < buffer.count {
+                    let record = buffer[index]
+                    index += 1
+                    position = record.position
+                    streamVersion = record.streamVersion
+                    return record
+                }
+                if log.notifier.isClosed { return nil }
+                let batch: (records: [RecordedEvent], lastPosition: UInt64, streamVersionRead: UInt64)
+                do {
+                    batch = try log.subscriptionBatch(after: position, streamID: streamID, streamVersion: streamVersion, limit: batchSize)
+                } catch EventLogError.closed {
+                    return nil
+                }
+                buffer = batch.records
+                index = 0
+                if buffer.isEmpty && batch.streamVersionRead > streamVersion {
+                    // Stream events at or before the starting position: skip them and read on.
+                    streamVersion = batch.streamVersionRead
+                    continue
+                }
+                if buffer.isEmpty {
+                    // Caught up with everything this read saw: wait for a later commit.
+                    await log.notifier.wait(beyond: Swift.max(batch.lastPosition, position))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import LMDB
+
+/// The first thing found wrong by ``EventLog/verify(batchSize:progress:)``.
+public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong.
+    public enum Kind: Sendable, Equatable {
+        /// The record's CRC-32 does not match its bytes, or it does not parse.
+        case corruptRecord
+        /// The record is intact on its own, but its chain hash is not SHA-256(previous hash || body):
+        /// it, or an earlier record, was altered.
+        case hashMismatch
+        /// Positions are not 1, 2, 3, … without gaps.
+        case positionGap
+        /// The stream or event-id index disagrees with the records.
+        case indexMismatch
+    }
+
+    /// The position of the first bad record.
+    public let position: UInt64
+    public let kind: Kind
+    /// What and where, in words.
+    public let detail: String
+
+    public var description: String { "position \(position): \(detail)" }
+}
+
+/// What ``EventLog/verify(batchSize:progress:)`` found.
+public struct VerificationReport: Sendable, Equatable {
+    /// Records checked before stopping (all of them when intact).
+    public let recordsChecked: UInt64
+    /// The last position checked.
+    public let lastPosition: UInt64
+    /// The chain hash of the last intact record: note it somewhere else to detect a rewritten log later.
+    public let headHash: ChainHash
+    /// The first problem, or nil when the log is intact.
+    public let problem: IntegrityProblem?
+
+    /// True when no problem was found.
+    public var isIntact: Bool { problem == nil }
+}
+
+/// How far a verification has come.
+public struct VerificationProgress: Sendable, Equatable {
+    public let checked: UInt64
+    public let total: UInt64
+}
+
+extension EventLog {
+    /// Checks every record's checksum, the hash chain, gap-free positions and both indexes, reading
+    /// `batchSize` records per short read transaction (constant memory). Stops at the first problem
+    /// and reports its position.
+    public func verify(batchSize: Int = 4_096, progress: ((VerificationProgress) -> Void)? = nil) throws -> VerificationReport {
+        let total = try lastPosition()
+        var expected: UInt64 = 1
+        var previous = ChainHash.genesis
+        var problem: IntegrityProblem?
+        while problem == nil {
+            let checkedInBatch: Int = try reading { txn in
+                try txn.withCursor(databases.records) { cursor in
+                    var count = 0
+                    var entry = try cursor.seek(atOrAfter: BigEndian.bytes(expected))
+                    while let current = entry, count < max(batchSize, 1) {
+                        if let found = check(current, expected: expected, previous: &previous, txn: txn) {
+                            problem = found
+                            return count
+                        }
+                        count += 1
+                        expected += 1
+                        entry = try cursor.next()
+                    }
+                    return count
+                }
+            }
+            progress?(VerificationProgress(checked: expected - 1, total: max(total, expected - 1)))
+            if checkedInBatch == 0 { break }
+        }
+        if problem == nil {
+            let indexed = try reading { txn in
+                var stat = (streams: 0, ids: 0)
+                try txn.withCursor(databases.streams) { cursor in
+                    var entry = try cursor.first()
+                    while entry != nil { stat.streams += 1; entry = try cursor.next() }
+                }
+                try txn.withCursor(databases.eventIDs) { cursor in
+                    var entry = try cursor.first()
+                    while entry != nil { stat.ids += 1; entry = try cursor.next() }
+                }
+                return stat
+            }
+            let records = Int(expected - 1)
+            if indexed.streams != records || indexed.ids != records {
+                problem = IntegrityProblem(position: expected - 1, kind: .indexMismatch,
+                                           detail: "\(records) records but \(indexed.streams) stream index entries and \(indexed.ids) event-id entries")
+            }
+        }
+        return VerificationReport(recordsChecked: expected - 1, lastPosition: expected - 1, headHash: previous, problem: problem)
+    }
+
+    private func check(_ entry: Cursor.Entry, expected: UInt64, previous: inout ChainHash, txn: Transaction) -> IntegrityProblem? {
+        guard entry.key.count == 8 else {
+            return IntegrityProblem(position: expected, kind: .corruptRecord, detail: "a records key has \(entry.key.count) bytes, not 8")
+        }
+        let position = BigEndian.uint64(entry.key)
+        guard position == expected else {
+            return IntegrityProblem(position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)")
+        }
+        let record: RecordedEvent
+        do {
+            record = try RecordFormat.decode(entry.value, position: position, path: path)
+        } catch {
+            return IntegrityProblem(position: position, kind: .corruptRecord, detail: error.description)
+        }
+        let body = UnsafeRawBufferPointer(rebasing: entry.value[RecordFormat.bodyOffset...])
+        let computed = RecordFormat.chainHash(previous: previous, body: body)
+        guard computed == record.hash else {
+            return IntegrityProblem(position: position, kind: .hashMismatch,
+                                    detail: "the chain hash is \(record.hash) but SHA-256 of the previous hash and this record is \(computed)")
+        }
+        previous = computed
+        do {
+            let streamEntry = try txn.get(databases.streams, key: LogDatabases.streamKey(record.streamID, version: record.streamVersion))
+            guard streamEntry == BigEndian.bytes(position) else {
+                return IntegrityProblem(position: position, kind: .indexMismatch,
+                                        detail: "the stream index has no entry for \"\(record.streamID)\" version \(record.streamVersion) pointing here")
+            }
+            let idEntry = try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(record.eventID))
+            guard idEntry == BigEndian.bytes(position) else {
+                return IntegrityProblem(position: position, kind: .indexMismatch,
+                                        detail: "the event-id index has no entry for \(record.eventID.uuidString) pointing here")
+            }
+        } catch {
+            return IntegrityProblem(position: position, kind: .indexMismatch, detail: "reading the indexes failed: \(error)")
+        }
+        return nil
+    }
+}

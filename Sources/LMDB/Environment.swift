@@ -1,0 +1,291 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import CLMDB
+import Foundation
+import Synchronization
+
+/// How an environment's commits reach the disk.
+public enum SyncMode: Sendable, Equatable {
+    /// Every commit is flushed with `fdatasync` before it returns (LMDB's default).
+    case durable
+    /// Commits are not flushed (`MDB_NOSYNC`): a process crash loses nothing, but an OS crash or a
+    /// power loss may lose the most recent commits (never corrupt older ones). For tests and bulk
+    /// import; call ``Environment/sync()`` to flush by hand.
+    case relaxed
+}
+
+/// Options for opening an ``Environment``.
+public struct EnvironmentOptions: Sendable {
+    /// The most named databases the environment may hold.
+    public var maxDatabases: UInt32 = 16
+    /// The most concurrent read transactions (LMDB's reader table size).
+    public var maxReaders: UInt32 = 126
+    /// The map size to open with. The file grows on demand; the map only reserves address space.
+    public var initialMapSize: Int = 1 << 30
+    /// The largest single growth step once the map is full; below it, the map doubles.
+    public var maxGrowthStep: Int = 4 << 30
+    /// Whether commits are flushed to disk.
+    public var sync: SyncMode = .durable
+    /// Open without write access.
+    public var readOnly = false
+
+    public init() {}
+}
+
+/// One LMDB environment (a directory holding `data.mdb` and `lock.mdb`), opened once per process.
+///
+/// Read transactions may run on any thread (`MDB_NOTLS`); the owner runs write transactions on one
+/// thread at a time. When a write fills the map, the transaction is aborted, the map is grown and
+/// the write is run again, so `MDB_MAP_FULL` never reaches the caller.
+public final class Environment: @unchecked Sendable {
+    /// The directory of the environment.
+    public let path: String
+    /// The options it was opened with.
+    public let options: EnvironmentOptions
+    /// How many reader slots of dead processes were cleared when it was opened.
+    public let staleReadersCleared: Int
+
+    let pointer: OpaquePointer
+    /// Shared by every transaction, exclusive for growing the map and closing.
+    private let lock = ReadWriteLock()
+    /// Written only under the exclusive lock.
+    private var closed = false
+    private let registryKey: String
+
+    private static let openPaths = Mutex<Set<String>>([])
+
+    /// Opens (and, unless read-only, creates) the environment in the directory at `path`.
+    public init(path: String, options: EnvironmentOptions = EnvironmentOptions()) throws {
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        if !options.readOnly {
+            do {
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            } catch {
+                throw LMDBError(code: EACCES, operation: "create directory", path: url.path)
+            }
+        }
+        let key = url.resolvingSymlinksInPath().path
+        let inserted = Self.openPaths.withLock { $0.insert(key).inserted }
+        guard inserted else {
+            throw LMDBError(code: EBUSY, operation: "open (the environment is already open in this process; share the open instance)", path: url.path)
+        }
+        var envPointer: OpaquePointer?
+        var success = false
+        defer {
+            if !success {
+                if let envPointer { mdb_env_close(envPointer) }
+                _ = Self.openPaths.withLock { $0.remove(key) }
+            }
+        }
+        try check(mdb_env_create(&envPointer), "mdb_env_create", path: url.path)
+        guard let envPointer else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create", path: url.path) }
+        try check(mdb_env_set_maxdbs(envPointer, MDB_dbi(options.maxDatabases)), "mdb_env_set_maxdbs", path: url.path)
+        try check(mdb_env_set_maxreaders(envPointer, options.maxReaders), "mdb_env_set_maxreaders", path: url.path)
+        try check(mdb_env_set_mapsize(envPointer, Self.pageAligned(options.initialMapSize)), "mdb_env_set_mapsize", path: url.path)
+        var flags = UInt32(MDB_NOTLS)
+        if options.sync == .relaxed { flags |= UInt32(MDB_NOSYNC) }
+        if options.readOnly { flags |= UInt32(MDB_RDONLY) }
+        if options.readOnly && !FileManager.default.fileExists(atPath: url.appendingPathComponent("data.mdb").path) {
+            throw LMDBError(code: ENOENT, operation: "mdb_env_open", path: url.path)
+        }
+        try check(mdb_env_open(envPointer, url.path, flags, 0o644), "mdb_env_open", path: url.path)
+        var dead: Int32 = 0
+        try check(mdb_reader_check(envPointer, &dead), "mdb_reader_check", path: url.path)
+        self.pointer = envPointer
+        self.path = url.path
+        self.options = options
+        self.registryKey = key
+        self.staleReadersCleared = Int(dead)
+        success = true
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the environment; waits for running transactions. Later calls throw `EBADF` errors.
+    public func close() {
+        lock.withExclusive {
+            guard !closed else { return }
+            closed = true
+            mdb_env_close(pointer)
+            _ = Self.openPaths.withLock { $0.remove(registryKey) }
+        }
+    }
+
+    /// True once ``close()`` ran.
+    public var isClosed: Bool {
+        lock.withShared { closed }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a short read-only transaction. Never blocks, and is never blocked by, the writer.
+    /// The buffers `body` sees point into the map and are valid only inside it.
+    public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
+        while true {
+            let outcome: T? = try lock.withShared {
+                guard !closed else { throw closedError }
+                var txn: OpaquePointer?
+                let code = mdb_txn_begin(pointer, nil, UInt32(MDB_RDONLY), &txn)
+                if code == MDB_MAP_RESIZED { return nil }
+                try check(code, "mdb_txn_begin (read)", path: path)
+                defer { mdb_txn_abort(txn) }
+                return try body(Transaction(pointer: txn!, path: path, readOnly: true))
+            }
+            if let outcome { return outcome }
+            try adoptResizedMap()
+        }
+    }
+
+    /// Runs `body` in a write transaction and commits it. Call it from one thread at a time, and
+    /// never suspend inside `body`. If the map fills, the transaction is aborted, the map grows and
+    /// `body` runs again: it must not have effects outside the transaction.
+    public func write<T>(_ body: (Transaction) throws -> T) throws -> T {
+        while true {
+            do {
+                let outcome: T? = try lock.withShared {
+                    guard !closed else { throw closedError }
+                    var txn: OpaquePointer?
+                    let code = mdb_txn_begin(pointer, nil, 0, &txn)
+                    if code == MDB_MAP_RESIZED { return nil }
+                    try check(code, "mdb_txn_begin (write)", path: path)
+                    let result: T
+                    do {
+                        result = try body(Transaction(pointer: txn!, path: path, readOnly: false))
+                    } catch {
+                        mdb_txn_abort(txn)
+                        throw error
+                    }
+                    try check(mdb_txn_commit(txn), "mdb_txn_commit", path: path)
+                    return result
+                }
+                if let outcome { return outcome }
+                try adoptResizedMap()
+            } catch let error as LMDBError where error.isMapFull {
+                try growMap()
+            }
+        }
+    }
+
+    /// Opens (or creates) the named database and returns its handle, valid until the environment closes.
+    public func openDatabase(_ name: String, create: Bool = true) throws -> Database {
+        if options.readOnly || !create {
+            return try lock.withShared {
+                guard !closed else { throw closedError }
+                var txn: OpaquePointer?
+                try check(mdb_txn_begin(pointer, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin", path: path)
+                var dbi: MDB_dbi = 0
+                let code = mdb_dbi_open(txn, name, 0, &dbi)
+                if code != MDB_SUCCESS {
+                    mdb_txn_abort(txn)
+                    throw LMDBError(code: code, operation: "mdb_dbi_open \"\(name)\"", path: path)
+                }
+                try check(mdb_txn_commit(txn), "mdb_txn_commit", path: path)
+                return Database(handle: dbi, name: name)
+            }
+        }
+        return try write { txn in try txn.openDatabase(name, create: true) }
+    }
+
+    /// The names of the named databases in the environment (the keys of LMDB's main database).
+    public func databaseNames() throws -> [String] {
+        try read { txn in
+            var dbi: MDB_dbi = 0
+            try check(mdb_dbi_open(txn.pointer, nil, 0, &dbi), "mdb_dbi_open (main)", path: path)
+            return try txn.withCursor(Database(handle: dbi, name: "(main)")) { cursor in
+                var names: [String] = []
+                var entry = try cursor.first()
+                while let current = entry {
+                    names.append(String(decoding: current.key, as: UTF8.self))
+                    entry = try cursor.next()
+                }
+                return names
+            }
+        }
+    }
+
+    // MARK: Map size
+
+    /// The current map size in bytes.
+    public var mapSize: Int {
+        lock.withShared {
+            guard !closed else { return 0 }
+            var info = MDB_envinfo()
+            mdb_env_info(pointer, &info)
+            return info.me_mapsize
+        }
+    }
+
+    /// The bytes the data file takes on disk.
+    public var fileSize: Int {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")
+        return (attributes?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// Flushes buffered commits to disk (useful in ``SyncMode/relaxed``).
+    public func sync() throws {
+        try lock.withShared {
+            guard !closed else { throw closedError }
+            try check(mdb_env_sync(pointer, 1), "mdb_env_sync", path: path)
+        }
+    }
+
+    /// Entry count and shape of one database.
+    public func statistics(of database: Database) throws -> DatabaseStatistics {
+        try read { txn in
+            var stat = MDB_stat()
+            try check(mdb_stat(txn.pointer, database.handle, &stat), "mdb_stat", path: path)
+            return DatabaseStatistics(entries: stat.ms_entries, depth: Int(stat.ms_depth), pageSize: Int(stat.ms_psize),
+                                      pages: stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
+        }
+    }
+
+    private func growMap() throws {
+        try lock.withExclusive {
+            guard !closed else { throw closedError }
+            var info = MDB_envinfo()
+            mdb_env_info(pointer, &info)
+            let current = info.me_mapsize
+            let step = min(max(current, 1 << 20), options.maxGrowthStep)
+            let (grown, overflow) = current.addingReportingOverflow(step)
+            guard !overflow else { throw LMDBError(code: MDB_MAP_FULL, operation: "grow map", path: path) }
+            try check(mdb_env_set_mapsize(pointer, Self.pageAligned(grown)), "mdb_env_set_mapsize", path: path)
+        }
+    }
+
+    /// Another process grew the map: take its size (`MDB_MAP_RESIZED`).
+    private func adoptResizedMap() throws {
+        try lock.withExclusive {
+            guard !closed else { throw closedError }
+            try check(mdb_env_set_mapsize(pointer, 0), "mdb_env_set_mapsize (adopt)", path: path)
+        }
+    }
+
+    private var closedError: LMDBError {
+        LMDBError(code: EBADF, operation: "use of a closed environment", path: path)
+    }
+
+    private static func pageAligned(_ size: Int) -> Int {
+        let page = 4096
+        return max(page, (size + page - 1) / page * page)
+    }
+}
+
+/// A named database inside an environment.
+public struct Database: Sendable, Hashable {
+    let handle: MDB_dbi
+    /// Its name.
+    public let name: String
+}
+
+/// Size figures of one database.
+public struct DatabaseStatistics: Sendable, Equatable {
+    public let entries: Int
+    public let depth: Int
+    public let pageSize: Int
+    public let pages: Int
+}

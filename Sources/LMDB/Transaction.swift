@@ -1,0 +1,147 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import CLMDB
+
+/// Flags for ``Transaction/put(_:key:value:flags:)``.
+public struct PutFlags: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Fail with `MDB_KEYEXIST` instead of overwriting.
+    public static let noOverwrite = PutFlags(rawValue: UInt32(MDB_NOOVERWRITE))
+    /// The key sorts after every key in the database: a cheap sequential insert.
+    public static let append = PutFlags(rawValue: UInt32(MDB_APPEND))
+}
+
+/// A read or write transaction, valid only inside the closure that received it.
+public struct Transaction {
+    let pointer: OpaquePointer
+    let path: String
+    /// True for read-only transactions.
+    public let readOnly: Bool
+
+    /// The value stored under `key`, pointing into the map: copy it before the transaction ends.
+    public func get(_ database: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var value = MDB_val()
+        let code = mdb_get(pointer, database.handle, &keyVal, &value)
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_get \"\(database.name)\"", path: path)
+        return UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+    }
+
+    /// The value stored under `key`, copied.
+    public func get(_ database: Database, key: [UInt8]) throws -> [UInt8]? {
+        try key.withUnsafeBytes { keyBytes in
+            try get(database, key: keyBytes).map { Array($0) }
+        }
+    }
+
+    /// Stores `value` under `key`.
+    public func put(_ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, flags: PutFlags = []) throws {
+        var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var valueVal = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try check(mdb_put(pointer, database.handle, &keyVal, &valueVal, flags.rawValue), "mdb_put \"\(database.name)\"", path: path)
+    }
+
+    /// Stores `value` under `key`.
+    public func put(_ database: Database, key: [UInt8], value: [UInt8], flags: PutFlags = []) throws {
+        try key.withUnsafeBytes { keyBytes in
+            try value.withUnsafeBytes { valueBytes in
+                try put(database, key: keyBytes, value: valueBytes, flags: flags)
+            }
+        }
+    }
+
+    /// Reserves `count` bytes under `key` and lets `fill` write them in place (`MDB_RESERVE`).
+    public func reserve(_ database: Database, key: UnsafeRawBufferPointer, count: Int, flags: PutFlags = [],
+                        fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
+        var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var valueVal = MDB_val(mv_size: count, mv_data: nil)
+        try check(mdb_put(pointer, database.handle, &keyVal, &valueVal, flags.rawValue | UInt32(MDB_RESERVE)),
+                  "mdb_put (reserve) \"\(database.name)\"", path: path)
+        try fill(UnsafeMutableRawBufferPointer(start: valueVal.mv_data, count: count))
+    }
+
+    /// Removes `key`; returns false when it was not there.
+    @discardableResult
+    public func delete(_ database: Database, key: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { keyBytes in
+            var keyVal = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+            let code = mdb_del(pointer, database.handle, &keyVal, nil)
+            if code == MDB_NOTFOUND { return false }
+            try check(code, "mdb_del \"\(database.name)\"", path: path)
+            return true
+        }
+    }
+
+    /// Removes every entry of the database, keeping the database itself.
+    public func clear(_ database: Database) throws {
+        try check(mdb_drop(pointer, database.handle, 0), "mdb_drop (empty) \"\(database.name)\"", path: path)
+    }
+
+    /// Deletes the database itself; its handle must not be used again.
+    public func drop(_ database: Database) throws {
+        try check(mdb_drop(pointer, database.handle, 1), "mdb_drop (delete) \"\(database.name)\"", path: path)
+    }
+
+    /// Opens a named database inside this transaction.
+    public func openDatabase(_ name: String, create: Bool) throws -> Database {
+        var dbi: MDB_dbi = 0
+        try check(mdb_dbi_open(pointer, name, create ? UInt32(MDB_CREATE) : 0, &dbi), "mdb_dbi_open \"\(name)\"", path: path)
+        return Database(handle: dbi, name: name)
+    }
+
+    /// Runs `body` with a cursor over `database`, closed when `body` returns.
+    public func withCursor<T>(_ database: Database, _ body: (inout Cursor) throws -> T) throws -> T {
+        var cursorPointer: OpaquePointer?
+        try check(mdb_cursor_open(pointer, database.handle, &cursorPointer), "mdb_cursor_open \"\(database.name)\"", path: path)
+        defer { mdb_cursor_close(cursorPointer) }
+        var cursor = Cursor(pointer: cursorPointer!, database: database, path: path)
+        return try body(&cursor)
+    }
+}
+
+/// A position in a database's sorted keys. Buffers it returns are valid until the transaction ends.
+public struct Cursor {
+    let pointer: OpaquePointer
+    let database: Database
+    let path: String
+
+    /// A key and its value, pointing into the map.
+    public typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+
+    private func move(_ operation: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil) throws -> Entry? {
+        var keyVal = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
+        var value = MDB_val()
+        let code = mdb_cursor_get(pointer, &keyVal, &value, operation)
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_cursor_get \"\(database.name)\"", path: path)
+        return (UnsafeRawBufferPointer(start: keyVal.mv_data, count: keyVal.mv_size),
+                UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+    }
+
+    /// The first entry.
+    public mutating func first() throws -> Entry? { try move(MDB_FIRST) }
+    /// The last entry.
+    public mutating func last() throws -> Entry? { try move(MDB_LAST) }
+    /// The entry after the current one.
+    public mutating func next() throws -> Entry? { try move(MDB_NEXT) }
+    /// The entry before the current one.
+    public mutating func previous() throws -> Entry? { try move(MDB_PREV) }
+    /// The first entry whose key is at or after `key`.
+    public mutating func seek(atOrAfter key: UnsafeRawBufferPointer) throws -> Entry? { try move(MDB_SET_RANGE, key: key) }
+    /// The first entry whose key is at or after `key`.
+    public mutating func seek(atOrAfter key: [UInt8]) throws -> Entry? {
+        try key.withUnsafeBytes { try move(MDB_SET_RANGE, key: $0) }
+    }
+    /// The last entry whose key is before `key`, or the last entry when none is at or after it.
+    public mutating func seek(before key: [UInt8]) throws -> Entry? {
+        if try seek(atOrAfter: key) != nil {
+            return try previous()
+        }
+        return try last()
+    }
+}
