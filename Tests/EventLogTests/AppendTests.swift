@@ -1,0 +1,175 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+@testable import EventLog
+import Foundation
+import Testing
+
+@Suite("Appending and reading")
+struct AppendTests {
+    @Test("records get gap-free positions, stream versions and every stored field back")
+    func appendAndRead() async throws {
+        try await withTemporaryLog { log, _ in
+            let id = UUID()
+            let metadata = EventMetadata(actor: "admin", correlationID: "req-1", causationID: "cmd-9", extra: ["ip": "10.0.0.1"])
+            let first = try await log.append(ProposedEvent(eventID: id, type: "account.created", schemaVersion: 3, metadata: metadata,
+                                                           payload: Data([0, 1, 2, 255])), to: "alice", expectedVersion: .noStream)
+            #expect(first == AppendResult(positions: 1...1, streamVersion: 1, wasDuplicate: false))
+            let second = try await log.append([event("a"), event("b")], to: "bob")
+            #expect(second.positions == 2...3)
+            #expect(second.streamVersion == 2)
+            let third = try await log.append(event("c"), to: "alice", expectedVersion: .exact(1))
+            #expect(third == AppendResult(positions: 4...4, streamVersion: 2, wasDuplicate: false))
+
+            let all = try log.read()
+            #expect(all.map(\.position) == [1, 2, 3, 4])
+            #expect(all.map(\.streamID) == ["alice", "bob", "bob", "alice"])
+            #expect(all.map(\.streamVersion) == [1, 1, 2, 2])
+            #expect(all.map(\.type) == ["account.created", "a", "b", "c"])
+            let stored = try #require(all.first)
+            #expect(stored.eventID == id)
+            #expect(stored.schemaVersion == 3)
+            #expect(stored.metadata == metadata)
+            #expect(stored.payload == Data([0, 1, 2, 255]))
+            #expect(abs(stored.timestamp.timeIntervalSinceNow) < 60)
+            #expect(try log.lastPosition() == 4)
+            #expect(try log.record(at: 3)?.type == "b")
+            #expect(try log.record(at: 5) == nil)
+            #expect(try log.position(ofEvent: id) == 1)
+        }
+    }
+
+    @Test("reads forward, backward, by stream and from a stream version")
+    func reads() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            for index in 1...10 {
+                _ = try await log.append(event("e", "\(index)"), to: index.isMultiple(of: 2) ? "even" : "odd")
+            }
+            #expect(try log.read(from: 4, limit: 3).map(\.position) == [4, 5, 6])
+            #expect(try log.read(from: 4, direction: .backward, limit: 3).map(\.position) == [4, 3, 2])
+            #expect(try log.read(from: 100, direction: .backward, limit: 2).map(\.position) == [10, 9])
+            #expect(try log.read(from: 11).isEmpty)
+            #expect(try log.readStream("even").map(\.text) == ["2", "4", "6", "8", "10"])
+            #expect(try log.readStream("odd", from: 4).map(\.streamVersion) == [4, 5])
+            #expect(try log.readStream("none").isEmpty)
+            #expect(try log.streamVersion("even") == 5)
+            #expect(try log.streamVersion("none") == nil)
+            // A stream whose id is a prefix of another does not see the other's events.
+            _ = try await log.append(event(), to: "od")
+            #expect(try log.streamVersion("od") == 1)
+            #expect(try log.readStream("od").count == 1)
+            var replayed: [UInt64] = []
+            try log.replay(from: 3, batchSize: 4) { record in
+                replayed.append(record.position)
+                return record.position < 9
+            }
+            #expect(replayed == Array(3...9))
+        }
+    }
+
+    @Test("a wrong expected version is a typed error and writes nothing")
+    func versionConflicts() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            _ = try await log.append(event(), to: "s", expectedVersion: .noStream)
+            await #expect(throws: EventLogError.wrongExpectedVersion(stream: "s", expected: .noStream, actual: 1)) {
+                try await log.append(event(), to: "s", expectedVersion: .noStream)
+            }
+            await #expect(throws: EventLogError.wrongExpectedVersion(stream: "s", expected: .exact(5), actual: 1)) {
+                try await log.append([event(), event()], to: "s", expectedVersion: .exact(5))
+            }
+            await #expect(throws: EventLogError.wrongExpectedVersion(stream: "t", expected: .exact(1), actual: nil)) {
+                try await log.append(event(), to: "t", expectedVersion: .exact(1))
+            }
+            #expect(try log.lastPosition() == 1)
+            #expect(try log.streamVersion("t") == nil)
+            let message = EventLogError.wrongExpectedVersion(stream: "s", expected: .exact(5), actual: 1).description
+            #expect(message.contains("\"s\"") && message.contains("version 1") && message.contains("version 5"))
+        }
+    }
+
+    @Test("appending the same event ids again is an idempotent no-op")
+    func idempotentRetries() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            let batch = [event("x"), event("y")]
+            let original = try await log.append(batch, to: "s", expectedVersion: .noStream)
+            _ = try await log.append(event(), to: "other")
+            // The retry would fail its version check, but the ids show it already happened.
+            let retry = try await log.append(batch, to: "s", expectedVersion: .noStream)
+            #expect(retry == AppendResult(positions: original.positions, streamVersion: 2, wasDuplicate: true))
+            #expect(try log.lastPosition() == 3)
+            // A batch that is only partly in the log is refused.
+            let partial = [batch[1], event("z")]
+            await #expect(throws: EventLogError.duplicateEventID(batch[1].eventID, existingPosition: 2)) {
+                try await log.append(partial, to: "s")
+            }
+            // The same id twice in one append is refused before it reaches the writer.
+            let twice = event()
+            await #expect(throws: EventLogError.self) { try await log.append([twice, twice], to: "s") }
+            #expect(try log.lastPosition() == 3)
+        }
+    }
+
+    @Test("bad stream ids, empty appends and oversized events are refused with reasons")
+    func badInput() async throws {
+        var options = relaxed
+        options.maxPayloadBytes = 1_000
+        try await withTemporaryLog(options: options) { (log: EventLog, _: TemporaryDirectory) async throws in
+            await #expect(throws: EventLogError.invalidStreamID("", reason: "it is empty")) { try await log.append(event(), to: "") }
+            await #expect(throws: EventLogError.self) { try await log.append(event(), to: "a\u{0}b") }
+            await #expect(throws: EventLogError.self) { try await log.append(event(), to: String(repeating: "x", count: 401)) }
+            await #expect(throws: EventLogError.invalidEvent(reason: "an append needs at least one event")) { try await log.append([], to: "s") }
+            await #expect(throws: EventLogError.self) { try await log.append(event(""), to: "s") }
+            await #expect(throws: EventLogError.self) { try await log.append(event("t", String(repeating: "p", count: 1_001)), to: "s") }
+            #expect(try log.lastPosition() == 0)
+            #expect(try log.verify().isIntact)
+        }
+    }
+
+    @Test("8 concurrent appenders × 1,000 appends: gap-free positions, per-stream order kept")
+    func concurrentAppenders() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            let writers = 8, perWriter = 1_000
+            let results = try await withThrowingTaskGroup(of: [AppendResult].self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        var results: [AppendResult] = []
+                        for index in 0..<perWriter {
+                            // Each writer checks its own stream's version: no conflicts expected.
+                            results.append(try await log.append(event("e", "\(writer)-\(index)"), to: "writer-\(writer)",
+                                                                expectedVersion: index == 0 ? .noStream : .exact(UInt64(index))))
+                        }
+                        return results
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            let positions = results.map(\.positions.lowerBound).sorted()
+            #expect(positions == Array(1...UInt64(writers * perWriter)))
+            let records = try log.read(limit: .max)
+            #expect(records.map(\.position) == Array(1...UInt64(writers * perWriter)))
+            for writer in 0..<writers {
+                let stream = try log.readStream("writer-\(writer)")
+                #expect(stream.map(\.text) == (0..<perWriter).map { "\(writer)-\($0)" })
+                #expect(stream.map(\.streamVersion) == Array(1...UInt64(perWriter)))
+            }
+            #expect(try log.verify().isIntact)
+        }
+    }
+
+    @Test("concurrent appenders racing on one stream: exactly one wins each version")
+    func racingOnOneStream() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            let outcomes = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<16 {
+                    group.addTask { (try? await log.append(event(), to: "hot", expectedVersion: .noStream)) != nil }
+                }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 }.count == 1)
+            #expect(try log.streamVersion("hot") == 1)
+            #expect(try log.lastPosition() == 1)
+        }
+    }
+}
