@@ -60,7 +60,7 @@ public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
         guard let lmdb = error as? LMDBError else { return error }
         if lmdb.isDiskFull { return EventLogError.diskFull(path: path, underlying: lmdb) }
         if lmdb.code == EBADF && lmdb.operation.contains("closed") { return EventLogError.closed(path: path) }
-        if lmdb.isInvalidFile { return EventLogError.notAnEventLog(path: path, reason: lmdb.reason) }
+        if lmdb.isInvalidFile { return EventLogError.notAnEventLog(path: path, reason: "\(lmdb.reason) (during \(lmdb.operation))") }
         return EventLogError.storage(lmdb)
     }
 }

@@ -92,6 +92,17 @@ public final class Environment: @unchecked Sendable {
             throw LMDBError(code: ENOENT, operation: "mdb_env_open", path: url.path)
         }
         try check(mdb_env_open(envPointer, url.path, flags, 0o644), "mdb_env_open", path: url.path)
+        // A data file shorter than its own metadata says would make reads fault (SIGBUS): refuse it.
+        var info = MDB_envinfo()
+        var stat = MDB_stat()
+        mdb_env_info(envPointer, &info)
+        mdb_env_stat(envPointer, &stat)
+        let expectedBytes = (Int(info.me_last_pgno) + 1) * Int(stat.ms_psize)
+        let dataFile = url.appendingPathComponent("data.mdb").path
+        let actualBytes = ((try? FileManager.default.attributesOfItem(atPath: dataFile))?[.size] as? NSNumber)?.intValue ?? 0
+        if actualBytes < expectedBytes {
+            throw LMDBError(code: MDB_INVALID, operation: "open (the data file has \(actualBytes) bytes but its pages need \(expectedBytes): it was truncated)", path: url.path)
+        }
         var dead: Int32 = 0
         try check(mdb_reader_check(envPointer, &dead), "mdb_reader_check", path: url.path)
         self.pointer = envPointer

@@ -1,0 +1,108 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Testing
+
+@Suite("Catch-up subscriptions")
+struct SubscriptionTests {
+    @Test("history then live records with no gap and no duplicate while appends continue")
+    func switchOver() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            for index in 0..<500 { _ = try await log.append(event("e", "\(index)"), to: "s\(index % 7)") }
+            let total = 3_000
+            // Appends keep going while the subscriber catches up and switches to live records.
+            let appender = Task {
+                for index in 500..<total { _ = try await log.append(event("e", "\(index)"), to: "s\(index % 7)") }
+            }
+            var seen: [UInt64] = []
+            for try await record in log.subscribe(after: 0, batchSize: 64) {
+                seen.append(record.position)
+                #expect(record.text == "\(record.position - 1)")
+                if seen.count == total { break }
+            }
+            try await appender.value
+            #expect(seen == Array(1...UInt64(total)))
+        }
+    }
+
+    @Test("starting after a position, and one stream only")
+    func fromPositionAndStream() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            for index in 1...20 { _ = try await log.append(event("e", "\(index)"), to: index.isMultiple(of: 3) ? "three" : "other") }
+            var fromTen: [UInt64] = []
+            for try await record in log.subscribe(after: 10) {
+                fromTen.append(record.position)
+                if record.position == 20 { break }
+            }
+            #expect(fromTen == Array(11...20))
+
+            // A stream subscription starting at global position 10, with the stream's earlier events skipped.
+            let streamTask = Task {
+                var texts: [String] = []
+                for try await record in log.subscribe(after: 10, stream: "three", batchSize: 2) {
+                    #expect(record.streamID == "three")
+                    texts.append(record.text)
+                    if texts.count == 5 { break }
+                }
+                return texts
+            }
+            _ = try await log.append(event("e", "live-other"), to: "other")
+            _ = try await log.append(event("e", "live-three"), to: "three")
+            _ = try await log.append(event("e", "live-three-2"), to: "three")
+            let texts = try await streamTask.value
+            #expect(texts == ["12", "15", "18", "live-three", "live-three-2"])
+        }
+    }
+
+    @Test("cancelling the consumer ends a waiting subscription cleanly")
+    func cancellation() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            _ = try await log.append(event(), to: "s")
+            let consumer = Task {
+                var count = 0
+                for try await _ in log.subscribe() { count += 1 }
+                return count
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            consumer.cancel()
+            #expect(try await consumer.value == 1)
+        }
+    }
+
+    @Test("closing the log ends its subscriptions")
+    func closing() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let log = try EventLog(path: directory.path("log"), options: relaxed)
+        _ = try await log.append([event(), event()], to: "s")
+        let consumer = Task {
+            var count = 0
+            for try await _ in log.subscribe() { count += 1 }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        log.close()
+        #expect(try await consumer.value == 2)
+    }
+
+    @Test("a slow consumer holds one batch at a time, not the whole backlog")
+    func backpressure() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            _ = try await log.append((0..<1_000).map { _ in event() }, to: "s")
+            var iterator = log.subscribe(batchSize: 10).makeAsyncIterator()
+            _ = try await iterator.next()
+            // Only the first batch was read; appending more does not reach the iterator until it asks.
+            _ = try await log.append((0..<1_000).map { _ in event() }, to: "s")
+            var count = 1
+            while let record = try await iterator.next() {
+                count += 1
+                if record.position == 2_000 { break }
+            }
+            #expect(count == 2_000)
+        }
+    }
+}
