@@ -82,15 +82,13 @@ public final class EventLog: Sendable {
         let databases = databases
         let lastPosition: UInt64
         do {
-            lastPosition = try environment.read { txn in
-                try LogHead.read(txn, records: databases.records, path: environment.path).position
-            }
+            lastPosition = try environment.read { txn in try databases.lastPosition(txn) }
         } catch {
             environment.close()
             throw EventLogError.wrapping(error, path: environment.path)
         }
         let notifier = CommitNotifier(committed: lastPosition, pollInterval: options.pollInterval) {
-            try? environment.read { txn in try LogHead.read(txn, records: databases.records, path: environment.path).position }
+            try? environment.read { txn in try databases.lastPosition(txn) }
         }
         self.notifier = notifier
         writer = options.readOnly ? nil : AppendWriter(
@@ -201,11 +199,7 @@ public final class EventLog: Sendable {
 
     /// The position of the last record; 0 for an empty log.
     public func lastPosition() throws -> UInt64 {
-        try reading { txn in
-            try txn.withCursor(databases.records) { cursor in
-                try cursor.last().map { BigEndian.uint64($0.key) } ?? 0
-            }
-        }
+        try reading { txn in try databases.lastPosition(txn) }
     }
 
     /// The record at `position`, or nil.

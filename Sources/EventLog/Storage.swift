@@ -50,6 +50,15 @@ struct LogDatabases: Sendable {
     }
 }
 
+extension LogDatabases {
+    /// The last position (the last key of `records`), 0 when empty; the record itself is not read.
+    func lastPosition(_ txn: Transaction) throws -> UInt64 {
+        try txn.withCursor(records) { cursor in
+            try cursor.last().map { $0.key.count == 8 ? BigEndian.uint64($0.key) : 0 } ?? 0
+        }
+    }
+}
+
 /// The end of the log as the writer needs it: last position, its hash and timestamp.
 struct LogHead: Sendable {
     var position: UInt64

@@ -24,7 +24,7 @@ extension EventLog {
     func subscriptionBatch(after position: UInt64, streamID: String?, streamVersion: UInt64, limit: Int) throws
         -> (records: [RecordedEvent], lastPosition: UInt64, streamVersionRead: UInt64) {
         try reading { txn in
-            let last = try LogHead.read(txn, records: databases.records, path: path).position
+            let last = try databases.lastPosition(txn)
             guard last > position else { return ([], last, streamVersion) }
             if let streamID {
                 let records = try readStream(streamID, from: streamVersion + 1, limit: limit, txn: txn)

@@ -27,6 +27,12 @@ public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
     /// What and where, in words.
     public let detail: String
 
+    public init(position: UInt64, kind: Kind, detail: String) {
+        self.position = position
+        self.kind = kind
+        self.detail = detail
+    }
+
     public var description: String { "position \(position): \(detail)" }
 }
 
@@ -49,6 +55,11 @@ public struct VerificationReport: Sendable, Equatable {
 public struct VerificationProgress: Sendable, Equatable {
     public let checked: UInt64
     public let total: UInt64
+
+    public init(checked: UInt64, total: UInt64) {
+        self.checked = checked
+        self.total = total
+    }
 }
 
 extension EventLog {

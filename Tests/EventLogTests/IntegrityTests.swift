@@ -1,0 +1,157 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import Testing
+
+@Suite("Integrity: checksums and the hash chain")
+struct IntegrityTests {
+    /// Builds a closed log of `count` records whose payloads are `marker-<position>` padded to 64 bytes,
+    /// in one transaction, so that (LMDB being copy-on-write) no stale copy of a page holds a record.
+    private func makeLog(at path: String, count: Int) async throws {
+        let log = try EventLog(path: path, options: relaxed)
+        let events = (1...count).map { position in
+            event("t", "marker-\(String(format: "%05d", position))".padding(toLength: 64, withPad: ".", startingAt: 0))
+        }
+        _ = try await log.append(events, to: "stream")
+        log.close()
+    }
+
+    /// The byte range of record `position` in the data file (records are found by their unique payload).
+    private func recordRange(in file: Data, position: Int) throws -> Range<Int> {
+        let marker = Data("marker-\(String(format: "%05d", position))".utf8)
+        let start = try #require(file.range(of: marker)).lowerBound
+        #expect(file.range(of: marker, in: (start + 1)..<file.count) == nil, "the record is in the file once")
+        // crc 4 + hash 32 + fixed 46 + "stream" (2+6) + "t" (2+1) + pair count 2 + payload length 4.
+        let header = 4 + 32 + 46 + 8 + 3 + 2 + 4
+        return (start - header)..<(start + 64)
+    }
+
+    @Test("an intact log verifies, reports its head hash and reports progress")
+    func intact() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        try await makeLog(at: directory.path("log"), count: 50)
+        let log = try EventLog(path: directory.path("log"))
+        defer { log.close() }
+        var progress: [VerificationProgress] = []
+        let report = try log.verify(batchSize: 16) { progress.append($0) }
+        #expect(report.isIntact)
+        #expect(report.recordsChecked == 50)
+        #expect(report.headHash == (try log.record(at: 50))?.hash)
+        #expect(progress.last == VerificationProgress(checked: 50, total: 50))
+        #expect(progress.count >= 4)
+    }
+
+    @Test("flipping any single byte of a record is found by verify and by readers, at its position")
+    func flippedBytes() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        try await makeLog(at: path, count: 30)
+        let dataFile = URL(fileURLWithPath: path + "/data.mdb")
+        let original = try Data(contentsOf: dataFile)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<60 {
+            let position = Int.random(in: 1...30, using: &generator)
+            let range = try recordRange(in: original, position: position)
+            let offset = Int.random(in: range, using: &generator)
+            var damaged = original
+            damaged[offset] ^= UInt8.random(in: 1...255, using: &generator)
+            try damaged.write(to: dataFile)
+            let log = try EventLog(path: path)
+            let report = try log.verify()
+            #expect(report.problem?.position == UInt64(position), "byte \(offset - range.lowerBound) of record \(position)")
+            #expect(report.problem?.kind == .corruptRecord)
+            #expect(report.recordsChecked == UInt64(position - 1))
+            #expect {
+                try log.read(from: 1, limit: 100)
+            } throws: { error in
+                guard case let .corruptRecord(at, _, _) = error as? EventLogError else { return false }
+                return at == UInt64(position)
+            }
+            log.close()
+        }
+        try original.write(to: dataFile)
+        let log = try EventLog(path: path)
+        defer { log.close() }
+        #expect(try log.verify().isIntact)
+    }
+
+    @Test("an edited hash with a recomputed checksum breaks the chain at that record")
+    func editedHash() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        try await makeLog(at: path, count: 10)
+        do {
+            let environment = try Environment(path: path)
+            let records = try environment.openDatabase("records")
+            try environment.write { txn in
+                let key = BigEndian.bytes(7)
+                var value = try #require(try txn.get(records, key: key))
+                value[10] ^= 0x01
+                let crc = CRC32.checksum(Array(value[4...]))
+                withUnsafeBytes(of: crc.bigEndian) { value.replaceSubrange(0..<4, with: $0) }
+                try txn.put(records, key: key, value: value)
+            }
+            environment.close()
+        }
+        let log = try EventLog(path: path)
+        defer { log.close() }
+        let report = try log.verify()
+        #expect(report.problem?.position == 7)
+        #expect(report.problem?.kind == .hashMismatch)
+        // The record itself still reads: its checksum matches. Only the chain shows the edit.
+        #expect(try log.record(at: 7) != nil)
+    }
+
+    @Test("a removed record is a gap; a damaged index is an index mismatch")
+    func gapsAndIndexes() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        try await makeLog(at: path, count: 10)
+        do {
+            let environment = try Environment(path: path)
+            let records = try environment.openDatabase("records")
+            try environment.write { txn in _ = try txn.delete(records, key: BigEndian.bytes(4)) }
+            environment.close()
+        }
+        do {
+            let log = try EventLog(path: path)
+            let report = try log.verify()
+            #expect(report.problem == IntegrityProblem(position: 4, kind: .positionGap, detail: "position 4 is missing; the next record is at 5"))
+            log.close()
+        }
+        let second = directory.path("second")
+        try await makeLog(at: second, count: 5)
+        do {
+            let environment = try Environment(path: second)
+            let ids = try environment.openDatabase("event-ids")
+            try environment.write { txn in
+                try txn.withCursor(ids) { cursor in
+                    let entry = try #require(try cursor.first())
+                    let key = Array(entry.key)
+                    _ = try txn.delete(ids, key: key)
+                }
+            }
+            environment.close()
+        }
+        let log = try EventLog(path: second)
+        defer { log.close() }
+        #expect(try log.verify().problem?.kind == .indexMismatch)
+    }
+
+    @Test("CRC-32 matches the IEEE check value and zlib")
+    func crc() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([]) == 0)
+        // zlib.crc32(bytes(range(256))) in Python.
+        #expect(CRC32.checksum((0...255).map { UInt8($0) }) == 0x2905_8C73)
+    }
+}
