@@ -76,7 +76,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log")
             ]
         ),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB"]),
+        // The child process that the log's crash test kills at random moments.
+        .executableTarget(name: "log-crash-child", dependencies: ["EventLog"], path: "Tools/log-crash-child"),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(
             name: "SpeziAccountMacrosTests",

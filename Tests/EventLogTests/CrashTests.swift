@@ -1,0 +1,87 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Testing
+
+/// The built executables sit next to the test bundle.
+func builtExecutable(_ name: String) -> URL {
+    URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
+}
+
+@Suite("Crash safety")
+struct CrashTests {
+    struct Ack: Hashable {
+        let position: UInt64
+        let eventID: UUID
+        let stream: String
+        let version: UInt64
+    }
+
+    @Test("SIGKILL at random moments, 20 times: every acknowledged append survives and verify passes")
+    func killedWriters() async throws {
+        let directory = TemporaryDirectory("crash")
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        let child = builtExecutable("log-crash-child")
+        try #require(FileManager.default.isExecutableFile(atPath: child.path), "build the log-crash-child target first")
+        var generator = SplitMix64(seed: 0x5EED_C0DE)
+        var acknowledged: [Ack] = []
+        var crashes = 0
+        for run in 0..<20 {
+            let process = Process()
+            process.executableURL = child
+            process.arguments = [path, "\(run)", "4"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Let it open the log and append for a random while, then kill it without warning.
+            let delay = 20 + Int(generator.next() % 200)
+            try await Task.sleep(for: .milliseconds(delay))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal)
+            crashes += 1
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
+                let fields = line.split(separator: " ")
+                guard fields.count == 5, let position = UInt64(fields[1]), let id = UUID(uuidString: String(fields[2])),
+                      let version = UInt64(fields[4]) else { continue }
+                acknowledged.append(Ack(position: position, eventID: id, stream: String(fields[3]), version: version))
+            }
+
+            // After each crash: everything acknowledged is there, at its position, and the chain holds.
+            let log = try EventLog(path: path)
+            for ack in acknowledged {
+                let record = try log.record(at: ack.position)
+                #expect(record?.eventID == ack.eventID, "acknowledged event at \(ack.position) after crash \(crashes)")
+                #expect(record?.streamID == ack.stream)
+                #expect(record?.streamVersion == ack.version)
+            }
+            let report = try log.verify()
+            #expect(report.isIntact, "\(report.problem?.description ?? "")")
+            log.close()
+        }
+        #expect(crashes == 20)
+        // The runs must have done real work for the test to mean anything.
+        #expect(acknowledged.count > 100)
+        #expect(Set(acknowledged.map(\.position)).count == acknowledged.count)
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for reproducible test schedules.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

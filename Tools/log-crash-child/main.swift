@@ -1,0 +1,55 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+// The child process of the event log's crash test: appends durable events from several tasks until
+// it is killed, and tells the parent about every append the log acknowledged, one line each:
+//   ack <position> <event id> <stream> <stream version>
+// Usage: log-crash-child <log path> <run number> [writers]
+
+import EventLog
+import Foundation
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3, let run = Int(arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: log-crash-child <log path> <run number> [writers]\n".utf8))
+    exit(64)
+}
+let writers = arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4
+let output = NSLock()
+
+func report(_ line: String) {
+    output.lock()
+    defer { output.unlock() }
+    // An unbuffered write: once it returns, the parent can read the line even if we are killed next.
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+do {
+    let log = try EventLog(path: arguments[1])
+    report("ready \(try log.lastPosition())")
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for writer in 0..<writers {
+            group.addTask {
+                var index = 0
+                while true {
+                    let stream = "run\(run)-writer\(writer)"
+                    let batch = (0..<(index % 3 + 1)).map { offset in
+                        ProposedEvent(type: "crash.test", payload: Data("\(run)/\(writer)/\(index)/\(offset)".utf8))
+                    }
+                    let result = try await log.append(batch, to: stream, expectedVersion: index == 0 ? .noStream : .any)
+                    for (offset, event) in batch.enumerated() {
+                        let position = result.positions.lowerBound + UInt64(offset)
+                        let version = result.streamVersion - UInt64(batch.count - 1 - offset)
+                        report("ack \(position) \(event.eventID.uuidString) \(stream) \(version)")
+                    }
+                    index += 1
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+} catch {
+    FileHandle.standardError.write(Data("log-crash-child: \(error)\n".utf8))
+    exit(1)
+}
