@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+# SPDX-License-Identifier: MIT
+"""Reads an event log with nothing but Python's `lmdb` package and FORMAT.md.
+
+Checks every record's CRC-32, the SHA-256 hash chain, gap-free positions and both indexes.
+Exit status: 0 intact, 1 a problem was found (its position is printed), 2 the log cannot be read.
+
+    python3 Tools/format-check.py LOG_DIR            # summary
+    python3 Tools/format-check.py --json LOG_DIR     # every record as one JSON object per line
+"""
+import argparse
+import hashlib
+import json
+import struct
+import sys
+import uuid
+import zlib
+
+try:
+    import lmdb
+except ImportError:
+    sys.exit("format-check: the Python package 'lmdb' is missing (pip install lmdb)")
+
+FORMAT_VERSION = 1
+
+
+class Problem(Exception):
+    def __init__(self, position, message):
+        super().__init__(f"position {position}: {message}")
+        self.position = position
+
+
+def decode(position, value):
+    """Checks one record's checksum and structure and returns its fields."""
+    if len(value) < 82 + 10:
+        raise Problem(position, f"record of {len(value)} bytes is too short")
+    (stored_crc,) = struct.unpack_from(">I", value, 0)
+    if zlib.crc32(value[4:]) != stored_crc:
+        raise Problem(position, "checksum mismatch")
+    layout, flags, stored_position, version, micros = struct.unpack_from(">BBQQq", value, 36)
+    if layout != 1:
+        raise Problem(position, f"unknown record layout {layout}")
+    if stored_position != position:
+        raise Problem(position, f"record says position {stored_position}")
+    event_id = uuid.UUID(bytes=bytes(value[62:78]))
+    (schema_version,) = struct.unpack_from(">I", value, 78)
+    offset = 82
+
+    def take(count):
+        nonlocal offset
+        if offset + count > len(value):
+            raise Problem(position, "record ends early")
+        chunk = bytes(value[offset:offset + count])
+        offset += count
+        return chunk
+
+    def string16():
+        (length,) = struct.unpack(">H", take(2))
+        return take(length).decode("utf-8")
+
+    stream = string16()
+    event_type = string16()
+    (pair_count,) = struct.unpack(">H", take(2))
+    metadata = {}
+    for _ in range(pair_count):
+        key = string16()
+        metadata[key] = string16()
+    (payload_length,) = struct.unpack(">I", take(4))
+    payload = take(payload_length)
+    if offset != len(value):
+        raise Problem(position, f"{len(value) - offset} bytes after the payload")
+    return {
+        "position": position,
+        "stream": stream,
+        "streamVersion": version,
+        "eventID": str(event_id).upper(),
+        "type": event_type,
+        "schemaVersion": schema_version,
+        "timestampMicros": micros,
+        "flags": flags,
+        "metadata": metadata,
+        "payloadHex": payload.hex(),
+        "hashHex": bytes(value[4:36]).hex(),
+    }
+
+
+def check(path, emit):
+    env = lmdb.open(path, max_dbs=8, readonly=True, lock=False, subdir=True)
+    with env.begin() as txn:
+        meta = env.open_db(b"meta", txn=txn, create=False)
+        records = env.open_db(b"records", txn=txn, create=False)
+        streams = env.open_db(b"streams", txn=txn, create=False)
+        event_ids = env.open_db(b"event-ids", txn=txn, create=False)
+        raw_version = txn.get(b"format-version", db=meta)
+        if raw_version is None or len(raw_version) != 4:
+            raise SystemExit(2)
+        (version,) = struct.unpack(">I", raw_version)
+        if version != FORMAT_VERSION:
+            print(f"format version {version} is not {FORMAT_VERSION}", file=sys.stderr)
+            raise SystemExit(2)
+        previous = bytes(32)
+        expected = 1
+        for key, value in txn.cursor(db=records):
+            (position,) = struct.unpack(">Q", key)
+            if position != expected:
+                raise Problem(expected, f"missing; the next record is at {position}")
+            record = decode(position, value)
+            computed = hashlib.sha256(previous + bytes(value[36:])).digest()
+            if computed.hex() != record["hashHex"]:
+                raise Problem(position, "hash chain broken")
+            stream_key = record["stream"].encode() + b"\x00" + struct.pack(">Q", record["streamVersion"])
+            if txn.get(stream_key, db=streams) != key:
+                raise Problem(position, "stream index disagrees")
+            if txn.get(uuid.UUID(record["eventID"]).bytes, db=event_ids) != key:
+                raise Problem(position, "event-id index disagrees")
+            emit(record)
+            previous = computed
+            expected += 1
+        count = expected - 1
+        for name, db in (("streams", streams), ("event-ids", event_ids)):
+            entries = txn.stat(db)["entries"]
+            if entries != count:
+                raise Problem(count, f"{count} records but {entries} {name} entries")
+    return count, previous.hex()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("log", help="the log directory (holding data.mdb)")
+    parser.add_argument("--json", action="store_true", help="print every record as a JSON line")
+    options = parser.parse_args()
+    emit = (lambda record: print(json.dumps(record, sort_keys=True))) if options.json else (lambda record: None)
+    try:
+        count, head = check(options.log, emit)
+    except Problem as problem:
+        print(f"BAD {problem}", file=sys.stderr)
+        sys.exit(1)
+    except lmdb.Error as error:
+        print(f"cannot read {options.log}: {error}", file=sys.stderr)
+        sys.exit(2)
+    print(f"OK {count} records, head hash {head}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
