@@ -37,11 +37,14 @@ let package = Package(
             name: "LMDB",
             dependencies: ["CLMDB"]
         ),
+        // CRC-32C with the CPU's instruction (SSE4.2 / ARMv8 CRC), for record checksums.
+        .target(name: "CChecksum"),
         // The generic, durable, append-only log. Knows bytes and stream ids, nothing of accounts.
         .target(
             name: "EventLog",
             dependencies: [
                 "LMDB",
+                "CChecksum",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections")

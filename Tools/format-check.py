@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: MIT
 """Reads an event log with nothing but Python's `lmdb` package and FORMAT.md.
 
-Checks every record's CRC-32, the SHA-256 hash chain, gap-free positions and both indexes.
+Checks every record's CRC-32C, the SHA-256 hash chain, gap-free positions and both indexes.
 Exit status: 0 intact, 1 a problem was found (its position is printed), 2 the log cannot be read.
 
     python3 Tools/format-check.py LOG_DIR            # summary
@@ -15,7 +15,6 @@ import json
 import struct
 import sys
 import uuid
-import zlib
 
 try:
     import lmdb
@@ -23,6 +22,28 @@ except ImportError:
     sys.exit("format-check: the Python package 'lmdb' is missing (pip install lmdb)")
 
 FORMAT_VERSION = 1
+
+
+def _crc32c_table():
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli), bit-reflected, initial and final value 0xFFFFFFFF."""
+    crc = 0xFFFFFFFF
+    table = _CRC32C_TABLE
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
 
 
 class Problem(Exception):
@@ -36,7 +57,7 @@ def decode(position, value):
     if len(value) < 82 + 10:
         raise Problem(position, f"record of {len(value)} bytes is too short")
     (stored_crc,) = struct.unpack_from(">I", value, 0)
-    if zlib.crc32(value[4:]) != stored_crc:
+    if crc32c(bytes(value[4:])) != stored_crc:
         raise Problem(position, "checksum mismatch")
     layout, flags, stored_position, version, micros = struct.unpack_from(">BBQQq", value, 36)
     if layout != 1:

@@ -7,22 +7,31 @@ import DequeModule
 import Foundation
 import LMDB
 
-/// One append waiting for the writer.
+/// One append, validated and sized, on its way to a write transaction.
 struct AppendRequest: @unchecked Sendable {
     let streamID: String
     let expected: ExpectedVersion
     let events: [ProposedEvent]
     let metadataPairs: [[(String, String)]]
     let sizes: [Int]
-    let continuation: CheckedContinuation<AppendResult, any Error>
+    /// Nil for an append run directly by its caller.
+    var continuation: CheckedContinuation<AppendResult, any Error>?
 }
 
-/// The single writer of a log: a dedicated thread that drains every waiting append into one LMDB
-/// write transaction and answers them after the commit (group commit). LMDB write transactions
-/// belong to the thread that began them, so no other thread ever writes.
+/// The log's single writer, with group commit.
+///
+/// An append that finds the writer idle runs its own write transaction on its caller's thread (no
+/// thread hop: the latency of a lone append is LMDB's). Appends that arrive while a transaction is
+/// running queue up; a dedicated thread then drains the whole queue into one transaction and answers
+/// every request after the commit, so many concurrent appenders share one `fdatasync`. Exactly one
+/// write transaction runs at a time, each begun and committed on one thread, never across a
+/// suspension point, as LMDB requires.
 final class AppendWriter: @unchecked Sendable {
+    private enum Owner { case none, caller, thread }
+
     private let condition = NSCondition()
     private var pending = Deque<AppendRequest>()
+    private var owner = Owner.none
     private var stopping = false
     private var stopped = false
 
@@ -48,16 +57,48 @@ final class AppendWriter: @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues a request; it is answered after its transaction commits or fails.
-    func submit(_ request: AppendRequest) {
+    /// Appends: directly when the writer is idle, otherwise through the queue.
+    func append(_ request: AppendRequest) async throws -> AppendResult {
+        if let outcome = try appendDirectly(request) {
+            return try outcome.get()
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            enqueue(request, continuation: continuation)
+        }
+    }
+
+    /// Runs the request on the calling thread if nobody is writing; nil when it must queue.
+    private func appendDirectly(_ request: AppendRequest) throws -> Result<AppendResult, any Error>? {
         condition.lock()
         if stopping {
             condition.unlock()
-            request.continuation.resume(throwing: EventLogError.closed(path: path))
+            throw EventLogError.closed(path: path)
+        }
+        guard owner == .none && pending.isEmpty else {
+            condition.unlock()
+            return nil
+        }
+        owner = .caller
+        condition.unlock()
+        let outcome = process([request]).first!
+        condition.lock()
+        owner = .none
+        if !pending.isEmpty || stopping { condition.broadcast() }
+        condition.unlock()
+        return outcome
+    }
+
+    private func enqueue(_ request: AppendRequest, continuation: CheckedContinuation<AppendResult, any Error>) {
+        condition.lock()
+        if stopping {
+            condition.unlock()
+            continuation.resume(throwing: EventLogError.closed(path: path))
             return
         }
-        pending.append(request)
-        condition.signal()
+        var queued = request
+        queued.continuation = continuation
+        pending.append(queued)
+        if owner == .none { condition.broadcast() }
         condition.unlock()
     }
 
@@ -73,13 +114,16 @@ final class AppendWriter: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while pending.isEmpty && !stopping { condition.wait() }
-            if pending.isEmpty && stopping {
+            while (pending.isEmpty || owner != .none) && !(stopping && pending.isEmpty && owner == .none) {
+                condition.wait()
+            }
+            if pending.isEmpty {
                 stopped = true
                 condition.broadcast()
                 condition.unlock()
                 return
             }
+            owner = .thread
             var batch: [AppendRequest] = []
             var events = 0, bytes = 0
             while let next = pending.first,
@@ -89,11 +133,19 @@ final class AppendWriter: @unchecked Sendable {
                 bytes += next.sizes.reduce(0, +)
             }
             condition.unlock()
-            process(batch)
+            let outcomes = process(batch)
+            condition.lock()
+            owner = .none
+            condition.unlock()
+            for (request, outcome) in zip(batch, outcomes) {
+                request.continuation?.resume(with: outcome)
+            }
         }
     }
 
-    private func process(_ batch: [AppendRequest]) {
+    /// Runs `batch` in one write transaction and returns each request's outcome. A request that
+    /// fails validation writes nothing and does not hold back the others.
+    private func process(_ batch: [AppendRequest]) -> [Result<AppendResult, any Error>] {
         var outcomes: [Result<AppendResult, any Error>] = []
         var lastPosition: UInt64 = 0
         do {
@@ -104,7 +156,6 @@ final class AppendWriter: @unchecked Sendable {
                     do {
                         outcomes.append(.success(try apply(request, txn: txn, head: &head)))
                     } catch let error as EventLogError {
-                        // A rejected request wrote nothing; the others go on.
                         outcomes.append(.failure(error))
                     }
                 }
@@ -113,17 +164,13 @@ final class AppendWriter: @unchecked Sendable {
         } catch {
             if batch.count > 1 && !(error is EventLogError) && !((error as? LMDBError)?.isDiskFull ?? false) {
                 // One request may be at fault (e.g. a transaction too large): retry each alone.
-                for request in batch { process([request]) }
-                return
+                return batch.flatMap { process([$0]) }
             }
             let wrapped = EventLogError.wrapping(error, path: path)
-            for request in batch { request.continuation.resume(throwing: wrapped) }
-            return
+            return batch.map { _ in .failure(wrapped) }
         }
         onCommit(lastPosition)
-        for (request, outcome) in zip(batch, outcomes) {
-            request.continuation.resume(with: outcome)
-        }
+        return outcomes
     }
 
     /// Validates one request against the log (inside the transaction), then writes it.

@@ -158,6 +158,9 @@ public final class EventLog: Sendable {
     ///
     /// Returns when the events are committed (and, in the durable mode, on disk). Appending events
     /// whose ids are all in the log already writes nothing and returns their original positions.
+    /// When no other append is running, the write happens on the calling thread (the commit's
+    /// `fdatasync` then blocks it, as a file write would); concurrent appends are grouped into
+    /// shared commits by the log's writer thread.
     public func append(_ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
         try RecordFormat.validate(streamID: streamID)
         guard !events.isEmpty else { throw EventLogError.invalidEvent(reason: "an append needs at least one event") }
@@ -175,10 +178,8 @@ public final class EventLog: Sendable {
             pairs.append(eventPairs)
         }
         guard let writer else { throw EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path)) }
-        return try await withCheckedThrowingContinuation { continuation in
-            writer.submit(AppendRequest(streamID: streamID, expected: expectedVersion, events: events,
-                                        metadataPairs: pairs, sizes: sizes, continuation: continuation))
-        }
+        return try await writer.append(AppendRequest(streamID: streamID, expected: expectedVersion, events: events,
+                                                     metadataPairs: pairs, sizes: sizes))
     }
 
     /// Appends one event.

@@ -66,6 +66,20 @@ public struct EventMetadata: Sendable, Hashable {
     }
 }
 
+extension UUID {
+    /// A random (version 4) UUID from the system's secure generator (one `getrandom` call, where
+    /// Foundation's `UUID()` opens and reads `/dev/urandom` each time).
+    public static func random() -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &bytes) { raw in
+            raw[6] = (raw[6] & 0x0F) | 0x40
+            raw[8] = (raw[8] & 0x3F) | 0x80
+            return UUID(uuid: raw.load(as: uuid_t.self))
+        }
+    }
+}
+
 /// An event to append.
 public struct ProposedEvent: Sendable, Hashable {
     /// Unique per event: appending an id that is already in the log returns the original position.
@@ -79,7 +93,7 @@ public struct ProposedEvent: Sendable, Hashable {
     /// The encoded event.
     public var payload: Data
 
-    public init(eventID: UUID = UUID(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
+    public init(eventID: UUID = .random(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
         self.eventID = eventID
         self.type = type
         self.schemaVersion = schemaVersion
@@ -88,22 +102,65 @@ public struct ProposedEvent: Sendable, Hashable {
     }
 }
 
-/// A SHA-256 hash of the record chain.
+/// A SHA-256 hash of the record chain (stored inline: no allocation per record).
 public struct ChainHash: Sendable, Hashable, CustomStringConvertible {
-    /// The 32 bytes.
-    public let bytes: [UInt8]
+    private let words: (UInt64, UInt64, UInt64, UInt64)
 
     /// The hash before the first record: 32 zero bytes.
-    public static let genesis = ChainHash(bytes: [UInt8](repeating: 0, count: 32))
+    public static let genesis = ChainHash(words: (0, 0, 0, 0))
 
-    public init(bytes: [UInt8]) {
+    private init(words: (UInt64, UInt64, UInt64, UInt64)) {
+        self.words = words
+    }
+
+    /// A hash from its 32 bytes.
+    public init(bytes: some Collection<UInt8>) {
         precondition(bytes.count == 32, "a chain hash has 32 bytes")
-        self.bytes = bytes
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { target in
+            for (index, byte) in bytes.enumerated() { target[index] = byte }
+        }
+        self.words = words
+    }
+
+    /// A hash read from 32 bytes of a buffer.
+    init(_ buffer: UnsafeRawBufferPointer) {
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<32])) }
+        self.words = words
+    }
+
+    /// The 32 bytes.
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: words) { Array($0) }
+    }
+
+    /// Calls `body` with the 32 bytes.
+    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        try withUnsafeBytes(of: words, body)
+    }
+
+    public static func == (lhs: ChainHash, rhs: ChainHash) -> Bool {
+        lhs.words == rhs.words
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
     }
 
     /// Lower-case hexadecimal.
     public var description: String {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

@@ -10,7 +10,7 @@ import LMDB
 /// The byte layout of one record (format version 1); FORMAT.md describes it for other readers.
 ///
 /// ```
-/// 0   u32  CRC-32 of bytes 4..<end
+/// 0   u32  CRC-32C of bytes 4..<end
 /// 4   32   chain hash = SHA-256(previous chain hash || bytes 36..<end)
 /// 36  u8   record layout (1)        37  u8   flags (0)
 /// 38  u64  position                 46  u64  stream version
@@ -84,8 +84,8 @@ enum RecordFormat {
         writer.data(event.payload)
         precondition(writer.offset == buffer.count, "record size mismatch")
         let hash = chainHash(previous: previous, body: UnsafeRawBufferPointer(rebasing: buffer[bodyOffset...]))
-        hash.bytes.withUnsafeBytes { buffer.baseAddress!.advanced(by: 4).copyMemory(from: $0.baseAddress!, byteCount: 32) }
-        let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: buffer[4...]))
+        hash.withBytes { buffer.baseAddress!.advanced(by: 4).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[4...]))
         buffer.storeBytes(of: crc.bigEndian, toByteOffset: 0, as: UInt32.self)
         return hash
     }
@@ -93,14 +93,14 @@ enum RecordFormat {
     /// SHA-256(previous || body).
     static func chainHash(previous: ChainHash, body: UnsafeRawBufferPointer) -> ChainHash {
         var hasher = SHA256()
-        previous.bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        previous.withBytes { hasher.update(bufferPointer: $0) }
         hasher.update(bufferPointer: body)
-        return ChainHash(bytes: Array(hasher.finalize()))
+        return hasher.finalize().withUnsafeBytes { ChainHash($0) }
     }
 
     /// The stored chain hash of a record whose length was checked.
     static func storedHash(_ record: UnsafeRawBufferPointer) -> ChainHash {
-        ChainHash(bytes: Array(UnsafeRawBufferPointer(rebasing: record[4..<36])))
+        ChainHash(UnsafeRawBufferPointer(rebasing: record[4..<36]))
     }
 
     /// Checks the CRC and the structure, then decodes. `position` is the record's key.
@@ -110,7 +110,7 @@ enum RecordFormat {
             throw corrupt("the record has \(record.count) bytes, fewer than the smallest possible record")
         }
         let stored = BigEndian.uint32(record)
-        let computed = CRC32.checksum(UnsafeRawBufferPointer(rebasing: record[4...]))
+        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[4...]))
         guard stored == computed else {
             throw corrupt(String(format: "checksum mismatch (stored %08x, computed %08x)", stored, computed))
         }
@@ -122,11 +122,21 @@ enum RecordFormat {
               let streamID = reader.string16(), let type = reader.string16(), let pairCount = reader.u16() else {
             throw corrupt("the record ends inside its header")
         }
-        var pairs: [(String, String)] = []
-        pairs.reserveCapacity(Int(pairCount))
+        var metadata = EventMetadata()
         for _ in 0..<pairCount {
-            guard let key = reader.string16(), let value = reader.string16() else { throw corrupt("the record ends inside its metadata") }
-            pairs.append((key, value))
+            guard let keyLength = reader.u16(), let key = reader.slice(count: Int(keyLength)), let value = reader.string16() else {
+                throw corrupt("the record ends inside its metadata")
+            }
+            // The reserved keys are matched on their bytes: no String is made for them.
+            if key.elementsEqual("actor".utf8) {
+                metadata.actor = value
+            } else if key.elementsEqual("correlation-id".utf8) {
+                metadata.correlationID = value
+            } else if key.elementsEqual("causation-id".utf8) {
+                metadata.causationID = value
+            } else {
+                metadata.extra[String(decoding: key, as: UTF8.self)] = value
+            }
         }
         guard let payloadCount = reader.u32(), let payload = reader.data(count: Int(payloadCount)) else {
             throw corrupt("the record ends inside its payload")
@@ -140,7 +150,7 @@ enum RecordFormat {
             type: type,
             schemaVersion: schemaVersion,
             timestamp: Date(timeIntervalSince1970: Double(Int64(bitPattern: micros)) / 1_000_000),
-            metadata: EventMetadata(pairs: pairs),
+            metadata: metadata,
             payload: payload,
             hash: storedHash(record)
         )

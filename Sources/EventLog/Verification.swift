@@ -10,7 +10,7 @@ import LMDB
 public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
     /// What is wrong.
     public enum Kind: Sendable, Equatable {
-        /// The record's CRC-32 does not match its bytes, or it does not parse.
+        /// The record's CRC-32C does not match its bytes, or it does not parse.
         case corruptRecord
         /// The record is intact on its own, but its chain hash is not SHA-256(previous hash || body):
         /// it, or an earlier record, was altered.

@@ -173,3 +173,16 @@ struct AppendTests {
         }
     }
 }
+
+@Suite("Event ids")
+struct EventIDTests {
+    @Test("random ids are version-4 UUIDs and do not repeat")
+    func randomIDs() {
+        let ids = (0..<10_000).map { _ in UUID.random() }
+        #expect(Set(ids).count == ids.count)
+        for id in ids.prefix(100) {
+            #expect(id.uuidString[id.uuidString.index(id.uuidString.startIndex, offsetBy: 14)] == "4")
+            #expect("89AB".contains(id.uuidString[id.uuidString.index(id.uuidString.startIndex, offsetBy: 19)]))
+        }
+    }
+}

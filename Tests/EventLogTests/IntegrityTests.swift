@@ -95,7 +95,7 @@ struct IntegrityTests {
                 let key = BigEndian.bytes(7)
                 var value = try #require(try txn.get(records, key: key))
                 value[10] ^= 0x01
-                let crc = CRC32.checksum(Array(value[4...]))
+                let crc = CRC32C.checksum(Array(value[4...]))
                 withUnsafeBytes(of: crc.bigEndian) { value.replaceSubrange(0..<4, with: $0) }
                 try txn.put(records, key: key, value: value)
             }
@@ -147,11 +147,15 @@ struct IntegrityTests {
         #expect(try log.verify().problem?.kind == .indexMismatch)
     }
 
-    @Test("CRC-32 matches the IEEE check value and zlib")
+    @Test("CRC-32C matches its check value, and the hardware and table paths agree")
     func crc() {
-        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
-        #expect(CRC32.checksum([]) == 0)
-        // zlib.crc32(bytes(range(256))) in Python.
-        #expect(CRC32.checksum((0...255).map { UInt8($0) }) == 0x2905_8C73)
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum([]) == 0)
+        #expect(CRC32C.checksum((0...255).map { UInt8($0) }) == 0x9C44_184B)
+        var generator = SplitMix64(seed: 7)
+        for length in [0, 1, 7, 8, 9, 63, 64, 65, 1_000, 4_099] {
+            let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            #expect(CRC32C.checksum(bytes) == CRC32C.portableChecksum(bytes), "length \(length)")
+        }
     }
 }

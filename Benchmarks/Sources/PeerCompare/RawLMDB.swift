@@ -69,38 +69,46 @@ final class RawLMDB: @unchecked Sendable {
     }
 
     /// Appends one value per transaction from `writers` threads at once, `perWriter` each.
-    /// LMDB admits one writer at a time, so the threads queue on its write lock.
+    /// LMDB admits one writer at a time, so the threads queue on its write lock; raw LMDB has no
+    /// group commit, so every append pays its own commit (and, durable, its own fsync).
     func concurrentSingleAppends(writers: Int, perWriter: Int, value: [UInt8]) throws {
         let next = Counter()
         let failure = ErrorBox()
-        DispatchQueue.concurrentPerform(iterations: writers) { _ in
-            for _ in 0..<perWriter {
-                do {
-                    var txn: OpaquePointer?
-                    try check(mdb_txn_begin(env, nil, 0, &txn), "txn_begin")
-                    let position = next.increment()
-                    var key = position.bigEndian
-                    try withUnsafeMutableBytes(of: &key) { keyBytes in
-                        try value.withUnsafeBytes { bytes in
-                            var keyVal = MDB_val(mv_size: 8, mv_data: keyBytes.baseAddress)
-                            var data = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-                            let code = mdb_put(txn, dbi, &keyVal, &data, UInt32(MDB_APPEND))
-                            if code != 0 { mdb_txn_abort(txn) }
-                            try check(code, "put")
+        let done = DispatchGroup()
+        for _ in 0..<writers {
+            done.enter()
+            let thread = Thread { [self] in
+                defer { done.leave() }
+                for _ in 0..<perWriter {
+                    do {
+                        var txn: OpaquePointer?
+                        try check(mdb_txn_begin(env, nil, 0, &txn), "txn_begin")
+                        let position = next.increment()
+                        var key = position.bigEndian
+                        try withUnsafeMutableBytes(of: &key) { keyBytes in
+                            try value.withUnsafeBytes { bytes in
+                                var keyVal = MDB_val(mv_size: 8, mv_data: keyBytes.baseAddress)
+                                var data = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                                let code = mdb_put(txn, dbi, &keyVal, &data, UInt32(MDB_APPEND))
+                                if code != 0 { mdb_txn_abort(txn) }
+                                try check(code, "put")
+                            }
                         }
+                        try check(mdb_txn_commit(txn), "txn_commit")
+                    } catch {
+                        failure.set(error)
+                        return
                     }
-                    try check(mdb_txn_commit(txn), "txn_commit")
-                } catch {
-                    failure.set(error)
-                    return
                 }
             }
+            thread.start()
         }
+        done.wait()
         if let error = failure.error { throw error }
     }
 
     /// Reads every record with a cursor and touches its bytes; returns the record count.
-    func scan() throws -> (records: Int, checksum: UInt64) {
+    func scan(touch: ((UnsafeRawBufferPointer) -> UInt64)? = nil) throws -> (records: Int, checksum: UInt64) {
         var txn: OpaquePointer?
         try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "txn_begin")
         defer { mdb_txn_abort(txn) }
@@ -116,7 +124,11 @@ final class RawLMDB: @unchecked Sendable {
             records += 1
             // Touch the first and last byte so the page is really read.
             let bytes = UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size)
-            checksum &+= UInt64(bytes.first ?? 0) &+ UInt64(bytes.last ?? 0) &+ UInt64(bytes.count)
+            if let touch {
+                checksum &+= touch(bytes)
+            } else {
+                checksum &+= UInt64(bytes.first ?? 0) &+ UInt64(bytes.last ?? 0) &+ UInt64(bytes.count)
+            }
             code = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
         }
         guard code == MDB_NOTFOUND else { throw RawLMDBError(operation: "cursor_get", code: code) }

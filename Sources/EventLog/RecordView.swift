@@ -1,0 +1,130 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import LMDB
+
+/// A checked record read in place, without copying: its fields are decoded only when asked for,
+/// and its payload points into LMDB's map. Valid only inside the ``EventLog/scan(from:batchSize:_:)``
+/// callback that received it.
+public struct RecordView {
+    let bytes: UnsafeRawBufferPointer
+    /// Offsets found while checking the record.
+    let streamIDRange: Range<Int>
+    let typeRange: Range<Int>
+    let metadataRange: Range<Int>
+    let payloadRange: Range<Int>
+    let path: String
+
+    /// Its position in the log.
+    public let position: UInt64
+
+    /// Checks the checksum and the layout (as ``RecordFormat/decode(_:position:path:)`` does).
+    init(_ record: UnsafeRawBufferPointer, position: UInt64, path: String) throws(EventLogError) {
+        func corrupt(_ reason: String) -> EventLogError { .corruptRecord(position: position, reason: reason, path: path) }
+        guard record.count >= RecordFormat.fixedSize + 2 + 2 + 2 + 4 else {
+            throw corrupt("the record has \(record.count) bytes, fewer than the smallest possible record")
+        }
+        let stored = BigEndian.uint32(record)
+        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[4...]))
+        guard stored == computed else {
+            throw corrupt(String(format: "checksum mismatch (stored %08x, computed %08x)", stored, computed))
+        }
+        guard record[36] == RecordFormat.layoutVersion else { throw corrupt("unknown record layout \(record[36])") }
+        guard BigEndian.uint64(record, at: 38) == position else { throw corrupt("the record is stored under another position") }
+        var reader = ByteReader(buffer: record, offset: RecordFormat.fixedSize)
+        guard let streamLength = reader.u16(), let stream = reader.range(count: Int(streamLength)),
+              let typeLength = reader.u16(), let type = reader.range(count: Int(typeLength)) else {
+            throw corrupt("the record ends inside its header")
+        }
+        let metadataStart = reader.offset
+        guard let pairs = reader.u16() else { throw corrupt("the record ends inside its header") }
+        for _ in 0..<pairs {
+            guard let keyLength = reader.u16(), reader.range(count: Int(keyLength)) != nil,
+                  let valueLength = reader.u16(), reader.range(count: Int(valueLength)) != nil else {
+                throw corrupt("the record ends inside its metadata")
+            }
+        }
+        let metadataEnd = reader.offset
+        guard let payloadLength = reader.u32(), let payload = reader.range(count: Int(payloadLength)) else {
+            throw corrupt("the record ends inside its payload")
+        }
+        guard reader.offset == record.count else { throw corrupt("\(record.count - reader.offset) unexpected bytes after the payload") }
+        self.bytes = record
+        self.position = position
+        self.streamIDRange = stream
+        self.typeRange = type
+        self.metadataRange = metadataStart..<metadataEnd
+        self.payloadRange = payload
+        self.path = path
+    }
+
+    /// The stream version.
+    public var streamVersion: UInt64 { BigEndian.uint64(bytes, at: 46) }
+    /// The schema version of the payload.
+    public var schemaVersion: UInt32 { BigEndian.uint32(bytes, at: 78) }
+    /// The commit time.
+    public var timestamp: Date {
+        Date(timeIntervalSince1970: Double(Int64(bitPattern: BigEndian.uint64(bytes, at: 54))) / 1_000_000)
+    }
+    /// The event id.
+    public var eventID: UUID {
+        var reader = ByteReader(buffer: bytes, offset: 62)
+        return reader.uuid()!
+    }
+    /// The stream id's bytes, in place.
+    public var streamIDBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[streamIDRange]) }
+    /// The stream id.
+    public var streamID: String { String(decoding: streamIDBytes, as: UTF8.self) }
+    /// The event type's bytes, in place (compare with `elementsEqual("name".utf8)` to avoid a String).
+    public var typeBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[typeRange]) }
+    /// The event type.
+    public var type: String { String(decoding: typeBytes, as: UTF8.self) }
+    /// The payload, in place: copy what you keep.
+    public var payload: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[payloadRange]) }
+    /// The chain hash.
+    public var hash: ChainHash { RecordFormat.storedHash(bytes) }
+
+    /// The whole record, decoded and copied.
+    public func decoded() throws -> RecordedEvent {
+        try RecordFormat.decode(bytes, position: position, path: path)
+    }
+}
+
+extension ByteReader {
+    /// Skips `count` bytes and returns their offsets.
+    mutating func range(count: Int) -> Range<Int>? {
+        guard count >= 0, buffer.count - offset >= count else { return nil }
+        defer { offset += count }
+        return offset..<offset + count
+    }
+}
+
+extension EventLog {
+    /// Calls `body` with every record from `position` on, checked but not copied, `batchSize`
+    /// records per short read transaction. Return false to stop. The fastest way to replay: decode
+    /// what you need straight from ``RecordView/payload``.
+    public func scan(from position: UInt64 = 1, batchSize: Int = 4_096, _ body: (RecordView) throws -> Bool) throws {
+        var next = max(position, 1)
+        while true {
+            let (count, stop): (Int, Bool) = try reading { txn in
+                try txn.withCursor(databases.records) { cursor in
+                    var count = 0
+                    var entry = try cursor.seek(atOrAfter: BigEndian.bytes(next))
+                    while let current = entry, count < max(batchSize, 1) {
+                        let at = BigEndian.uint64(current.key)
+                        let view = try RecordView(current.value, position: at, path: path)
+                        next = at + 1
+                        count += 1
+                        if try !body(view) { return (count, true) }
+                        entry = try cursor.next()
+                    }
+                    return (count, false)
+                }
+            }
+            if stop || count == 0 { return }
+        }
+    }
+}
