@@ -80,7 +80,7 @@ let package = Package(
             ]
         ),
         // The child process that the log's crash test kills at random moments.
-        .executableTarget(name: "log-crash-child", dependencies: ["EventLog"], path: "Tools/log-crash-child"),
+        .executableTarget(name: "log-crash-child", dependencies: ["EventLog", "LMDB"], path: "Tools/log-crash-child"),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(

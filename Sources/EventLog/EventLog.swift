@@ -48,6 +48,15 @@ public final class EventLog: Sendable {
     public let options: EventLogOptions
     /// A random id given to the log when it was created.
     public let logID: UUID
+    /// Reader slots left by dead processes that were cleared when the log was opened. (When no
+    /// other process has the log open, LMDB resets its reader table at open anyway.)
+    public var staleReadersCleared: Int { environment.staleReadersCleared }
+
+    /// Clears reader slots of processes that died inside a read transaction (they would keep old
+    /// pages from reuse and make the file grow); returns how many were cleared.
+    public func clearStaleReaders() throws -> Int {
+        do { return try environment.clearStaleReaders() } catch { throw EventLogError.wrapping(error, path: path) }
+    }
 
     let environment: Environment
     let databases: LogDatabases

@@ -219,6 +219,17 @@ public final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Clears the reader slots of processes that died inside a read transaction, which would
+    /// otherwise keep old pages from reuse; returns how many. Opening does it too.
+    public func clearStaleReaders() throws -> Int {
+        try lock.withShared {
+            guard !closed else { throw closedError }
+            var dead: Int32 = 0
+            try check(mdb_reader_check(pointer, &dead), "mdb_reader_check", path: path)
+            return Int(dead)
+        }
+    }
+
     // MARK: Map size
 
     /// The current map size in bytes.

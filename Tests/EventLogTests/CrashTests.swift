@@ -73,6 +73,34 @@ struct CrashTests {
     }
 }
 
+extension CrashTests {
+    @Test("a process killed inside a read transaction leaves a reader slot; the stale-reader check frees it")
+    func staleReader() async throws {
+        let directory = TemporaryDirectory("reader")
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        let log = try EventLog(path: path)
+        defer { log.close() }
+        _ = try await log.append(event(), to: "s")
+        let process = Process()
+        process.executableURL = builtExecutable("log-crash-child")
+        process.arguments = [path, "hold-reader"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        // Wait until it is inside its read transaction, then kill it there.
+        let line = pipe.fileHandleForReading.availableData
+        #expect(String(decoding: line, as: UTF8.self).hasPrefix("reading"))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(try log.clearStaleReaders() == 1)
+        #expect(try log.clearStaleReaders() == 0)
+        _ = try await log.append(event(), to: "s")
+        #expect(try log.verify().isIntact)
+        #expect(try log.lastPosition() == 2)
+    }
+}
+
 /// A small deterministic generator (SplitMix64) for reproducible test schedules.
 struct SplitMix64: RandomNumberGenerator {
     var state: UInt64

@@ -6,11 +6,25 @@
 // it is killed, and tells the parent about every append the log acknowledged, one line each:
 //   ack <position> <event id> <stream> <stream version>
 // Usage: log-crash-child <log path> <run number> [writers]
+//        log-crash-child <log path> hold-reader     (opens a read transaction and waits to be killed)
 
 import EventLog
 import Foundation
+import LMDB
 
 let arguments = CommandLine.arguments
+if arguments.count == 3 && arguments[2] == "hold-reader" {
+    do {
+        let environment = try Environment(path: arguments[1])
+        try environment.read { _ in
+            FileHandle.standardOutput.write(Data("reading\n".utf8))
+            while true { sleep(60) }
+        }
+    } catch {
+        FileHandle.standardError.write(Data("log-crash-child: \(error)\n".utf8))
+        exit(1)
+    }
+}
 guard arguments.count >= 3, let run = Int(arguments[2]) else {
     FileHandle.standardError.write(Data("usage: log-crash-child <log path> <run number> [writers]\n".utf8))
     exit(64)
