@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "EventLog", targets: ["EventLog"]),
+        .library(name: "Projections", targets: ["Projections"]),
         .library(name: "Spezi", targets: ["Spezi"]),
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
         .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"])
@@ -50,6 +51,8 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections")
             ]
         ),
+        // Read models built by replaying the log: generations, checkpoints, blue/green rebuilds.
+        .target(name: "Projections", dependencies: ["EventLog", "LMDB"]),
         // A small module runtime for Linux: Module, @Dependency, Configuration, Standard.
         .target(name: "Spezi"),
         // The @AccountKey and @KeyEntry macros.
@@ -71,6 +74,7 @@ let package = Package(
             name: "SpeziAccountStore",
             dependencies: [
                 "EventLog",
+                "Projections",
                 "LMDB",
                 "Spezi",
                 "SpeziAccount",
@@ -82,6 +86,7 @@ let package = Package(
         // The child process that the log's crash test kills at random moments.
         .executableTarget(name: "log-crash-child", dependencies: ["EventLog", "LMDB"], path: "Tools/log-crash-child"),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child"]),
+        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EventLog", "LMDB"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(
             name: "SpeziAccountMacrosTests",

@@ -10,7 +10,9 @@ import Synchronization
 /// Options for opening an ``EventLog``.
 public struct EventLogOptions: Sendable {
     /// `.durable` (default): an acknowledged append has been flushed to disk. `.relaxed`: no flush;
-    /// a crashed process loses nothing, an OS crash or power loss may lose the latest appends.
+    /// a crashed process loses nothing, an OS crash or power loss may lose the latest appends (and,
+    /// on file systems that reorder writes, damage the file: `verify` tells).
+    /// `.lastCommitMayRollBack`: an OS crash may undo the last commit only.
     public var sync: SyncMode = .durable
     /// The map size to start with; it grows by itself when full.
     public var initialMapSize: Int = 1 << 30
@@ -315,6 +317,12 @@ public final class EventLog: Sendable {
         } catch {
             throw EventLogError.wrapping(error, path: path)
         }
+    }
+
+    /// Returns once the log holds a record after `position` (appended by this process or, noticed
+    /// within the poll interval, by another), or the log closes, or the task is cancelled.
+    public func waitForCommit(beyond position: UInt64) async {
+        await notifier.wait(beyond: position)
     }
 
     /// Flushes relaxed-mode commits to disk.

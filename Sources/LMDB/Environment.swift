@@ -12,9 +12,13 @@ public enum SyncMode: Sendable, Equatable {
     /// Every commit is flushed with `fdatasync` before it returns (LMDB's default).
     case durable
     /// Commits are not flushed (`MDB_NOSYNC`): a process crash loses nothing, but an OS crash or a
-    /// power loss may lose the most recent commits (never corrupt older ones). For tests and bulk
-    /// import; call ``Environment/sync()`` to flush by hand.
+    /// power loss may lose the most recent commits and, where the file system reorders writes, leave
+    /// the file damaged. For tests and bulk import; call ``Environment/sync()`` to flush by hand.
     case relaxed
+    /// Data pages are flushed but the commit record is not (`MDB_NOMETASYNC`): an OS crash or power
+    /// loss may undo the last commit, never damage the file. One flush per commit instead of two;
+    /// for data that can be recomputed, such as projections.
+    case lastCommitMayRollBack
 }
 
 /// Options for opening an ``Environment``.
@@ -87,6 +91,7 @@ public final class Environment: @unchecked Sendable {
         try check(mdb_env_set_mapsize(envPointer, Self.pageAligned(options.initialMapSize)), "mdb_env_set_mapsize", path: url.path)
         var flags = UInt32(MDB_NOTLS)
         if options.sync == .relaxed { flags |= UInt32(MDB_NOSYNC) }
+        if options.sync == .lastCommitMayRollBack { flags |= UInt32(MDB_NOMETASYNC) }
         if options.readOnly { flags |= UInt32(MDB_RDONLY) }
         if options.readOnly && !FileManager.default.fileExists(atPath: url.appendingPathComponent("data.mdb").path) {
             throw LMDBError(code: ENOENT, operation: "mdb_env_open", path: url.path)

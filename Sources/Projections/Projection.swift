@@ -1,0 +1,97 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+
+/// A read model built by replaying the event log: it folds records, in order, into its own LMDB
+/// databases. The ``ProjectionStore`` commits the state it writes for a batch of records together
+/// with the position it reached, so a crash never applies a record twice or skips one.
+public protocol Projection: Sendable {
+    /// A stable name, unique in a store (e.g. `account-details`).
+    var name: String { get }
+    /// Everything that shapes the projection's state (its version, configured keys, upcasters…).
+    /// When it differs from the one its stored state was built with, the store rebuilds it.
+    var fingerprint: String { get }
+    /// The names of the databases it keeps (each generation gets its own copies).
+    var databaseNames: [String] { get }
+    /// Folds one record into the state. Throwing stops this projection at this record; it reports
+    /// the failure and applies nothing more until it is rebuilt.
+    func apply(_ record: RecordView, to state: ProjectionState) throws
+}
+
+/// Read and write access to one generation of a projection's databases, inside one transaction.
+public struct ProjectionState {
+    let transaction: Transaction
+    let databases: [String: Database]
+
+    func database(_ name: String) throws -> Database {
+        guard let database = databases[name] else { throw ProjectionError.unknownDatabase(name) }
+        return database
+    }
+
+    /// The value under `key` in the named database, copied.
+    public func get(_ database: String, key: [UInt8]) throws -> [UInt8]? {
+        try transaction.get(try self.database(database), key: key)
+    }
+
+    /// Stores `value` under `key`.
+    public func put(_ database: String, key: [UInt8], value: [UInt8]) throws {
+        try transaction.put(try self.database(database), key: key, value: value)
+    }
+
+    /// Removes `key`; false when it was not there.
+    @discardableResult
+    public func delete(_ database: String, key: [UInt8]) throws -> Bool {
+        try transaction.delete(try self.database(database), key: key)
+    }
+
+    /// Runs `body` with a cursor over the named database.
+    public func withCursor<T>(_ database: String, _ body: (inout Cursor) throws -> T) throws -> T {
+        try transaction.withCursor(try self.database(database), body)
+    }
+}
+
+/// What can go wrong with projections.
+public enum ProjectionError: Error, Sendable, Equatable, CustomStringConvertible {
+    case unknownProjection(String)
+    case unknownDatabase(String)
+    case duplicateName(String)
+    /// The projection threw while applying the record at `position`; it is stopped there.
+    case failed(projection: String, position: UInt64, reason: String)
+    case closed
+
+    public var description: String {
+        switch self {
+        case let .unknownProjection(name): "no projection named \"\(name)\""
+        case let .unknownDatabase(name): "the projection has no database named \"\(name)\" (declare it in databaseNames)"
+        case let .duplicateName(name): "two projections are named \"\(name)\""
+        case let .failed(projection, position, reason): "projection \"\(projection)\" stopped at position \(position): \(reason)"
+        case .closed: "the projection store is closed"
+        }
+    }
+}
+
+/// The state of one projection, for status displays and tests.
+public struct ProjectionStatus: Sendable, Equatable {
+    public let name: String
+    /// The generation that serves reads.
+    public let generation: UInt32
+    /// The last log position applied to the serving generation.
+    public let checkpoint: UInt64
+    /// How many log records the serving generation has still to apply.
+    public let lag: UInt64
+    /// A generation being rebuilt beside it, and its checkpoint.
+    public let rebuilding: (generation: UInt32, checkpoint: UInt64)?
+    /// Why it stopped, if it did.
+    public let failure: String?
+
+    public static func == (lhs: ProjectionStatus, rhs: ProjectionStatus) -> Bool {
+        lhs.name == rhs.name && lhs.generation == rhs.generation && lhs.checkpoint == rhs.checkpoint && lhs.lag == rhs.lag
+            && lhs.rebuilding?.generation == rhs.rebuilding?.generation && lhs.rebuilding?.checkpoint == rhs.rebuilding?.checkpoint
+            && lhs.failure == rhs.failure
+    }
+}

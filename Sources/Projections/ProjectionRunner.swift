@@ -1,0 +1,180 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+
+extension ProjectionStore {
+    /// The runner: applies new records to every generation, starts requested rebuilds, hands over
+    /// caught-up rebuilt generations, and sleeps until the log grows.
+    func run() async {
+        while !Task.isCancelled {
+            var worked = false
+            do {
+                try startRequestedRebuilds()
+                let last = try log.lastPosition()
+                for name in order {
+                    // The serving generation first, so that reads stay fresh during a rebuild.
+                    if try advance(name, building: false, upTo: last) { worked = true }
+                    if try advance(name, building: true, upTo: last) { worked = true }
+                    try takeOverIfCaughtUp(name)
+                }
+            } catch {
+                if state.withLock({ $0.closed }) { return }
+                // A storage failure of the projections environment: report and retry later.
+                try? await Task.sleep(for: .milliseconds(100))
+                continue
+            }
+            if worked {
+                await Task.yield()
+                continue
+            }
+            let lowest = state.withLock { state in
+                order.compactMap { name -> UInt64? in
+                    guard state.failures[name] == nil else { return nil }
+                    return [state.active[name]?.checkpoint, state.building[name]?.checkpoint].compactMap { $0 }.min()
+                }.min()
+            } ?? UInt64.max
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { [log] in await log.waitForCommit(beyond: lowest == .max ? (try? log.lastPosition()) ?? 0 : lowest) }
+                group.addTask { [kick] in await kick.wait() }
+                _ = await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Applies up to one batch of records to a generation; true when it applied any.
+    private func advance(_ name: String, building: Bool, upTo last: UInt64) throws -> Bool {
+        guard let projection = projections[name] else { return false }
+        let snapshot = state.withLock { state -> Generation? in
+            guard state.failures[name] == nil else { return nil }
+            return building ? state.building[name] : state.active[name]
+        }
+        guard var generation = snapshot, generation.checkpoint < last else { return false }
+        var failure: ProjectionError?
+        let start = generation.checkpoint
+        let reached: UInt64 = try environment.write { txn in
+            failure = nil
+            var reached = start
+            var count = 0
+            let projectionState = ProjectionState(transaction: txn, databases: generation.databases)
+            do {
+                try log.scan(from: start + 1, batchSize: min(options.batchSize, 1_024)) { record in
+                    do {
+                        try projection.apply(record, to: projectionState)
+                    } catch let error as LMDBError {
+                        throw error
+                    } catch {
+                        failure = .failed(projection: name, position: record.position, reason: "\(error)")
+                        return false
+                    }
+                    reached = record.position
+                    count += 1
+                    return count < options.batchSize
+                }
+            } catch let error as EventLogError {
+                // The log itself could not be read here (e.g. a corrupt record): stop this projection.
+                failure = .failed(projection: name, position: reached + 1, reason: error.description)
+            }
+            try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(reached))
+            return reached
+        }
+        generation.checkpoint = reached
+        let (ready, failed, progress) = state.withLock { state in
+            if building {
+                if state.building[name]?.number == generation.number { state.building[name] = generation }
+            } else if state.active[name]?.number == generation.number {
+                state.active[name] = generation
+            }
+            if let failure { state.failures[name] = failure }
+            return (takeReadyWaiters(&state), failure.map { takeFailedWaiters(&state, name: name, error: $0) } ?? [], building ? state.progress[name] : nil)
+        }
+        ready.forEach { $0.resume() }
+        failed.forEach { $0.resume(throwing: failure!) }
+        progress?(reached, last)
+        return reached > start
+    }
+
+    /// Waiters whose positions the serving generations have reached.
+    private func takeReadyWaiters(_ state: inout State) -> [CheckedContinuation<Void, any Error>] {
+        var ready: [CheckedContinuation<Void, any Error>] = []
+        state.appliedWaiters.removeAll { waiter in
+            guard let active = state.active[waiter.name], active.checkpoint >= waiter.position else { return false }
+            ready.append(waiter.continuation)
+            return true
+        }
+        return ready
+    }
+
+    private func takeFailedWaiters(_ state: inout State, name: String, error: ProjectionError) -> [CheckedContinuation<Void, any Error>] {
+        var failed: [CheckedContinuation<Void, any Error>] = []
+        state.appliedWaiters.removeAll { waiter in
+            guard waiter.name == name else { return false }
+            failed.append(waiter.continuation)
+            return true
+        }
+        state.rebuildWaiters.removeAll { waiter in
+            guard waiter.name == name else { return false }
+            failed.append(waiter.continuation)
+            return true
+        }
+        return failed
+    }
+
+    /// Creates the generations that `rebuild` asked for (replacing one already being built).
+    private func startRequestedRebuilds() throws {
+        let requested = state.withLock { state in
+            defer { state.requestedRebuilds.removeAll() }
+            return state.requestedRebuilds
+        }
+        for name in order where requested.contains(name) {
+            guard let projection = projections[name] else { continue }
+            let previous = state.withLock { $0.building[name] }
+            let fresh = try environment.write { txn in
+                let catalog = GenerationCatalog(transaction: txn, meta: meta)
+                if let previous { try catalog.retire(name, previous) }
+                let fresh = try catalog.create(projection)
+                try txn.put(meta, key: MetaKeys.building(name), value: MetaKeys.u32(fresh.number))
+                return fresh
+            }
+            state.withLock { state in
+                state.building[name] = fresh
+                // A rebuild is also how a stopped projection is restarted.
+                state.failures[name] = nil
+            }
+        }
+    }
+
+    /// Hands reads over to a rebuilt generation once it has reached the serving one.
+    private func takeOverIfCaughtUp(_ name: String) throws {
+        let pair = state.withLock { state -> (Generation, Generation)? in
+            guard let active = state.active[name], let building = state.building[name], building.checkpoint >= active.checkpoint else { return nil }
+            return (active, building)
+        }
+        guard let (old, new) = pair else { return }
+        try environment.write { txn in
+            let catalog = GenerationCatalog(transaction: txn, meta: meta)
+            try txn.put(meta, key: MetaKeys.active(name), value: MetaKeys.u32(new.number))
+            _ = try txn.delete(meta, key: MetaKeys.building(name))
+            try catalog.retire(name, old)
+        }
+        let (done, ready) = state.withLock { state in
+            state.active[name] = new
+            state.building[name] = nil
+            state.progress[name] = nil
+            var done: [CheckedContinuation<Void, any Error>] = []
+            state.rebuildWaiters.removeAll { waiter in
+                guard waiter.name == name else { return false }
+                done.append(waiter.continuation)
+                return true
+            }
+            return (done, takeReadyWaiters(&state))
+        }
+        done.forEach { $0.resume() }
+        ready.forEach { $0.resume() }
+    }
+}

@@ -1,0 +1,205 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import Synchronization
+
+/// Options for a ``ProjectionStore``.
+public struct ProjectionStoreOptions: Sendable {
+    /// The most records applied in one transaction.
+    public var batchSize = 4_096
+    /// Projections can be rebuilt from the log, so by default a power loss may undo their last commit
+    /// (never damage them): one flush per batch instead of two.
+    public var sync: SyncMode = .lastCommitMayRollBack
+    /// The map size to start with; it grows by itself.
+    public var initialMapSize = 1 << 30
+
+    public init() {}
+}
+
+/// Keeps projections of an event log in their own LMDB environment and keeps them up to date.
+///
+/// A single runner task follows the log: for each projection it applies new records in batches, and
+/// commits each batch's state together with its checkpoint. A rebuild (asked for, or because the
+/// projection's fingerprint changed) is blue/green: a new generation is built from position 1 beside
+/// the serving one, which keeps receiving new records and serving reads, and takes over in one
+/// transaction once it has caught up.
+public final class ProjectionStore: Sendable {
+    struct State {
+        var active: [String: Generation] = [:]
+        var building: [String: Generation] = [:]
+        var failures: [String: ProjectionError] = [:]
+        var requestedRebuilds: Set<String> = []
+        var appliedWaiters: [(name: String, position: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var rebuildWaiters: [(name: String, continuation: CheckedContinuation<Void, any Error>)] = []
+        var progress: [String: @Sendable (UInt64, UInt64) -> Void] = [:]
+        var closed = false
+    }
+
+    /// The log it follows.
+    public let log: EventLog
+    let environment: Environment
+    let meta: Database
+    let options: ProjectionStoreOptions
+    let projections: [String: any Projection]
+    let order: [String]
+    let state = Mutex(State())
+    let kick = Signal()
+    private let runner = Mutex<Task<Void, Never>?>(nil)
+
+    /// Opens (or creates) the projections in the directory at `path` and starts following the log.
+    /// A projection whose stored fingerprint differs from its current one starts rebuilding at once.
+    public init(path: String, log: EventLog, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()) throws {
+        var seen = Set<String>()
+        for projection in projections where !seen.insert(projection.name).inserted {
+            throw ProjectionError.duplicateName(projection.name)
+        }
+        var environmentOptions = EnvironmentOptions()
+        environmentOptions.maxDatabases = UInt32(8 + projections.reduce(0) { $0 + 2 * $1.databaseNames.count })
+        environmentOptions.sync = options.sync
+        environmentOptions.initialMapSize = options.initialMapSize
+        let environment = try Environment(path: path, options: environmentOptions)
+        self.log = log
+        self.environment = environment
+        self.options = options
+        self.projections = Dictionary(uniqueKeysWithValues: projections.map { ($0.name, $0) })
+        self.order = projections.map(\.name)
+        do {
+            meta = try environment.openDatabase(MetaKeys.database)
+            let meta = meta
+            let (active, building) = try environment.write { txn in
+                try Self.openGenerations(projections, catalog: GenerationCatalog(transaction: txn, meta: meta))
+            }
+            state.withLock {
+                $0.active = active
+                $0.building = building
+            }
+        } catch {
+            environment.close()
+            throw error
+        }
+        let task = Task.detached { [self] in await run() }
+        runner.withLock { $0 = task }
+    }
+
+    private static func openGenerations(_ projections: [any Projection], catalog: GenerationCatalog)
+        throws -> (active: [String: Generation], building: [String: Generation]) {
+        var active: [String: Generation] = [:]
+        var building: [String: Generation] = [:]
+        let txn = catalog.transaction
+        for projection in projections {
+            let name = projection.name
+            try catalog.dropRetired(projection)
+            guard let activeNumber = MetaKeys.u32(try txn.get(catalog.meta, key: MetaKeys.active(name))) else {
+                let fresh = try catalog.create(projection)
+                try txn.put(catalog.meta, key: MetaKeys.active(name), value: MetaKeys.u32(fresh.number))
+                active[name] = fresh
+                continue
+            }
+            let current = try catalog.open(projection, number: activeNumber)
+            active[name] = current
+            var rebuilding: Generation?
+            if let buildingNumber = MetaKeys.u32(try txn.get(catalog.meta, key: MetaKeys.building(name))) {
+                let candidate = try catalog.open(projection, number: buildingNumber)
+                if try catalog.fingerprint(name, buildingNumber) == projection.fingerprint {
+                    rebuilding = candidate
+                } else {
+                    try catalog.retire(name, candidate)
+                    _ = try txn.delete(catalog.meta, key: MetaKeys.building(name))
+                }
+            }
+            if rebuilding == nil, try catalog.fingerprint(name, activeNumber) != projection.fingerprint {
+                rebuilding = try catalog.create(projection)
+                try txn.put(catalog.meta, key: MetaKeys.building(name), value: MetaKeys.u32(rebuilding!.number))
+            }
+            building[name] = rebuilding
+        }
+        return (active, building)
+    }
+
+    /// Stops following the log, fails anyone still waiting, and closes the files.
+    public func close() async {
+        let pending = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.closed = true
+            defer { state.appliedWaiters.removeAll(); state.rebuildWaiters.removeAll() }
+            return state.appliedWaiters.map(\.continuation) + state.rebuildWaiters.map(\.continuation)
+        }
+        pending.forEach { $0.resume(throwing: ProjectionError.closed) }
+        let task = runner.withLock { $0 }
+        task?.cancel()
+        kick.signal()
+        await task?.value
+        environment.close()
+    }
+
+    // MARK: Reading
+
+    /// Runs `body` on the serving generation of the named projection, in one read transaction
+    /// (so a take-over by a rebuilt generation never shows a mix of the two).
+    public func read<T>(_ name: String, _ body: (ProjectionState) throws -> T) throws -> T {
+        guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
+        return try environment.read { txn in
+            guard let number = MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) else {
+                throw ProjectionError.unknownProjection(name)
+            }
+            let databases = state.withLock { state -> [String: Database]? in
+                if let active = state.active[name], active.number == number { return active.databases }
+                if let building = state.building[name], building.number == number { return building.databases }
+                return nil
+            }
+            guard let databases else { throw ProjectionError.unknownProjection(name) }
+            return try body(ProjectionState(transaction: txn, databases: databases))
+        }
+    }
+
+    /// Where each projection stands.
+    public func status() throws -> [ProjectionStatus] {
+        let last = try log.lastPosition()
+        return state.withLock { state in
+            order.compactMap { name in
+                guard let active = state.active[name] else { return nil }
+                let building = state.building[name].map { (generation: $0.number, checkpoint: $0.checkpoint) }
+                return ProjectionStatus(name: name, generation: active.number, checkpoint: active.checkpoint,
+                                        lag: last > active.checkpoint ? last - active.checkpoint : 0,
+                                        rebuilding: building, failure: state.failures[name]?.description)
+            }
+        }
+    }
+
+    /// Returns once the serving generation of `name` has applied the record at `position`
+    /// (read-your-writes after an append). Throws if the projection stopped on an error.
+    public func waitUntilApplied(_ name: String, position: UInt64) async throws {
+        guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let outcome = state.withLock { state -> Result<Void, any Error>? in
+                if state.closed { return .failure(ProjectionError.closed) }
+                if let failure = state.failures[name] { return .failure(failure) }
+                if let active = state.active[name], active.checkpoint >= position { return .success(()) }
+                state.appliedWaiters.append((name, position, continuation))
+                return nil
+            }
+            if let outcome { continuation.resume(with: outcome) }
+        }
+    }
+
+    /// Rebuilds the projection from position 1 beside the serving generation, which keeps serving
+    /// reads; returns once the rebuilt generation has taken over. `progress` gets (applied, target).
+    public func rebuild(_ name: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws {
+        guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let closed = state.withLock { state -> Bool in
+                if state.closed { return true }
+                state.requestedRebuilds.insert(name)
+                state.rebuildWaiters.append((name, continuation))
+                if let progress { state.progress[name] = progress }
+                return false
+            }
+            if closed { continuation.resume(throwing: ProjectionError.closed) }
+        }
+        kick.signal()
+    }
+}

@@ -1,0 +1,200 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import Projections
+import Synchronization
+import Testing
+
+/// Counts events per stream (optionally only of one type): wrong if any record is applied twice or skipped.
+struct StreamCounts: Projection {
+    var name = "stream-counts"
+    var onlyType: String?
+    var failAtPayload: String?
+    var fingerprint: String { "counts-v1-\(onlyType ?? "all")" }
+    var databaseNames: [String] { ["counts"] }
+
+    func apply(_ record: RecordView, to state: ProjectionState) throws {
+        if let failAtPayload, Data(record.payload) == Data(failAtPayload.utf8) {
+            throw TestFailure(message: "cannot apply \(failAtPayload)")
+        }
+        if let onlyType, record.type != onlyType { return }
+        let key = Array(record.streamIDBytes)
+        let count = try state.get("counts", key: key).map { $0.withUnsafeBytes { BigEndian.uint64($0) } } ?? 0
+        try state.put("counts", key: key, value: BigEndian.bytes(count + 1))
+    }
+
+    static func count(_ stream: String, in store: ProjectionStore, name: String = "stream-counts") throws -> UInt64 {
+        try store.read(name) { state in
+            try state.get("counts", key: Array(stream.utf8)).map { $0.withUnsafeBytes { BigEndian.uint64($0) } } ?? 0
+        }
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+struct Fixture {
+    let directory: URL
+    var logPath: String { directory.appendingPathComponent("log").path }
+    var projectionsPath: String { directory.appendingPathComponent("projections").path }
+
+    init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("projections-\(UUID().uuidString)")
+    }
+
+    func openLog() throws -> EventLog {
+        var options = EventLogOptions()
+        options.sync = .relaxed
+        return try EventLog(path: logPath, options: options)
+    }
+
+    func cleanup() { try? FileManager.default.removeItem(at: directory) }
+}
+
+func append(_ log: EventLog, _ count: Int, stream: (Int) -> String, type: (Int) -> String = { _ in "t" }) async throws {
+    for index in 0..<count {
+        _ = try await log.append(ProposedEvent(type: type(index), payload: Data("\(index)".utf8)), to: stream(index))
+    }
+}
+
+@Suite("Projection store")
+struct ProjectionStoreTests {
+    @Test("catches up with the log, follows live appends, and waitUntilApplied gives read-your-writes")
+    func catchUpAndFollow() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        try await append(log, 300, stream: { "s\($0 % 3)" })
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
+        try await store.waitUntilApplied("stream-counts", position: 300)
+        #expect(try StreamCounts.count("s0", in: store) == 100)
+        for index in 0..<50 {
+            let result = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "live")
+            try await store.waitUntilApplied("stream-counts", position: result.positions.upperBound)
+            #expect(try StreamCounts.count("live", in: store) == UInt64(index + 1))
+        }
+        let status = try #require(try store.status().first)
+        #expect(status.checkpoint == 350)
+        #expect(status.lag == 0)
+        #expect(status.generation == 1)
+        await store.close()
+    }
+
+    @Test("a reopened store resumes from its checkpoint: nothing applied twice, nothing skipped")
+    func resume() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        try await append(log, 200, stream: { "s\($0 % 2)" })
+        var store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
+        try await store.waitUntilApplied("stream-counts", position: 200)
+        await store.close()
+        try await append(log, 100, stream: { "s\($0 % 2)" })
+        store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
+        #expect(try store.status().first?.checkpoint == 200)
+        try await store.waitUntilApplied("stream-counts", position: 300)
+        #expect(try StreamCounts.count("s0", in: store) == 150)
+        #expect(try StreamCounts.count("s1", in: store) == 150)
+        await store.close()
+    }
+
+    @Test("a rebuild is blue/green: the old generation serves reads until the new one takes over")
+    func blueGreenRebuild() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        try await append(log, 5_000, stream: { "s\($0 % 5)" })
+        var options = ProjectionStoreOptions()
+        options.batchSize = 250
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()], options: options)
+        try await store.waitUntilApplied("stream-counts", position: 5_000)
+        let reports = Mutex<[(UInt64, UInt64)]>([])
+        let rebuild = Task {
+            try await store.rebuild("stream-counts") { applied, target in reports.withLock { $0.append((applied, target)) } }
+        }
+        // While it rebuilds, reads see the complete old generation, and new appends still reach it.
+        var sawRebuilding = false
+        for _ in 0..<200 {
+            let status = try #require(try store.status().first)
+            if status.rebuilding != nil { sawRebuilding = true }
+            if status.generation == 1 {
+                #expect(try StreamCounts.count("s0", in: store) >= 1_000)
+            }
+            if status.generation == 2 { break }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        _ = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "s0")
+        try await rebuild.value
+        try await store.waitUntilApplied("stream-counts", position: 5_001)
+        let status = try #require(try store.status().first)
+        #expect(status.generation == 2)
+        #expect(status.rebuilding == nil)
+        #expect(try StreamCounts.count("s0", in: store) == 1_001)
+        #expect(try StreamCounts.count("s4", in: store) == 1_000)
+        #expect(sawRebuilding || reports.withLock { $0.count } > 0)
+        let last = reports.withLock { $0.last }
+        #expect(last.map { $0.0 >= 5_000 } ?? false)
+        await store.close()
+    }
+
+    @Test("a changed fingerprint rebuilds by itself at open, with the new logic")
+    func fingerprintChange() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        try await append(log, 100, stream: { _ in "s" }, type: { $0 < 30 ? "a" : "b" })
+        var store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
+        try await store.waitUntilApplied("stream-counts", position: 100)
+        #expect(try StreamCounts.count("s", in: store) == 100)
+        await store.close()
+
+        store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts(onlyType: "a")])
+        let opened = try #require(try store.status().first)
+        #expect(opened.rebuilding?.generation == 2)
+        for _ in 0..<2_000 where try store.status().first?.generation != 2 {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(try store.status().first?.generation == 2)
+        #expect(try StreamCounts.count("s", in: store) == 30)
+        await store.close()
+        // Once more with the same fingerprint: no rebuild, the retired generation is gone.
+        store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts(onlyType: "a")])
+        #expect(try store.status().first?.rebuilding == nil)
+        #expect(try store.status().first?.generation == 2)
+        #expect(try StreamCounts.count("s", in: store) == 30)
+        await store.close()
+    }
+
+    @Test("a projection that throws stops at that record, reports it, and fails its waiters")
+    func failure() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        try await append(log, 10, stream: { _ in "s" })
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log,
+                                        projections: [StreamCounts(failAtPayload: "6"), StreamCounts(name: "healthy")])
+        await #expect(throws: ProjectionError.failed(projection: "stream-counts", position: 7, reason: "cannot apply 6")) {
+            try await store.waitUntilApplied("stream-counts", position: 10)
+        }
+        try await store.waitUntilApplied("healthy", position: 10)
+        #expect(try StreamCounts.count("s", in: store, name: "healthy") == 10)
+        #expect(try StreamCounts.count("s", in: store) == 6)
+        let status = try store.status()
+        #expect(status.first?.checkpoint == 6)
+        #expect(status.first?.failure?.contains("position 7") == true)
+        await #expect(throws: ProjectionError.unknownProjection("nope")) { try await store.waitUntilApplied("nope", position: 1) }
+        await store.close()
+    }
+}
