@@ -14,6 +14,9 @@ struct AppendRequest: @unchecked Sendable {
     let events: [ProposedEvent]
     let metadataPairs: [[(String, String)]]
     let sizes: [Int]
+    /// Unique keys this stream takes, and keys it gives up, in the same transaction.
+    let claims: Set<String>
+    let releases: Set<String>
     /// Nil for an append run directly by its caller.
     var continuation: CheckedContinuation<AppendResult, any Error>?
 }
@@ -205,6 +208,21 @@ final class AppendWriter: @unchecked Sendable {
             guard current == expected else {
                 throw EventLogError.wrongExpectedVersion(stream: request.streamID, expected: request.expected, actual: current == 0 ? nil : current)
             }
+        }
+
+        // Claims: unique keys (such as user ids) owned by one stream at a time.
+        for claim in request.claims.sorted() {
+            if let owner = try txn.get(databases.claims, key: Array(claim.utf8)), owner != Array(request.streamID.utf8) {
+                throw EventLogError.claimTaken(claim, owner: String(decoding: owner, as: UTF8.self))
+            }
+        }
+        for release in request.releases where !request.claims.contains(release) {
+            if try txn.get(databases.claims, key: Array(release.utf8)) == Array(request.streamID.utf8) {
+                _ = try txn.delete(databases.claims, key: Array(release.utf8))
+            }
+        }
+        for claim in request.claims {
+            try txn.put(databases.claims, key: Array(claim.utf8), value: Array(request.streamID.utf8))
         }
 
         let now = Int64((clock().timeIntervalSince1970 * 1_000_000).rounded())

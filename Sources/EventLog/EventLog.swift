@@ -172,8 +172,16 @@ public final class EventLog: Sendable {
     /// When no other append is running, the write happens on the calling thread (the commit's
     /// `fdatasync` then blocks it, as a file write would); concurrent appends are grouped into
     /// shared commits by the log's writer thread.
-    public func append(_ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
+    ///
+    /// `claims` are unique keys (a user id, say) that the stream takes in the same transaction: if
+    /// another stream holds one, the append throws ``EventLogError/claimTaken(_:owner:)`` and writes
+    /// nothing. `releases` are keys the stream gives up. ``claimOwner(_:)`` looks them up.
+    public func append(_ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any,
+                       claims: Set<String> = [], releases: Set<String> = []) async throws -> AppendResult {
         try RecordFormat.validate(streamID: streamID)
+        for claim in claims.union(releases) where claim.utf8.isEmpty || claim.utf8.count > 500 {
+            throw EventLogError.invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
+        }
         guard !events.isEmpty else { throw EventLogError.invalidEvent(reason: "an append needs at least one event") }
         var seen = Set<UUID>()
         var pairs: [[(String, String)]] = []
@@ -190,12 +198,20 @@ public final class EventLog: Sendable {
         }
         guard let writer else { throw EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path)) }
         return try await writer.append(AppendRequest(streamID: streamID, expected: expectedVersion, events: events,
-                                                     metadataPairs: pairs, sizes: sizes))
+                                                     metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases))
     }
 
     /// Appends one event.
-    public func append(_ event: ProposedEvent, to streamID: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
-        try await append([event], to: streamID, expectedVersion: expectedVersion)
+    public func append(_ event: ProposedEvent, to streamID: String, expectedVersion: ExpectedVersion = .any,
+                       claims: Set<String> = [], releases: Set<String> = []) async throws -> AppendResult {
+        try await append([event], to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases)
+    }
+
+    /// The stream that holds a claimed key, or nil.
+    public func claimOwner(_ claim: String) throws -> String? {
+        try reading { txn in
+            try txn.get(databases.claims, key: Array(claim.utf8)).map { String(decoding: $0, as: UTF8.self) }
+        }
     }
 
     // MARK: Reading

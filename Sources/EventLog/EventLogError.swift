@@ -12,6 +12,8 @@ public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
     case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: UInt64?)
     /// Some, but not all, events of an append are already in the log (a retry must resend the same batch).
     case duplicateEventID(UUID, existingPosition: UInt64)
+    /// A claimed unique key belongs to another stream; nothing was written.
+    case claimTaken(String, owner: String)
     /// The stream id is empty, too long or contains a NUL byte.
     case invalidStreamID(String, reason: String)
     /// An event or batch breaks a limit (size, type name, metadata) or repeats an event id.
@@ -36,6 +38,8 @@ public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
             return "stream \"\(stream)\" \(found), but the append expected \(expected); nothing was written"
         case let .duplicateEventID(id, position):
             return "event \(id.uuidString) is already in the log at position \(position), but the rest of its batch is not; resend the original batch"
+        case let .claimTaken(claim, owner):
+            return "\"\(claim)\" is already claimed by stream \"\(owner)\"; nothing was written"
         case let .invalidStreamID(id, reason):
             return "invalid stream id \"\(id.prefix(80))\": \(reason)"
         case let .invalidEvent(reason):

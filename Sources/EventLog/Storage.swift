@@ -16,14 +16,17 @@ struct LogDatabases: Sendable {
     let streams: Database
     /// 16-byte event id → u64 position.
     let eventIDs: Database
+    /// claim (a unique key, UTF-8) → the stream id that holds it.
+    let claims: Database
 
-    static let names = (meta: "meta", records: "records", streams: "streams", eventIDs: "event-ids")
+    static let names = (meta: "meta", records: "records", streams: "streams", eventIDs: "event-ids", claims: "claims")
 
     init(environment: Environment, create: Bool) throws {
         meta = try environment.openDatabase(Self.names.meta, create: create)
         records = try environment.openDatabase(Self.names.records, create: create)
         streams = try environment.openDatabase(Self.names.streams, create: create)
         eventIDs = try environment.openDatabase(Self.names.eventIDs, create: create)
+        claims = try environment.openDatabase(Self.names.claims, create: create)
     }
 
     static func streamKey(_ streamID: String, version: UInt64) -> [UInt8] {

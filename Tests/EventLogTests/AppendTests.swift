@@ -186,3 +186,46 @@ struct EventIDTests {
         }
     }
 }
+
+@Suite("Claims: unique keys held by one stream")
+struct ClaimTests {
+    @Test("a claim held by another stream refuses the append; releasing frees it")
+    func claims() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            _ = try await log.append(event("created"), to: "account-1", expectedVersion: .noStream, claims: ["userid:leland@stanford.edu"])
+            #expect(try log.claimOwner("userid:leland@stanford.edu") == "account-1")
+            await #expect(throws: EventLogError.claimTaken("userid:leland@stanford.edu", owner: "account-1")) {
+                try await log.append(event("created"), to: "account-2", expectedVersion: .noStream, claims: ["userid:leland@stanford.edu"])
+            }
+            #expect(try log.streamVersion("account-2") == nil)
+            // The holder may claim it again (a no-op) and move to another key.
+            _ = try await log.append(event("renamed"), to: "account-1", claims: ["userid:jane@stanford.edu"], releases: ["userid:leland@stanford.edu"])
+            #expect(try log.claimOwner("userid:leland@stanford.edu") == nil)
+            #expect(try log.claimOwner("userid:jane@stanford.edu") == "account-1")
+            // Another stream cannot release what it does not hold.
+            _ = try await log.append(event("noise"), to: "account-3", releases: ["userid:jane@stanford.edu"])
+            #expect(try log.claimOwner("userid:jane@stanford.edu") == "account-1")
+            _ = try await log.append(event("created"), to: "account-2", expectedVersion: .noStream, claims: ["userid:leland@stanford.edu"])
+            #expect(try log.claimOwner("userid:leland@stanford.edu") == "account-2")
+        }
+    }
+
+    @Test("50 concurrent signups for one key: exactly one stream gets it")
+    func concurrentClaims() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            let winners = await withTaskGroup(of: String?.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        let stream = "account-\(index)"
+                        let result = try? await log.append(event("created"), to: stream, expectedVersion: .noStream, claims: ["userid:same"])
+                        return result == nil ? nil : stream
+                    }
+                }
+                return await group.reduce(into: [String]()) { if let stream = $1 { $0.append(stream) } }
+            }
+            #expect(winners.count == 1)
+            #expect(try log.claimOwner("userid:same") == winners.first)
+            #expect(try log.lastPosition() == 1)
+        }
+    }
+}
