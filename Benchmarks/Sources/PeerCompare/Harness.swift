@@ -12,6 +12,11 @@ struct Measurement: Codable {
     let operations: Int
     let seconds: Double
     var perSecond: Double { Double(operations) / seconds }
+
+    /// Two measurements of the same workload taken in turns, added up.
+    static func + (lhs: Measurement, rhs: Measurement) -> Measurement {
+        Measurement(workload: lhs.workload, backEnd: lhs.backEnd, operations: lhs.operations + rhs.operations, seconds: lhs.seconds + rhs.seconds)
+    }
 }
 
 /// Times `body`, which performs `operations` operations, and returns the measurement.
