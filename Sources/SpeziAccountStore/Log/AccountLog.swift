@@ -1,0 +1,62 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+
+/// The account store's view of the event log: one stream per account id, typed events, user ids
+/// kept unique by claims, and each account's state folded from its stream.
+public struct AccountLog: Sendable {
+    /// The log underneath.
+    public let log: EventLog
+    /// The key changes, to read old events in the current shape.
+    public let evolution: SchemaEvolution
+
+    public init(log: EventLog, evolution: SchemaEvolution = SchemaEvolution()) {
+        self.log = log
+        self.evolution = evolution
+    }
+
+    /// The claim that keeps a user id unique: case-insensitive and trimmed.
+    public static func userIdClaim(_ userId: String) -> String {
+        "userid:" + userId.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+    }
+
+    /// Appends events to an account's stream. Every event records the actor, the correlation id and
+    /// the key-set version it was written under.
+    @discardableResult
+    public func append(_ events: [AccountEvent], to accountId: String, expectedVersion: ExpectedVersion,
+                       metadata: EventMetadata = EventMetadata(), claims: Set<String> = [], releases: Set<String> = []) async throws -> AppendResult {
+        var metadata = metadata
+        metadata.extra[SchemaEvolution.metadataKey] = String(evolution.currentVersion)
+        let proposed = events.map { event in
+            ProposedEvent(type: event.typeName, schemaVersion: event.schemaVersion, metadata: metadata, payload: Data(event.encodedPayload()))
+        }
+        return try await log.append(proposed, to: accountId, expectedVersion: expectedVersion, claims: claims, releases: releases)
+    }
+
+    /// Decodes a record into an account event in the current shape.
+    public func event(from record: RecordedEvent) throws -> AccountEvent {
+        let event = try record.payload.withUnsafeBytes { try AccountEvent.decode(type: record.type, payload: $0) }
+        let version = record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1
+        return try evolution.upcast(event, writtenAt: version)
+    }
+
+    /// The account's current state from its whole stream, or nil when it never existed.
+    public func load(_ accountId: String) throws -> AccountState? {
+        guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0) else { return nil }
+        var state: AccountState?
+        for record in try log.readStream(accountId) {
+            state = AccountState.applying(try event(from: record), to: state, accountId: accountId,
+                                          version: record.streamVersion, at: record.timestamp)
+        }
+        return state
+    }
+
+    /// The account that holds a user id (deleted accounts release theirs).
+    public func accountId(forUserId userId: String) throws -> String? {
+        try log.claimOwner(Self.userIdClaim(userId))
+    }
+}

@@ -1,0 +1,74 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import Projections
+
+/// The details cache: every account's current state, folded from the log and kept in LMDB.
+/// Its fingerprint covers its own version and the schema evolution, so a new upcaster rebuilds it.
+public struct AccountDetailsProjection: Projection {
+    public static let projectionName = "account-details"
+    /// Bump when the stored form or the folding changes.
+    static let version = 1
+
+    public let evolution: SchemaEvolution
+
+    public init(evolution: SchemaEvolution = SchemaEvolution()) {
+        self.evolution = evolution
+    }
+
+    public var name: String { Self.projectionName }
+    public var fingerprint: String { "account-details v\(Self.version); keys: \(evolution.fingerprint)" }
+    public var databaseNames: [String] { ["accounts"] }
+
+    public func apply(_ record: RecordView, to state: ProjectionState) throws {
+        let event = try AccountEvent.decode(type: record.type, payload: record.payload)
+        guard event.changesAccountState || event.isLoginOutcome else { return }
+        let keysVersion = try keysVersion(of: record)
+        let upcast = try evolution.upcast(event, writtenAt: keysVersion)
+        let key = Array(record.streamIDBytes)
+        let previous = try state.get("accounts", key: key).map { try AccountState(encoded: $0) }
+        guard let next = AccountState.applying(upcast, to: previous, accountId: record.streamID,
+                                               version: record.streamVersion, at: record.timestamp) else { return }
+        try state.put("accounts", key: key, value: next.encoded())
+    }
+
+    private func keysVersion(of record: RecordView) throws -> Int {
+        guard evolution.currentVersion > 1 else { return 1 }
+        return try record.decoded().metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1
+    }
+
+    /// Reads one account's state from the store's serving generation.
+    public static func state(of accountId: String, in store: ProjectionStore) throws -> AccountState? {
+        try store.read(projectionName) { state in
+            try state.get("accounts", key: Array(accountId.utf8)).map { try AccountState(encoded: $0) }
+        }
+    }
+
+    /// Calls `body` with every account's state, in account-id order.
+    public static func forEachAccount(in store: ProjectionStore, _ body: (AccountState) throws -> Void) throws {
+        try store.read(projectionName) { state in
+            try state.withCursor("accounts") { cursor in
+                var entry = try cursor.first()
+                while let current = entry {
+                    try body(try AccountState(encoded: Array(current.value)))
+                    entry = try cursor.next()
+                }
+            }
+        }
+    }
+}
+
+extension AccountEvent {
+    /// Login outcomes change the failed-login counter (not the details).
+    var isLoginOutcome: Bool {
+        switch self {
+        case .loginSucceeded, .loginFailed: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// One account as its events leave it: the fold of its stream. The service decides on it (with
+/// the stream version for optimistic concurrency); the details projection stores it per account.
+public struct AccountState: Sendable, Equatable {
+    /// The account (and stream) id.
+    public let accountId: String
+    public internal(set) var userId: String
+    /// The scrypt hash string; nil for anonymous accounts and after deletion.
+    public internal(set) var passwordHash: String?
+    public internal(set) var isAnonymous: Bool
+    /// Values by key identifier (JSON of each key's value), including keys this build does not know.
+    public internal(set) var values: EncodedAccountValues
+    public internal(set) var isDeleted: Bool
+    /// The stream version of the last event applied.
+    public internal(set) var version: UInt64
+    public internal(set) var createdAt: Date
+    public internal(set) var updatedAt: Date
+    /// Failed logins since the last successful one.
+    public internal(set) var failedLogins: Int
+    /// When the last failed login happened.
+    public internal(set) var lastFailedLogin: Date?
+
+    /// The state after an `account.created` event.
+    public init(accountId: String, userId: String, passwordHash: String?, isAnonymous: Bool, values: EncodedAccountValues, version: UInt64, at time: Date) {
+        self.accountId = accountId
+        self.userId = userId
+        self.passwordHash = passwordHash
+        self.isAnonymous = isAnonymous
+        self.values = values
+        self.isDeleted = false
+        self.version = version
+        self.createdAt = time
+        self.updatedAt = time
+        self.failedLogins = 0
+        self.lastFailedLogin = nil
+    }
+
+    /// Applies the next event of the stream; `nil` state plus `account.created` makes a new one.
+    /// Returns nil when the event cannot start an account.
+    public static func applying(_ event: AccountEvent, to state: AccountState?, accountId: String, version: UInt64, at time: Date) -> AccountState? {
+        if case let .accountCreated(userId, passwordHash, isAnonymous, values) = event {
+            return AccountState(accountId: accountId, userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
+                                values: values, version: version, at: time)
+        }
+        guard var state else { return nil }
+        state.apply(event, version: version, at: time)
+        return state
+    }
+
+    /// Applies a later event of the same stream.
+    public mutating func apply(_ event: AccountEvent, version: UInt64, at time: Date) {
+        self.version = version
+        switch event {
+        case let .accountCreated(userId, passwordHash, isAnonymous, values):
+            self = AccountState(accountId: accountId, userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
+                                values: values, version: version, at: time)
+            return
+        case let .anonymousAccountUpgraded(userId, passwordHash, values):
+            self.userId = userId
+            self.passwordHash = passwordHash
+            self.isAnonymous = false
+            self.values.merge(values) { _, new in new }
+        case let .detailsModified(modified, removed):
+            self.values.merge(modified) { _, new in new }
+            for identifier in removed { self.values[identifier] = nil }
+        case let .passwordChanged(passwordHash):
+            self.passwordHash = passwordHash
+        case let .userIdChanged(_, new):
+            self.userId = new
+        case .accountDeleted:
+            self.isDeleted = true
+            self.passwordHash = nil
+            self.values = [:]
+        case .loginSucceeded:
+            self.failedLogins = 0
+            self.lastFailedLogin = nil
+            return
+        case .loginFailed:
+            self.failedLogins += 1
+            self.lastFailedLogin = time
+            return
+        case .loggedOut:
+            return
+        }
+        self.updatedAt = time
+    }
+
+    // MARK: Stored form (the details projection's values)
+
+    /// The compact binary form kept by the details projection.
+    public func encoded() -> [UInt8] {
+        var writer = PayloadWriter()
+        writer.string(accountId)
+        writer.string(userId)
+        writer.optionalString(passwordHash)
+        writer.bool(isAnonymous)
+        writer.bool(isDeleted)
+        writer.varint(version)
+        writer.varint(UInt64(bitPattern: Int64((createdAt.timeIntervalSince1970 * 1_000_000).rounded())))
+        writer.varint(UInt64(bitPattern: Int64((updatedAt.timeIntervalSince1970 * 1_000_000).rounded())))
+        writer.varint(UInt64(failedLogins))
+        writer.varint(lastFailedLogin.map { UInt64(bitPattern: Int64(($0.timeIntervalSince1970 * 1_000_000).rounded())) + 1 } ?? 0)
+        writer.values(values)
+        return writer.bytes
+    }
+
+    /// Reads the stored form.
+    public init(encoded bytes: [UInt8]) throws {
+        self = try bytes.withUnsafeBytes { raw in
+            var reader = try PayloadReader(raw)
+            func date(_ field: String) throws -> Date {
+                Date(timeIntervalSince1970: Double(Int64(bitPattern: try reader.varint(field))) / 1_000_000)
+            }
+            var state = AccountState(accountId: try reader.string("accountId"), userId: try reader.string("userId"),
+                                     passwordHash: try reader.optionalString("passwordHash"), isAnonymous: try reader.bool("isAnonymous"),
+                                     values: [:], version: 0, at: Date(timeIntervalSince1970: 0))
+            state.isDeleted = try reader.bool("isDeleted")
+            state.version = try reader.varint("version")
+            state.createdAt = try date("createdAt")
+            state.updatedAt = try date("updatedAt")
+            state.failedLogins = Int(clamping: try reader.varint("failedLogins"))
+            let lastFailed = try reader.varint("lastFailedLogin")
+            state.lastFailedLogin = lastFailed == 0 ? nil : Date(timeIntervalSince1970: Double(Int64(bitPattern: lastFailed - 1)) / 1_000_000)
+            state.values = try reader.values("values")
+            try reader.finish()
+            return state
+        }
+    }
+}

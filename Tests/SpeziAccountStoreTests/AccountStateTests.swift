@@ -1,0 +1,150 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Projections
+@testable import SpeziAccountStore
+import Testing
+
+private func json(_ text: String) -> Data { Data(text.utf8) }
+
+@Suite("Account state and schema evolution")
+struct AccountStateTests {
+    @Test("folding a stream: signup, modify, password, user id, logins, delete")
+    func fold() throws {
+        let time = Date(timeIntervalSince1970: 1_000)
+        var state = try #require(AccountState.applying(
+            .accountCreated(userId: "leland@stanford.edu", passwordHash: "$scrypt$x", isAnonymous: false, values: ["name": json("{}"), "dateOfBirth": json("0")]),
+            to: nil, accountId: "a1", version: 1, at: time))
+        state.apply(.detailsModified(modified: ["genderIdentity": json("\"female\"")], removed: ["dateOfBirth"]), version: 2, at: time + 10)
+        state.apply(.passwordChanged(passwordHash: "$scrypt$y"), version: 3, at: time + 20)
+        state.apply(.userIdChanged(old: "leland@stanford.edu", new: "jane@stanford.edu"), version: 4, at: time + 30)
+        state.apply(.loginFailed(reason: "wrongPassword"), version: 5, at: time + 40)
+        state.apply(.loginFailed(reason: "wrongPassword"), version: 6, at: time + 41)
+        #expect(state.failedLogins == 2)
+        #expect(state.updatedAt == time + 30)
+        state.apply(.loginSucceeded, version: 7, at: time + 50)
+        #expect(state.failedLogins == 0)
+        #expect(state.userId == "jane@stanford.edu")
+        #expect(state.passwordHash == "$scrypt$y")
+        #expect(Set(state.values.keys) == ["name", "genderIdentity"])
+        #expect(state.version == 7)
+        // The stored form round-trips exactly.
+        #expect(try AccountState(encoded: state.encoded()) == state)
+        state.apply(.accountDeleted, version: 8, at: time + 60)
+        #expect(state.isDeleted && state.values.isEmpty && state.passwordHash == nil)
+        #expect(try AccountState(encoded: state.encoded()) == state)
+        // Only account.created can start an account.
+        #expect(AccountState.applying(.loggedOut, to: nil, accountId: "a2", version: 1, at: time) == nil)
+    }
+
+    @Test("the stored form refuses damaged bytes with an error, never a crash")
+    func damagedStoredForm() throws {
+        let state = AccountState(accountId: "a", userId: "u", passwordHash: nil, isAnonymous: true, values: ["k": json("1")], version: 1, at: Date())
+        let bytes = state.encoded()
+        for length in 0..<bytes.count {
+            #expect(throws: (any Error).self) { try AccountState(encoded: Array(bytes.prefix(length))) }
+        }
+    }
+
+    @Test("upcasters rename, retype and remove keys written under older key sets; unknown keys pass through")
+    func upcasting() throws {
+        var evolution = SchemaEvolution()
+        evolution.add(version: 2, .renamed(from: "biography", to: "bio"))
+        evolution.add(version: 3, .retyped("dateOfBirth", label: "ISO date string to seconds") { data in
+            let text = try JSONDecoder().decode(String.self, from: data)
+            guard let date = ISO8601DateFormatter().date(from: text) else { throw CocoaError(.coderInvalidValue) }
+            return try JSONEncoder().encode(date.timeIntervalSince1970)
+        })
+        evolution.add(version: 4, .removed("faxNumber"))
+        #expect(evolution.currentVersion == 4)
+        let old: EncodedAccountValues = ["biography": json("\"hi\""), "dateOfBirth": json("\"1970-01-02T00:00:00Z\""),
+                                         "faxNumber": json("\"123\""), "futureKey": json("[1,2]")]
+        let v1 = try evolution.upcast(old, writtenAt: 1)
+        #expect(v1 == ["bio": json("\"hi\""), "dateOfBirth": try JSONEncoder().encode(86_400.0), "futureKey": json("[1,2]")])
+        // Written under version 3: only the removal applies.
+        let v3 = try evolution.upcast(["dateOfBirth": json("86400"), "faxNumber": json("\"1\"")], writtenAt: 3)
+        #expect(v3 == ["dateOfBirth": json("86400")])
+        #expect(evolution.upcast(removed: ["biography", "faxNumber", "name"], writtenAt: 1) == ["bio", "name"])
+        #expect(throws: SchemaEvolution.UpcastError.self) {
+            try evolution.upcast(["dateOfBirth": json("\"not a date\"")], writtenAt: 1)
+        }
+        #expect(evolution.fingerprint.contains("rename biography->bio"))
+    }
+}
+
+@Suite("Account log and details projection, on real LMDB files")
+struct AccountLogTests {
+    struct Fixture {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("account-log-\(UUID().uuidString)")
+        func openLog() throws -> EventLog {
+            var options = EventLogOptions()
+            options.sync = .relaxed
+            return try EventLog(path: directory.appendingPathComponent("log").path, options: options)
+        }
+        var projectionsPath: String { directory.appendingPathComponent("projections").path }
+        func cleanup() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    @Test("user ids are claimed case-insensitively; the stream folds to the same state as the projection")
+    func logAndProjection() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        let accounts = AccountLog(log: log)
+        try await accounts.append([.accountCreated(userId: "Leland@Stanford.edu", passwordHash: "h", isAnonymous: false, values: ["name": json("{}")])],
+                                  to: "a1", expectedVersion: .noStream, claims: [AccountLog.userIdClaim("Leland@Stanford.edu")])
+        await #expect(throws: EventLogError.claimTaken("userid:leland@stanford.edu", owner: "a1")) {
+            try await accounts.append([.accountCreated(userId: "leland@stanford.edu ", passwordHash: "h", isAnonymous: false, values: [:])],
+                                      to: "a2", expectedVersion: .noStream, claims: [AccountLog.userIdClaim("leland@stanford.edu ")])
+        }
+        #expect(try accounts.accountId(forUserId: "LELAND@stanford.edu") == "a1")
+        try await accounts.append([.detailsModified(modified: ["genderIdentity": json("\"male\"")], removed: [])], to: "a1", expectedVersion: .exact(1))
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection()])
+        try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: try log.lastPosition())
+        let folded = try #require(try accounts.load("a1"))
+        #expect(try AccountDetailsProjection.state(of: "a1", in: store) == folded)
+        #expect(folded.values["genderIdentity"] == json("\"male\""))
+        #expect(try accounts.load("nobody") == nil)
+        await store.close()
+    }
+
+    @Test("a new upcaster changes the fingerprint: the cache rebuilds itself and shows the renamed key")
+    func rebuildAfterSchemaChange() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        let oldLog = AccountLog(log: log)
+        for index in 0..<50 {
+            try await oldLog.append([.accountCreated(userId: "user\(index)", passwordHash: nil, isAnonymous: false,
+                                                     values: ["biography": json("\"bio \(index)\""), "unknownFutureKey": json("true")])],
+                                    to: "a\(index)", expectedVersion: .noStream)
+        }
+        var store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection()])
+        try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: 50)
+        #expect(try AccountDetailsProjection.state(of: "a7", in: store)?.values["biography"] == json("\"bio 7\""))
+        await store.close()
+
+        var evolution = SchemaEvolution()
+        evolution.add(version: 2, .renamed(from: "biography", to: "bio"))
+        let newLog = AccountLog(log: log, evolution: evolution)
+        try await newLog.append([.detailsModified(modified: ["bio": json("\"new\"")], removed: [])], to: "a7", expectedVersion: .exact(1))
+        store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection(evolution: evolution)])
+        #expect(try store.status().first?.rebuilding != nil)
+        for _ in 0..<2_000 where try store.status().first?.generation != 2 { try await Task.sleep(for: .milliseconds(2)) }
+        try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: 51)
+        let a7 = try #require(try AccountDetailsProjection.state(of: "a7", in: store))
+        #expect(a7.values["bio"] == json("\"new\""))
+        #expect(a7.values["biography"] == nil)
+        #expect(a7.values["unknownFutureKey"] == json("true"))
+        #expect(try AccountDetailsProjection.state(of: "a3", in: store)?.values["bio"] == json("\"bio 3\""))
+        // The command side folds the same way.
+        #expect(try newLog.load("a7") == a7)
+        await store.close()
+    }
+}
