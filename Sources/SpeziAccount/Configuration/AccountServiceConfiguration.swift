@@ -152,6 +152,13 @@ public struct AccountServiceConfiguration: Sendable {
         self.explicitRules = rules
     }
 
+    init(supportedKeys: SupportedAccountKeys, userIdConfiguration: UserIdConfiguration, requiredAccountKeys: [any AccountKey.Type], rules: [FieldValidationRules]) {
+        self.supportedKeys = supportedKeys
+        self.userIdConfiguration = userIdConfiguration
+        self.requiredAccountKeys = requiredAccountKeys
+        self.explicitRules = Dictionary(rules.map { ($0.keyIdentifier, $0) }) { _, last in last }
+    }
+
     /// The validation rules of a key: the configured ones, else the defaults (user id and email get
     /// `nonEmpty` + `minimalEmail` when the user id is an email; password gets `nonEmpty` + `minimalPassword`).
     public func fieldValidationRules(for key: any AccountKey.Type) -> [ValidationRule] {
