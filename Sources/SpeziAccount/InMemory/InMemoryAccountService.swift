@@ -25,7 +25,7 @@ public actor InMemoryAccountService: AccountService {
         AccountDetails.__Key_name.self, AccountDetails.__Key_genderIdentity.self, AccountDetails.__Key_dateOfBirth.self
     ]
 
-    public let configuration: AccountServiceConfiguration
+    public nonisolated let configuration: AccountServiceConfiguration
 
     @Dependency(Account.self) private var account
     @Dependency(AccountNotifications.self) private var notifications
