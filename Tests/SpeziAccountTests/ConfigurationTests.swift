@@ -100,7 +100,7 @@ struct ConfigurationTests {
         #expect(throws: AccountOperationError.accountIdChanged) { try AccountModifications(modifiedDetails: AccountDetails(), removedAccountDetails: withId) }
 
         let service = InMemoryAccountService().configuration
-        let values: AccountValueConfiguration = seedConfiguration.configured.map { $0 } + [.manual(\.biography), .supports(\.loginCount)] |> AccountValueConfiguration.init
+        let values = seedConfiguration + [.manual(\.biography), .supports(\.loginCount)]
         var counted = AccountDetails()
         counted.loginCount = 4
         #expect(throws: AccountOperationError.mutatingNonMutableAccountKeys(["loginCount"])) {
@@ -125,9 +125,4 @@ struct ConfigurationTests {
         #expect(applied.name?.givenName == "Jane")
         #expect(applied.genderIdentity == nil)
     }
-}
-
-infix operator |>: AdditionPrecedence
-func |> <A, B>(value: A, transform: (A) -> B) -> B {
-    transform(value)
 }
