@@ -1,0 +1,32 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+/// The Linux stand-in for Spezi's `SpeziAppDelegate`: subclass it, override configuration and
+/// call boot() when the process starts.
+///
+/// ```swift
+/// final class ServerDelegate: SpeziAppDelegate {
+///     override var configuration: Configuration {
+///         Configuration(standard: ExampleStandard()) { ExampleModule() }
+///     }
+/// }
+/// let runtime = try await ServerDelegate().boot()
+/// ```
+open class SpeziAppDelegate {
+    /// Creates the delegate.
+    public init() {}
+
+    /// The configuration to boot; the default has no modules.
+    open var configuration: Configuration {
+        Configuration {}
+    }
+
+    /// Boots configuration in a new SpeziRuntime and returns it.
+    public func boot() async throws -> SpeziRuntime {
+        let runtime = SpeziRuntime(configuration: configuration)
+        try await runtime.boot()
+        return runtime
+    }
+}

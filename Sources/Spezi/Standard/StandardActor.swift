@@ -1,0 +1,56 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+/// Gives a module access to the configuration's Standard, typed as a constraint protocol.
+///
+/// ```swift
+/// final class ExampleModule: Module {
+///     @StandardActor var standard: any ExampleConstraint
+/// }
+/// ```
+/// Booting fails with SpeziError/standardConstraintNotSatisfied(module:constraint:standard:) when the
+/// standard does not conform. The value is available from Module/configure() on.
+@propertyWrapper
+public struct StandardActor<Value> {
+    let box: StandardBox
+
+    /// Declares access to the standard as `Value` (usually `any SomeConstraint`).
+    public init() {
+        self.box = StandardBox(constraintName: String(describing: Value.self)) { standard in
+            standard is Value
+        }
+    }
+
+    /// The injected standard.
+    public var wrappedValue: Value {
+        guard let standard = box.standard.current else {
+            preconditionFailure("@StandardActor \(Value.self) was read before the Spezi runtime injected the standard")
+        }
+        guard let value = standard as? Value else {
+            preconditionFailure("The standard \(type(of: standard)) does not conform to \(Value.self)")
+        }
+        return value
+    }
+}
+
+/// The shared storage of a StandardActor; filled once by the runtime.
+final class StandardBox: @unchecked Sendable {
+    let constraintName: String
+    let accepts: (any Standard) -> Bool
+    let standard = SpeziLock<(any Standard)?>(nil)
+
+    init(constraintName: String, accepts: @escaping (any Standard) -> Bool) {
+        self.constraintName = constraintName
+        self.accepts = accepts
+    }
+}
+
+protocol StandardDeclaration {
+    var standardBox: StandardBox { get }
+}
+
+extension StandardActor: StandardDeclaration {
+    var standardBox: StandardBox { box }
+}

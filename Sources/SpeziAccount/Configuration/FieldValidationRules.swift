@@ -1,0 +1,74 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+/// A whole-string validation rule.
+public struct ValidationRule: Sendable, Hashable {
+    /// A stable identifier (e.g. "minimalPassword").
+    public let id: String
+    /// The message shown when a value fails.
+    public let message: String
+    private let check: @Sendable (String) -> Bool
+
+    /// A rule with a check.
+    public init(id: String, message: String, check: @escaping @Sendable (String) -> Bool) {
+        self.id = id
+        self.message = message
+        self.check = check
+    }
+
+    /// Whether `value` satisfies the rule.
+    public func validate(_ value: String) -> Bool {
+        check(value)
+    }
+
+    /// At least one non-whitespace character.
+    public static let nonEmpty = ValidationRule(id: "nonEmpty", message: "The field cannot be empty.") { value in
+        value.contains { !$0.isWhitespace }
+    }
+
+    /// Something, "@", something.
+    public static let minimalEmail = ValidationRule(id: "minimalEmail", message: "The provided email is invalid.") { value in
+        guard let at = value.firstIndex(of: "@") else {
+            return false
+        }
+        return at != value.startIndex && value.index(after: at) != value.endIndex
+    }
+
+    /// At least 8 characters.
+    public static let minimalPassword = ValidationRule(id: "minimalPassword", message: "Your password must be at least 8 characters long.") { $0.count >= 8 }
+
+    /// At least 10 characters.
+    public static let mediumPassword = ValidationRule(id: "mediumPassword", message: "Your password must be at least 10 characters long.") { $0.count >= 10 }
+
+    /// At least 12 characters.
+    public static let strongPassword = ValidationRule(id: "strongPassword", message: "Your password must be at least 12 characters long.") { $0.count >= 12 }
+
+    public static func == (lhs: ValidationRule, rhs: ValidationRule) -> Bool {
+        lhs.id == rhs.id
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+    }
+}
+
+/// The validation rules a service enforces for a string key (on the server side, not only in a UI).
+public struct FieldValidationRules: AccountServiceConfigurationComponent {
+    /// The identifier of the key.
+    public let keyIdentifier: String
+    /// The rules, all of which must pass.
+    public let rules: [ValidationRule]
+
+    /// Rules for a string key: `FieldValidationRules(for: \.password, rules: .strongPassword)`.
+    public init<Key: AccountKey>(for keyPath: KeyPath<AccountKeys, Key.Type>, rules: [ValidationRule]) where Key.Value == String {
+        self.keyIdentifier = AccountKeys.key(keyPath).identifier
+        self.rules = rules
+    }
+
+    /// Rules for a string key.
+    public init<Key: AccountKey>(for keyPath: KeyPath<AccountKeys, Key.Type>, rules: ValidationRule...) where Key.Value == String {
+        self.init(for: keyPath, rules: rules)
+    }
+}

@@ -1,0 +1,66 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// A coding key built from an arbitrary identifier string.
+public struct AccountDetailsCodingKey: CodingKey, Hashable, Sendable {
+    public let stringValue: String
+    public var intValue: Int? { nil }
+
+    /// A key for the given identifier.
+    public init(_ stringValue: String) {
+        self.stringValue = stringValue
+    }
+
+    public init?(stringValue: String) {
+        self.stringValue = stringValue
+    }
+
+    public init?(intValue: Int) {
+        nil
+    }
+}
+
+/// Operations on type-erased values, used by AccountDetails for `any AccountKey.Type`.
+extension AccountKey {
+    static func erasedEquals(_ lhs: any Sendable, _ rhs: any Sendable) -> Bool {
+        guard let lhs = lhs as? Value, let rhs = rhs as? Value else {
+            return false
+        }
+        return lhs == rhs
+    }
+
+    static func encode(_ value: any Sendable, into container: inout KeyedEncodingContainer<AccountDetailsCodingKey>) throws {
+        guard let value = value as? Value else {
+            throw EncodingError.invalidValue(value, .init(codingPath: container.codingPath, debugDescription: "\(value) is not a \(Value.self) for key \(identifier)"))
+        }
+        try container.encode(value, forKey: AccountDetailsCodingKey(identifier))
+    }
+
+    static func decode(from container: KeyedDecodingContainer<AccountDetailsCodingKey>) throws -> (any Sendable)? {
+        try container.decodeIfPresent(Value.self, forKey: AccountDetailsCodingKey(identifier))
+    }
+
+    static func encodeData(_ value: any Sendable, with encoder: JSONEncoder) throws -> Data {
+        guard let value = value as? Value else {
+            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "\(value) is not a \(Value.self) for key \(identifier)"))
+        }
+        return try encoder.encode(value)
+    }
+
+    static func decodeData(_ data: Data, with decoder: JSONDecoder) throws -> any Sendable {
+        try decoder.decode(Value.self, from: data)
+    }
+
+    static var erasedInitialValue: any Sendable { initialValue.value }
+
+    static var isInitialValueEmpty: Bool {
+        if case .empty = initialValue {
+            return true
+        }
+        return false
+    }
+}

@@ -1,7 +1,0 @@
-//
-// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
-// SPDX-License-Identifier: MIT
-//
-
-// Placeholder: the SpeziAccount target is being built.
-enum _SpeziAccountPlaceholder {}

@@ -1,0 +1,87 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Spezi
+
+/// The account state of the application: whether a user is signed in and their details.
+///
+/// Account services update it with supplyUserDetails(_:) and removeUserDetails(). Other
+/// modules read it with `@Dependency(Account.self)`.
+public final class Account: Module, @unchecked Sendable {
+    private struct State {
+        var details: AccountDetails?
+    }
+
+    // The wrapper is assigned once in init; the runtime fills its locked box. State is locked.
+    @Dependency(AccountNotifications.self) private var notifications
+    private let state = SpeziLock(State())
+    private let hasStorageProvider: Bool
+
+    /// The configured account service.
+    public let accountService: any AccountService
+    /// The app's key configuration.
+    public let configuration: AccountValueConfiguration
+
+    /// Creates the account module for a service (usually done by AccountConfiguration).
+    public init(service: any AccountService, configuration: AccountValueConfiguration = .default, hasStorageProvider: Bool = false) {
+        self.accountService = service
+        self.configuration = configuration
+        self.hasStorageProvider = hasStorageProvider
+    }
+
+    /// Checks the configuration (see AccountConfiguration/validate(service:values:hasStorageProvider:)).
+    public func configure() throws {
+        try AccountConfiguration.validate(service: accountService.configuration, values: configuration, hasStorageProvider: hasStorageProvider)
+    }
+
+    /// Whether an account is associated.
+    public var signedIn: Bool {
+        state.current.details != nil
+    }
+
+    /// The details of the associated account (never containing the password).
+    public var details: AccountDetails? {
+        state.current.details
+    }
+
+    /// Associates details (after signup, login or a change).
+    ///
+    /// Strips the password, sets signedIn, then reports AccountNotifications/Event/associatedAccount(_:),
+    /// or AccountNotifications/Event/detailsChanged(_:_:) when details were already associated.
+    /// - Throws: AccountOperationError/missingAccountValue(_:) when there is no accountId.
+    public func supplyUserDetails(_ details: AccountDetails) async throws {
+        guard details.contains(AccountDetails.__Key_accountId.self) else {
+            throw AccountOperationError.missingAccountValue([AccountDetails.__Key_accountId.name])
+        }
+        var details = details
+        details.remove(AccountDetails.__Key_password.self)
+        details.userIdType = accountService.configuration.userIdConfiguration.idType
+        let newDetails = details
+        let previous = state.withLock { state in
+            let previous = state.details
+            state.details = newDetails
+            return previous
+        }
+        if let previous {
+            try await notifications.reportEvent(.detailsChanged(previous, newDetails))
+        } else {
+            try await notifications.reportEvent(.associatedAccount(newDetails))
+        }
+    }
+
+    /// Clears the associated account, then reports AccountNotifications/Event/disassociatingAccount(_:).
+    public func removeUserDetails() async {
+        let previous = state.withLock { state in
+            let previous = state.details
+            state.details = nil
+            return previous
+        }
+        guard let previous else {
+            return
+        }
+        // disassociation cannot fail: the provider's disassociate does not throw.
+        try? await notifications.reportEvent(.disassociatingAccount(previous))
+    }
+}
