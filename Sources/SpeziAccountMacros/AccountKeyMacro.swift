@@ -75,7 +75,7 @@ struct AccountKeyDeclaration {
     var initial: String?
 
     init(attribute: AttributeSyntax, declaration: some DeclSyntaxProtocol) throws {
-        let property = try Self.property(of: declaration)
+        let property = try Self.property(of: declaration, attribute: attribute)
         let arguments = try AccountKeyArguments(attribute: attribute)
 
         let binding = property.binding
@@ -118,10 +118,11 @@ struct AccountKeyDeclaration {
 
     /// The single `var` binding of the declaration, or a diagnostic explaining why there is none.
     private static func property(
-        of declaration: some DeclSyntaxProtocol
+        of declaration: some DeclSyntaxProtocol,
+        attribute: AttributeSyntax
     ) throws -> (variable: VariableDeclSyntax, binding: PatternBindingSyntax, name: String) {
         guard let variable = declaration.as(VariableDeclSyntax.self) else {
-            throw DiagnosticsError(AccountKeyDiagnostic.notAVariable, at: declaration)
+            throw DiagnosticsError(AccountKeyDiagnostic.notAVariable, at: attribute)
         }
         guard variable.bindingSpecifier.tokenKind == .keyword(.var) else {
             throw DiagnosticsError(AccountKeyDiagnostic.notVar, at: variable.bindingSpecifier)

@@ -1,0 +1,389 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import SpeziAccountMacros
+import SwiftSyntaxMacros
+import SwiftSyntaxMacrosTestSupport
+import XCTest
+
+private let macros: [String: any Macro.Type] = ["AccountKey": AccountKeyMacro.self]
+
+final class AccountKeyMacroTests: XCTestCase {
+    func testFullArguments() {
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                @AccountKey(id: "bio", name: "Biography", category: .personalDetails, options: .default, as: String.self, initial: .empty(""))
+                public var biography: String?
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                public var biography: String? {
+                    get {
+                        self[__Key_biography.self]
+                    }
+                    set {
+                        self[__Key_biography.self] = newValue
+                    }
+                }
+
+                public struct __Key_biography: AccountKey {
+                    public typealias Value = String
+                    public static let identifier: String = "bio"
+                    public static let name: String = "Biography"
+                    public static let category: AccountKeyCategory = .personalDetails
+                    public static let options: AccountKeyOptions = .default
+                    public static var initialValue: InitialValue<Value> {
+                        .empty("")
+                    }
+                }
+            }
+            """,
+            macros: macros
+        )
+    }
+
+    func testDefaultsAndInternalAccess() {
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                @AccountKey(name: "Nickname", as: String.self)
+                var nickname: String?
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                var nickname: String? {
+                    get {
+                        self[__Key_nickname.self]
+                    }
+                    set {
+                        self[__Key_nickname.self] = newValue
+                    }
+                }
+
+                struct __Key_nickname: AccountKey {
+                    typealias Value = String
+                    static let identifier: String = "nickname"
+                    static let name: String = "Nickname"
+                    static let category: AccountKeyCategory = .other
+                    static let options: AccountKeyOptions = .default
+                }
+            }
+            """,
+            macros: macros
+        )
+    }
+
+    func testOptionalSpellingAndComplexExpressions() {
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                @AccountKey(id: nil, name: "Scores", category: .init(title: "Scores"), options: [.read, .write], as: [String: Int].self, initial: .default([:]))
+                public var scores: Optional<[String : Int]>
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                public var scores: Optional<[String : Int]> {
+                    get {
+                        self[__Key_scores.self]
+                    }
+                    set {
+                        self[__Key_scores.self] = newValue
+                    }
+                }
+
+                public struct __Key_scores: AccountKey {
+                    public typealias Value = [String : Int]
+                    public static let identifier: String = "scores"
+                    public static let name: String = "Scores"
+                    public static let category: AccountKeyCategory = .init(title: "Scores")
+                    public static let options: AccountKeyOptions = [.read, .write]
+                    public static var initialValue: InitialValue<Value> {
+                        .default([:])
+                    }
+                }
+            }
+            """,
+            macros: macros
+        )
+    }
+
+    func testQualifiedOptionalAndPackageAccess() {
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                @AccountKey(id: "user.date-of_birth2", name: "Birthday", as: Date.self, initial: .empty(Date()))
+                package var `default`: Swift.Optional<Date>
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                package var `default`: Swift.Optional<Date> {
+                    get {
+                        self[__Key_default.self]
+                    }
+                    set {
+                        self[__Key_default.self] = newValue
+                    }
+                }
+
+                package struct __Key_default: AccountKey {
+                    package typealias Value = Date
+                    package static let identifier: String = "user.date-of_birth2"
+                    package static let name: String = "Birthday"
+                    package static let category: AccountKeyCategory = .other
+                    package static let options: AccountKeyOptions = .default
+                    package static var initialValue: InitialValue<Value> {
+                        .empty(Date())
+                    }
+                }
+            }
+            """,
+            macros: macros
+        )
+    }
+
+    // MARK: - Diagnostics
+
+    /// Expands `declaration` (one line, inside an `AccountDetails` extension, below `attribute`) and expects one error.
+    private func assertError(
+        _ attribute: String,
+        _ declaration: String,
+        message: String,
+        line: Int,
+        column: Int,
+        file: StaticString = #filePath,
+        testLine: UInt = #line
+    ) {
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                \(attribute)
+                \(declaration)
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                \(declaration)
+            }
+            """,
+            diagnostics: [DiagnosticSpec(message: message, line: line, column: column)],
+            macros: macros,
+            file: file,
+            line: testLine
+        )
+    }
+
+    func testNotAProperty() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String.self)"#,
+            "func name() -> String? { nil }",
+            message: "'@AccountKey' can only be attached to a 'var' property declaration",
+            line: 2,
+            column: 5
+        )
+    }
+
+    func testLetProperty() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String.self)"#,
+            "let name: String?",
+            message: "'@AccountKey' requires a 'var' property; a 'let' property cannot have accessors",
+            line: 3,
+            column: 5
+        )
+    }
+
+    func testStaticProperty() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String.self)"#,
+            "static var name: String?",
+            message: "'@AccountKey' cannot be attached to a static property",
+            line: 3,
+            column: 5
+        )
+    }
+
+    func testMultipleBindings() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String.self)"#,
+            "var first: String?, last: String?",
+            message: "'@AccountKey' can only be attached to a declaration of exactly one property",
+            line: 3,
+            column: 9
+        )
+    }
+
+    func testMissingTypeAnnotation() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String.self)"#,
+            "var name",
+            message: "'@AccountKey' property 'name' requires an explicit Optional type annotation, e.g. 'var name: String?'",
+            line: 3,
+            column: 9
+        )
+    }
+
+    func testNotOptional() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String.self)"#,
+            "var name: String",
+            message: "'@AccountKey' property 'name' must have an Optional type; declare it as 'String?' instead of 'String'",
+            line: 3,
+            column: 15
+        )
+    }
+
+    func testTypeMismatch() {
+        assertError(
+            #"@AccountKey(name: "Age", as: Int.self)"#,
+            "var age: Optional<UInt8>",
+            message: "'@AccountKey' property 'age' wraps type 'UInt8', which does not match the value type 'Int' "
+                + "given in 'as:'; declare it as 'Int?' or pass 'as: UInt8.self'",
+            line: 3,
+            column: 14
+        )
+    }
+
+    func testWhitespaceDoesNotMatterForTypeComparison() {
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                @AccountKey(name: "Tags", as: [ String ].self)
+                var tags: [String]?
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                var tags: [String]? {
+                    get {
+                        self[__Key_tags.self]
+                    }
+                    set {
+                        self[__Key_tags.self] = newValue
+                    }
+                }
+
+                struct __Key_tags: AccountKey {
+                    typealias Value = [String]
+                    static let identifier: String = "tags"
+                    static let name: String = "Tags"
+                    static let category: AccountKeyCategory = .other
+                    static let options: AccountKeyOptions = .default
+                }
+            }
+            """,
+            macros: macros
+        )
+    }
+
+    func testInitializer() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String.self)"#,
+            #"var name: String? = "x""#,
+            message: "'@AccountKey' property 'name' must not have an initial value; its value is stored in "
+                + "'AccountDetails' (use the 'initial:' argument for the default entry value)",
+            line: 3,
+            column: 23
+        )
+    }
+
+    func testOwnAccessors() {
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                @AccountKey(name: "Name", as: String.self)
+                var name: String? { nil }
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                var name: String? { nil }
+            }
+            """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "'@AccountKey' property 'name' must not declare its own accessors; the macro generates them",
+                    line: 3,
+                    column: 23
+                )
+            ],
+            macros: macros
+        )
+    }
+
+    func testInterpolatedName() {
+        assertError(
+            #"@AccountKey(name: "Name \(suffix)", as: String.self)"#,
+            "var name: String?",
+            message: "'name:' argument of '@AccountKey' must be a plain string literal without interpolation",
+            line: 2,
+            column: 29
+        )
+    }
+
+    func testNameNotALiteral() {
+        assertError(
+            #"@AccountKey(name: localizedName, as: String.self)"#,
+            "var name: String?",
+            message: "'name:' argument of '@AccountKey' must be a plain string literal without interpolation",
+            line: 2,
+            column: 23
+        )
+    }
+
+    func testInterpolatedIdentifier() {
+        assertError(
+            #"@AccountKey(id: "\(prefix)name", name: "Name", as: String.self)"#,
+            "var name: String?",
+            message: "'id:' argument of '@AccountKey' must be a plain string literal without interpolation",
+            line: 2,
+            column: 22
+        )
+    }
+
+    func testEmptyIdentifier() {
+        assertError(
+            #"@AccountKey(id: "", name: "Name", as: String.self)"#,
+            "var name: String?",
+            message: "'id:' argument of '@AccountKey' must not be empty",
+            line: 2,
+            column: 21
+        )
+    }
+
+    func testInvalidIdentifierCharacters() {
+        assertError(
+            #"@AccountKey(id: "first name", name: "Name", as: String.self)"#,
+            "var name: String?",
+            message: #"'id:' argument of '@AccountKey' ("first name") may only contain ASCII letters, digits, '_', '-' and '.'"#,
+            line: 2,
+            column: 21
+        )
+    }
+
+    func testValueTypeNotSelf() {
+        assertError(
+            #"@AccountKey(name: "Name", as: String)"#,
+            "var name: String?",
+            message: "'as:' argument of '@AccountKey' must be a type written as 'Type.self', e.g. 'as: String.self'",
+            line: 2,
+            column: 35
+        )
+    }
+
+    func testMissingName() {
+        assertError(
+            "@AccountKey(as: String.self)",
+            "var name: String?",
+            message: "'@AccountKey' requires a 'name:' argument",
+            line: 2,
+            column: 5
+        )
+    }
+}
