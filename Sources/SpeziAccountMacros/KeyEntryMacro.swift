@@ -62,11 +62,22 @@ public struct KeyEntryMacro: MemberMacro {
         guard let keyPath = expression.as(KeyPathExprSyntax.self) else {
             return nil
         }
+        var components = Array(keyPath.components)
         if let root = keyPath.root, !isType(root, named: "AccountDetails") {
-            return nil
+            // `\SpeziAccount.AccountDetails.name` parses as root `SpeziAccount` with two components.
+            guard root.as(IdentifierTypeSyntax.self)?.name.text == "SpeziAccount",
+                  root.as(IdentifierTypeSyntax.self)?.genericArgumentClause == nil,
+                  components.count == 2,
+                  case let .property(first) = components[0].component,
+                  first.declName.baseName.text == "AccountDetails",
+                  first.declName.argumentNames == nil,
+                  first.genericArgumentClause == nil else {
+                return nil
+            }
+            components.removeFirst()
         }
-        guard keyPath.components.count == 1,
-              let component = keyPath.components.first,
+        guard components.count == 1,
+              let component = components.first,
               component.period != nil,
               case let .property(property) = component.component,
               property.genericArgumentClause == nil,

@@ -4,6 +4,10 @@
 //
 
 import SpeziAccountMacros
+import SwiftDiagnostics
+import SwiftParser
+import SwiftSyntax
+import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacros
 import SwiftSyntaxMacrosTestSupport
 import XCTest
@@ -209,14 +213,50 @@ final class AccountKeyMacroTests: XCTestCase {
         )
     }
 
-    func testMultipleBindings() {
-        assertError(
-            #"@AccountKey(name: "Name", as: String.self)"#,
-            "var first: String?, last: String?",
-            message: "'@AccountKey' can only be attached to a declaration of exactly one property",
-            line: 3,
-            column: 9
+    func testMultipleBindings() throws {
+        // The expansion machinery (like the compiler) rejects accessor and peer macros on a declaration
+        // with several bindings before it calls the macro ...
+        assertMacroExpansion(
+            """
+            extension AccountDetails {
+                @AccountKey(name: "Name", as: String.self)
+                var first: String?, last: String?
+            }
+            """,
+            expandedSource: """
+            extension AccountDetails {
+                var first: String?, last: String?
+            }
+            """,
+            diagnostics: [
+                DiagnosticSpec(message: "accessor macro can only be applied to a single variable", line: 2, column: 5),
+                DiagnosticSpec(message: "peer macro can only be applied to a single variable", line: 2, column: 5)
+            ],
+            macros: macros
         )
+
+        // ... and the macro itself reports it too, should it be called anyway.
+        let source = Parser.parse(
+            source: """
+            @AccountKey(name: "Name", as: String.self)
+            var first: String?, last: String?
+            """
+        )
+        let variable = try XCTUnwrap(source.statements.first?.item.as(VariableDeclSyntax.self))
+        let attribute = try XCTUnwrap(variable.attributes.first?.as(AttributeSyntax.self))
+        let context = BasicMacroExpansionContext()
+        XCTAssertThrowsError(try AccountKeyMacro.expansion(of: attribute, providingPeersOf: variable, in: context)) { error in
+            let diagnostics = (error as? DiagnosticsError)?.diagnostics ?? []
+            XCTAssertEqual(
+                diagnostics.map(\.message),
+                ["'@AccountKey' can only be attached to a declaration of exactly one property"]
+            )
+            let location = diagnostics.first?.location(converter: SourceLocationConverter(fileName: "", tree: source))
+            XCTAssertEqual(location?.line, 2)
+            XCTAssertEqual(location?.column, 5)
+        }
+        let accessors = try AccountKeyMacro.expansion(of: attribute, providingAccessorsOf: variable, in: context)
+        XCTAssertTrue(accessors.isEmpty)
     }
 
     func testMissingTypeAnnotation() {

@@ -19,9 +19,11 @@ final class KeyEntryMacroTests: XCTestCase {
             """,
             expandedSource: """
             extension AccountKeys {
+
                 var biography: AccountDetails.__Key_biography.Type {
                     AccountDetails.__Key_biography.self
                 }
+
                 var nickname: AccountDetails.__Key_nickname.Type {
                     AccountDetails.__Key_nickname.self
                 }
@@ -39,6 +41,7 @@ final class KeyEntryMacroTests: XCTestCase {
             """,
             expandedSource: """
             public extension AccountKeys {
+
                 public var biography: AccountDetails.__Key_biography.Type {
                     AccountDetails.__Key_biography.self
                 }
@@ -56,6 +59,7 @@ final class KeyEntryMacroTests: XCTestCase {
             """,
             expandedSource: """
             extension SpeziAccount.AccountKeys {
+
                 var `default`: AccountDetails.__Key_default.Type {
                     AccountDetails.__Key_default.self
                 }
@@ -130,6 +134,7 @@ final class KeyEntryMacroTests: XCTestCase {
             """,
             expandedSource: """
             extension AccountKeys {
+
                 var biography: AccountDetails.__Key_biography.Type {
                     AccountDetails.__Key_biography.self
                 }
@@ -155,6 +160,7 @@ final class KeyEntryMacroTests: XCTestCase {
             """,
             expandedSource: """
             extension AccountKeys {
+
                 var biography: AccountDetails.__Key_biography.Type {
                     AccountDetails.__Key_biography.self
                 }
