@@ -18,10 +18,9 @@ public struct AccountKeyMacro: AccessorMacro, PeerMacro {
         providingAccessorsOf declaration: some DeclSyntaxProtocol,
         in context: some MacroExpansionContext
     ) throws -> [AccessorDeclSyntax] {
-        // The peer expansion reports every problem; reporting it here too would duplicate each error.
-        guard let key = try? AccountKeyDeclaration(attribute: node, declaration: declaration) else {
-            return []
-        }
+        // The compiler always expands the accessor role of a property (it needs it to decide the storage), while it
+        // may expand the peer lazily; so this role reports the problems and the peer role stays quiet about them.
+        let key = try AccountKeyDeclaration(attribute: node, declaration: declaration)
         let keyType = "__Key_\(key.propertyName)"
         return [
             "get { self[\(raw: keyType).self] }",
@@ -34,7 +33,16 @@ public struct AccountKeyMacro: AccessorMacro, PeerMacro {
         providingPeersOf declaration: some DeclSyntaxProtocol,
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        let key = try AccountKeyDeclaration(attribute: node, declaration: declaration)
+        let key: AccountKeyDeclaration
+        do {
+            key = try AccountKeyDeclaration(attribute: node, declaration: declaration)
+        } catch {
+            // Without a property there is no accessor expansion to report the problem; otherwise it already has.
+            guard declaration.is(VariableDeclSyntax.self) else {
+                throw error
+            }
+            return []
+        }
         let access = key.accessPrefix
         var members = """
             \(access)typealias Value = \(key.valueType)
