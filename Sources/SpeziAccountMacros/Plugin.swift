@@ -8,5 +8,8 @@ import SwiftSyntaxMacros
 
 @main
 struct SpeziAccountMacrosPlugin: CompilerPlugin {
-    let providingMacros: [any Macro.Type] = []
+    let providingMacros: [any Macro.Type] = [
+        AccountKeyMacro.self,
+        KeyEntryMacro.self
+    ]
 }
