@@ -1,0 +1,87 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Spezi
+import SpeziAccount
+import Testing
+
+// The seed's sample ("Adding account values"), verbatim but for the key's name.
+extension AccountDetails {
+    @AccountKey(name: "Profile text", category: .personalDetails, as: String.self)
+    var profileText: String?
+
+    @AccountKey(id: "favorite-number", name: "Favorite number", category: .other, as: Int.self, initial: .default(7))
+    var favoriteNumber: Int?
+}
+
+@KeyEntry(\.profileText, \.favoriteNumber)
+extension AccountKeys {}
+
+@Suite("Keys declared with the macros")
+struct MacroKeyTests {
+    @Test("a macro-declared key has the declared identity and reads and writes like a built-in one")
+    func declaration() {
+        let profile = AccountKeys.key(\.profileText)
+        #expect(profile.identifier == "profileText")
+        #expect(profile.name == "Profile text")
+        #expect(profile.category == .personalDetails)
+        #expect(profile.options == .default)
+        #expect(profile.initialValue == .empty(""))
+        let number = AccountKeys.key(\.favoriteNumber)
+        #expect(number.identifier == "favorite-number")
+        #expect(number.initialValue == .default(7))
+
+        var details = AccountDetails()
+        details.profileText = "Founder of a university"
+        details.favoriteNumber = 42
+        #expect(details[AccountDetails.__Key_profileText.self] == "Founder of a university")
+        #expect(details.identifiers.sorted() == ["favorite-number", "profileText"])
+        details.favoriteNumber = nil
+        #expect(!details.contains(number))
+    }
+
+    @Test("a macro-declared key round-trips through AccountDetails coding, and survives as unknown without its key")
+    func coding() throws {
+        var details = signupDetails()
+        details.accountId = "a1"
+        details.profileText = "Governor"
+        details.favoriteNumber = 42
+        let data = try JSONEncoder().encode(details)
+        let keys = AccountDetails.builtInKeys + [AccountKeys.key(\.profileText), AccountKeys.key(\.favoriteNumber)]
+        let decoded = try AccountDetails.decode(from: data, keys: keys)
+        #expect(decoded.profileText == "Governor")
+        #expect(decoded.favoriteNumber == 42)
+        #expect(decoded.name?.givenName == "Leland")
+        // A reader that does not know the keys keeps their values and writes them back.
+        let older = try AccountDetails.decode(from: data, keys: AccountDetails.builtInKeys)
+        #expect(older.unknownValues["favorite-number"] == .integer(42))
+        let again = try AccountDetails.decode(from: try JSONEncoder().encode(older), keys: keys)
+        #expect(again.profileText == "Governor")
+        #expect(again.favoriteNumber == 42)
+    }
+
+    @Test("a macro-declared key the service cannot store goes through external storage and comes back")
+    func externalStorage() async throws {
+        let provider = InMemoryAccountStorageProvider()
+        let harness = try await AccountHarness(configuration: seedConfiguration + [.collects(\.profileText), .supports(\.favoriteNumber)],
+                                               provider: provider)
+        var details = signupDetails()
+        details.profileText = "Founder"
+        details.favoriteNumber = 3
+        try await harness.service.signup(details)
+        let accountId = try #require(harness.account.details?.accountId)
+        #expect(await provider.record(for: accountId)?.profileText == "Founder")
+        #expect(await provider.record(for: accountId)?.favoriteNumber == 3)
+
+        var change = AccountDetails()
+        change.favoriteNumber = 4
+        try await harness.service.updateAccountDetails(AccountModifications(modifiedDetails: change))
+        try await harness.service.logout()
+        try await harness.service.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
+        #expect(harness.account.details?.profileText == "Founder")
+        #expect(harness.account.details?.favoriteNumber == 4)
+    }
+}
