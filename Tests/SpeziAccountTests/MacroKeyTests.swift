@@ -85,3 +85,21 @@ struct MacroKeyTests {
         #expect(harness.account.details?.favoriteNumber == 4)
     }
 }
+
+@Suite("The README's sample")
+struct ReadmeSampleTests {
+    @Test("the README's configuration boots and keeps biography with the storage provider")
+    func readmeConfiguration() async throws {
+        let configuration = AccountConfiguration(
+            service: InMemoryAccountService(),
+            storageProvider: InMemoryAccountStorageProvider(),
+            configuration: [
+                .requires(\.userId), .requires(\.password), .requires(\.name),
+                .collects(\.dateOfBirth), .collects(\.genderIdentity), .collects(\.biography)
+            ]
+        )
+        let runtime = SpeziRuntime(configuration: Configuration { configuration })
+        try await runtime.boot()
+        #expect(configuration.account.configuration.keys.contains { $0.identifier == "bio" })
+    }
+}
