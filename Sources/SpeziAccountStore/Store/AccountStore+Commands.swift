@@ -1,0 +1,195 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import SpeziAccount
+
+extension AccountStore {
+    /// Who did it and in which request, recorded with every event.
+    public struct Context: Sendable {
+        public var actor: String?
+        public var correlationID: String?
+
+        public init(actor: String? = nil, correlationID: String? = nil) {
+            self.actor = actor
+            self.correlationID = correlationID
+        }
+
+        var metadata: EventMetadata { EventMetadata(actor: actor, correlationID: correlationID) }
+    }
+
+    /// Creates an account. Validates first (required keys, validation rules, supported keys), then
+    /// appends one `account.created` event that claims the user id. Returns the details as the cache
+    /// shows them (without the password).
+    ///
+    /// - Throws: `AccountOperationError` for invalid details, `AccountServiceError.credentialsTaken`
+    ///   when the user id belongs to another account (also under concurrent signups).
+    @discardableResult
+    public func signup(_ signupDetails: AccountDetails, context: Context = Context()) async throws -> AccountDetails {
+        try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        try checkSupported(signupDetails.keys)
+        guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
+            throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
+        }
+        let hash = try hasher.hash(password)
+        let accountId = options.makeAccountId()
+        let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: try loggedValues(signupDetails))
+        let result: AppendResult
+        do {
+            result = try await accounts.append([event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
+                                               claims: [AccountLog.userIdClaim(userId)])
+        } catch EventLogError.claimTaken {
+            throw AccountServiceError.credentialsTaken
+        }
+        try await awaitCache(result.positions.upperBound)
+        guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        details.isNewUser = true
+        return details
+    }
+
+    /// Creates an anonymous account (no user id, no password), marked anonymous and new.
+    @discardableResult
+    public func signInAnonymously(context: Context = Context()) async throws -> AccountDetails {
+        let accountId = options.makeAccountId()
+        let result = try await accounts.append([.accountCreated(userId: "", passwordHash: nil, isAnonymous: true, values: [:])],
+                                               to: accountId, expectedVersion: .noStream, metadata: context.metadata)
+        try await awaitCache(result.positions.upperBound)
+        guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        details.isNewUser = true
+        return details
+    }
+
+    /// Turns an anonymous account into a full one, keeping its account id and its values.
+    @discardableResult
+    public func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context = Context()) async throws -> AccountDetails {
+        try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        try checkSupported(signupDetails.keys)
+        guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
+            throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
+        }
+        let hash = try hasher.hash(password)
+        let values = try loggedValues(signupDetails)
+        let position = try await retrying(accountId) { state in
+            guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
+            return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [AccountLog.userIdClaim(userId)], [])
+        } context: { context }
+        if let position { try await awaitCache(position) }
+        guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        details.isNewUser = true
+        return details
+    }
+
+    /// Checks a user id and password. Records the outcome (`auth.login-succeeded` or
+    /// `auth.login-failed`) in the account's stream, rehashes a password stored with weaker
+    /// parameters than the configured ones, and locks the account for a while after too many
+    /// failures in a row.
+    ///
+    /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
+    ///   ``AccountStoreError/lockedOut(until:)``.
+    public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
+        guard let accountId = try accounts.accountId(forUserId: userId), let state = try accounts.load(accountId),
+              !state.isDeleted, let stored = state.passwordHash else {
+            // Spend the time a check would take, so that unknown user ids cannot be told apart by timing.
+            _ = try? hasher.verify(password, against: try hasher.hash("timing"))
+            throw AccountServiceError.wrongCredentials
+        }
+        let now = options.clock()
+        if state.failedLogins >= options.lockout.attempts, let last = state.lastFailedLogin {
+            let until = last.addingTimeInterval(Double(options.lockout.duration.components.seconds))
+            if now < until {
+                try await accounts.append([.loginFailed(reason: "lockedOut")], to: accountId, expectedVersion: .any, metadata: context.metadata)
+                throw AccountStoreError.lockedOut(until: until)
+            }
+        }
+        guard try hasher.verify(password, against: stored) else {
+            try await accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any, metadata: context.metadata)
+            throw AccountServiceError.wrongCredentials
+        }
+        var events: [AccountEvent] = []
+        if try hasher.needsRehash(stored) {
+            events.append(.passwordChanged(passwordHash: try hasher.hash(password)))
+        }
+        events.append(.loginSucceeded)
+        let result = try await accounts.append(events, to: accountId, expectedVersion: .any, metadata: context.metadata)
+        try await awaitCache(result.positions.upperBound)
+        guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        return details
+    }
+
+    /// Records a logout.
+    public func logout(_ accountId: String, context: Context = Context()) async throws {
+        guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+        try await accounts.append([.loggedOut], to: accountId, expectedVersion: .any, metadata: context.metadata)
+    }
+
+    /// Changes an account's values, user id or password. Validates first; appends the events with
+    /// the version it validated against, and validates again if another writer got there first.
+    ///
+    /// - Throws: `AccountOperationError`, `AccountServiceError.credentialsTaken` for a user id of
+    ///   another account, ``AccountStoreError``.
+    @discardableResult
+    public func modify(_ accountId: String, _ modifications: AccountModifications, context: Context = Context()) async throws -> AccountDetails {
+        try AccountValidation.validateModifications(modifications, values: valueConfiguration, service: serviceConfiguration)
+        try checkSupported(modifications.modifiedKeys + modifications.removedKeys)
+        let userIdKey = AccountDetails.__Key_userId.self
+        let passwordKey = AccountDetails.__Key_password.self
+        let newPasswordHash = try modifications.modifiedDetails.password.map { try hasher.hash($0) }
+        let modified = try loggedValues(modifications.modifiedDetails)
+        let removed = modifications.removedKeys.map { $0.identifier }.filter { $0 != userIdKey.identifier && $0 != passwordKey.identifier }
+        let position = try await retrying(accountId) { state in
+            var events: [AccountEvent] = []
+            var claims: Set<String> = []
+            var releases: Set<String> = []
+            if let newUserId = modifications.modifiedDetails[userIdKey], newUserId != state.userId {
+                events.append(.userIdChanged(old: state.userId, new: newUserId))
+                claims.insert(AccountLog.userIdClaim(newUserId))
+                if !state.userId.isEmpty, AccountLog.userIdClaim(state.userId) != AccountLog.userIdClaim(newUserId) {
+                    releases.insert(AccountLog.userIdClaim(state.userId))
+                }
+            }
+            if let newPasswordHash { events.append(.passwordChanged(passwordHash: newPasswordHash)) }
+            if !modified.isEmpty || !removed.isEmpty { events.append(.detailsModified(modified: modified, removed: removed)) }
+            return (events, claims, releases)
+        } context: { context }
+        if let position { try await awaitCache(position) }
+        guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        return details
+    }
+
+    /// Deletes an account: appends `account.deleted` and releases its user id. The events stay in
+    /// the log (it is append-only); the cache forgets the account's values.
+    public func delete(_ accountId: String, context: Context = Context()) async throws {
+        let position = try await retrying(accountId) { state in
+            let releases: Set<String> = state.userId.isEmpty ? [] : [AccountLog.userIdClaim(state.userId)]
+            return ([.accountDeleted], [], releases)
+        } context: { context }
+        if let position { try await awaitCache(position) }
+    }
+
+    /// Loads the account, lets `decide` turn its state into events, and appends them expecting the
+    /// version it decided on; when another writer appended first, loads and decides again.
+    /// Returns the position of the last event appended, or nil when `decide` had nothing to append.
+    func retrying(_ accountId: String,
+                  decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
+                  context: () -> Context) async throws -> UInt64? {
+        let attempts = 8
+        for _ in 0..<attempts {
+            guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+            let decision = try decide(state)
+            guard !decision.events.isEmpty else { return nil }
+            do {
+                let result = try await accounts.append(decision.events, to: accountId, expectedVersion: .exact(state.version),
+                                                       metadata: context().metadata, claims: decision.claims, releases: decision.releases)
+                return result.positions.upperBound
+            } catch EventLogError.wrongExpectedVersion {
+                continue
+            } catch EventLogError.claimTaken {
+                throw AccountServiceError.credentialsTaken
+            }
+        }
+        throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
+    }
+}

@@ -1,0 +1,146 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import Projections
+import SpeziAccount
+
+/// Options for an ``AccountStore``.
+public struct AccountStoreOptions: Sendable {
+    /// How appends reach the disk (default: flushed before an operation returns).
+    public var sync: SyncMode = .durable
+    /// The key changes over time, for reading old events (upcasting).
+    public var evolution = SchemaEvolution()
+    /// scrypt parameters for new password hashes; stored hashes below them are rehashed at login.
+    public var passwordParameters: ScryptParameters = .owaspMinimum
+    /// Allow parameters below OWASP's minimum (tests only).
+    public var allowWeakPasswordParameters = false
+    /// Keys to decode besides the built-in and configured ones (values of other keys are kept as unknown).
+    public var additionalKeys: [any AccountKey.Type] = []
+    /// Failed logins in a row that lock an account, and for how long.
+    public var lockout = (attempts: 5, duration: Duration.seconds(300))
+    /// The clock (inject a fixed one in tests).
+    public var clock: @Sendable () -> Date = { Date() }
+    /// New account ids.
+    public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
+
+    public init() {}
+}
+
+/// The event-sourced account store: commands validate, then append typed events to the log; reads
+/// come from projections replayed from that log.
+///
+/// One directory holds it all: `log/` (the event log, see FORMAT.md) and `projections/` (the details
+/// cache and other read models, rebuildable from the log at any time).
+public final class AccountStore: Sendable {
+    /// The folder of the store.
+    public let directory: String
+    /// The event log.
+    public let log: EventLog
+    /// The account view of the log.
+    public let accounts: AccountLog
+    /// The read models.
+    public let projections: ProjectionStore
+    /// What the service stores and requires.
+    public let serviceConfiguration: AccountServiceConfiguration
+    /// What the app asks for.
+    public let valueConfiguration: AccountValueConfiguration
+    /// The keys values are decoded with.
+    public let registry: AccountKeyRegistry
+    let options: AccountStoreOptions
+    let hasher: PasswordHasher
+
+    /// The service configuration used when none is given: any key, email user ids, user id and password required.
+    public static let defaultServiceConfiguration = AccountServiceConfiguration(supportedKeys: .arbitrary) {
+        UserIdConfiguration.emailAddress
+        RequiredAccountKeys {
+            \.userId
+            \.password
+        }
+    }
+
+    /// Opens (or creates) the store in `directory`.
+    public init(directory: String, service: AccountServiceConfiguration = AccountStore.defaultServiceConfiguration,
+                values: AccountValueConfiguration = .default, options: AccountStoreOptions = AccountStoreOptions()) throws {
+        let root = URL(fileURLWithPath: directory).standardizedFileURL
+        var logOptions = EventLogOptions()
+        logOptions.sync = options.sync
+        logOptions.clock = options.clock
+        let log = try EventLog(path: root.appendingPathComponent("log").path, options: logOptions)
+        do {
+            hasher = try PasswordHasher(parameters: options.passwordParameters, allowingWeakParameters: options.allowWeakPasswordParameters)
+            projections = try ProjectionStore(path: root.appendingPathComponent("projections").path, log: log,
+                                              projections: [AccountDetailsProjection(evolution: options.evolution)])
+        } catch {
+            log.close()
+            throw error
+        }
+        self.directory = root.path
+        self.log = log
+        self.accounts = AccountLog(log: log, evolution: options.evolution)
+        self.serviceConfiguration = service
+        self.valueConfiguration = values
+        self.registry = AccountKeyRegistry.builtIn.merging(AccountKeyRegistry(values.keys + options.additionalKeys))
+        self.options = options
+    }
+
+    /// Stops the projections and closes the files.
+    public func close() async {
+        await projections.close()
+        log.close()
+    }
+
+    // MARK: Reading
+
+    /// The account's current details from the details cache (never the password), or nil.
+    public func details(of accountId: String) throws -> AccountDetails? {
+        guard let state = try AccountDetailsProjection.state(of: accountId, in: projections), !state.isDeleted else { return nil }
+        return try details(from: state)
+    }
+
+    /// The account id for an account id or a user id (case-insensitive), or nil.
+    public func resolve(_ accountOrUserId: String) throws -> String? {
+        if let state = try AccountDetailsProjection.state(of: accountOrUserId, in: projections), !state.isDeleted {
+            return state.accountId
+        }
+        return try accounts.accountId(forUserId: accountOrUserId)
+    }
+
+    /// Turns a folded state into `AccountDetails` (typed where the registry knows the key, kept as
+    /// unknown values otherwise).
+    public func details(from state: AccountState) throws -> AccountDetails {
+        var details = try AccountDetails(perKey: state.values, registry: registry)
+        details.accountId = state.accountId
+        if !state.userId.isEmpty {
+            details[AccountDetails.__Key_userId.self] = state.userId
+        }
+        details.isAnonymous = state.isAnonymous
+        details.userIdType = serviceConfiguration.userIdConfiguration.idType
+        return details
+    }
+
+    /// Waits until the details cache has applied `position`: what an operation returns, every read shows.
+    func awaitCache(_ position: UInt64) async throws {
+        try await projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: position)
+    }
+
+    /// Values to log for these details: every key but the account id, user id and password, which
+    /// travel in the events' own fields (the password only as a hash).
+    func loggedValues(_ details: AccountDetails) throws -> EncodedAccountValues {
+        var values = try details.encodedPerKey()
+        for identifier in [AccountDetails.__Key_accountId.identifier, AccountDetails.__Key_userId.identifier, AccountDetails.__Key_password.identifier] {
+            values[identifier] = nil
+        }
+        return values
+    }
+
+    /// Refuses keys the service does not store.
+    func checkSupported(_ keys: [any AccountKey.Type]) throws {
+        let unsupported = keys.filter { !serviceConfiguration.supportedKeys.canStore($0) }
+        if !unsupported.isEmpty { throw AccountStoreError.unsupportedKeys(unsupported.map { $0.identifier }.sorted()) }
+    }
+}

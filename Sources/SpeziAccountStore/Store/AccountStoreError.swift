@@ -1,0 +1,30 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// Errors of the store beyond SpeziAccount's own (`AccountOperationError`, `AccountServiceError`).
+public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No account has this id (or it was deleted).
+    case accountNotFound(String)
+    /// The service does not store these keys (and no storage provider takes them).
+    case unsupportedKeys([String])
+    /// An anonymous-only operation on a full account, or the other way round.
+    case notAnonymous(String)
+    /// Other writers kept changing the account; the operation gave up after several tries.
+    case tooMuchContention(accountId: String, attempts: Int)
+    /// Too many failed logins in a row: wait until the given time.
+    case lockedOut(until: Date)
+
+    public var description: String {
+        switch self {
+        case let .accountNotFound(id): "no account \"\(id)\""
+        case let .unsupportedKeys(keys): "the service does not store \(keys.joined(separator: ", "))"
+        case let .notAnonymous(id): "account \"\(id)\" is not anonymous"
+        case let .tooMuchContention(id, attempts): "account \"\(id)\" kept changing under \(attempts) attempts; nothing was written"
+        case let .lockedOut(until): "too many failed logins; try again after \(ISO8601DateFormatter().string(from: until))"
+        }
+    }
+}
