@@ -198,8 +198,7 @@ public final class ProjectionStore: Sendable {
                 if let progress { state.progress[name] = progress }
                 return false
             }
-            if closed { continuation.resume(throwing: ProjectionError.closed) }
+            if closed { continuation.resume(throwing: ProjectionError.closed) } else { kick.signal() }
         }
-        kick.signal()
     }
 }

@@ -215,7 +215,7 @@ struct AccountStoreTests {
         await store.close()
     }
 
-    @Test("a reopened store serves the same details; a rebuilt cache equals the live one", .disabled("work in progress (issue 4): hangs, under investigation"))
+    @Test("a reopened store serves the same details; a rebuilt cache equals the live one")
     func reopenAndRebuild() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
