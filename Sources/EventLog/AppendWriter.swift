@@ -17,6 +17,8 @@ struct AppendRequest: @unchecked Sendable {
     /// Unique keys this stream takes, and keys it gives up, in the same transaction.
     let claims: Set<String>
     let releases: Set<String>
+    /// The encoded size of all its records.
+    var byteCount: Int { sizes.reduce(0, +) }
     /// Nil for an append run directly by its caller.
     var continuation: CheckedContinuation<AppendResult, any Error>?
 }
@@ -130,10 +132,10 @@ final class AppendWriter: @unchecked Sendable {
             var batch: [AppendRequest] = []
             var events = 0, bytes = 0
             while let next = pending.first,
-                  batch.isEmpty || (events + next.events.count <= maxBatchEvents && bytes + next.sizes.reduce(0, +) <= maxBatchBytes) {
+                  batch.isEmpty || (events + next.events.count <= maxBatchEvents && bytes + next.byteCount <= maxBatchBytes) {
                 batch.append(pending.removeFirst())
                 events += next.events.count
-                bytes += next.sizes.reduce(0, +)
+                bytes += next.byteCount
             }
             condition.unlock()
             let outcomes = process(batch)

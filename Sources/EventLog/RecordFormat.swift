@@ -105,55 +105,7 @@ enum RecordFormat {
 
     /// Checks the CRC and the structure, then decodes. `position` is the record's key.
     static func decode(_ record: UnsafeRawBufferPointer, position: UInt64, path: String) throws(EventLogError) -> RecordedEvent {
-        func corrupt(_ reason: String) -> EventLogError { .corruptRecord(position: position, reason: reason, path: path) }
-        guard record.count >= fixedSize + 2 + 2 + 2 + 4 else {
-            throw corrupt("the record has \(record.count) bytes, fewer than the smallest possible record")
-        }
-        let stored = BigEndian.uint32(record)
-        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[4...]))
-        guard stored == computed else {
-            throw corrupt(String(format: "checksum mismatch (stored %08x, computed %08x)", stored, computed))
-        }
-        guard record[36] == layoutVersion else { throw corrupt("unknown record layout \(record[36])") }
-        let storedPosition = BigEndian.uint64(record, at: 38)
-        guard storedPosition == position else { throw corrupt("the record says position \(storedPosition) but is stored under \(position)") }
-        var reader = ByteReader(buffer: record, offset: 46)
-        guard let streamVersion = reader.u64(), let micros = reader.u64(), let eventID = reader.uuid(), let schemaVersion = reader.u32(),
-              let streamID = reader.string16(), let type = reader.string16(), let pairCount = reader.u16() else {
-            throw corrupt("the record ends inside its header")
-        }
-        var metadata = EventMetadata()
-        for _ in 0..<pairCount {
-            guard let keyLength = reader.u16(), let key = reader.slice(count: Int(keyLength)), let value = reader.string16() else {
-                throw corrupt("the record ends inside its metadata")
-            }
-            // The reserved keys are matched on their bytes: no String is made for them.
-            if key.elementsEqual("actor".utf8) {
-                metadata.actor = value
-            } else if key.elementsEqual("correlation-id".utf8) {
-                metadata.correlationID = value
-            } else if key.elementsEqual("causation-id".utf8) {
-                metadata.causationID = value
-            } else {
-                metadata.extra[String(decoding: key, as: UTF8.self)] = value
-            }
-        }
-        guard let payloadCount = reader.u32(), let payload = reader.data(count: Int(payloadCount)) else {
-            throw corrupt("the record ends inside its payload")
-        }
-        guard reader.offset == record.count else { throw corrupt("\(record.count - reader.offset) unexpected bytes after the payload") }
-        return RecordedEvent(
-            position: position,
-            streamID: streamID,
-            streamVersion: streamVersion,
-            eventID: eventID,
-            type: type,
-            schemaVersion: schemaVersion,
-            timestamp: Date(timeIntervalSince1970: Double(Int64(bitPattern: micros)) / 1_000_000),
-            metadata: metadata,
-            payload: payload,
-            hash: storedHash(record)
-        )
+        try RecordView(record, position: position, path: path).decoded()
     }
 }
 

@@ -21,7 +21,7 @@ public struct RecordView {
     /// Its position in the log.
     public let position: UInt64
 
-    /// Checks the checksum and the layout (as ``RecordFormat/decode(_:position:path:)`` does).
+    /// Checks the checksum and the layout; every reader of records goes through here.
     init(_ record: UnsafeRawBufferPointer, position: UInt64, path: String) throws(EventLogError) {
         func corrupt(_ reason: String) -> EventLogError { .corruptRecord(position: position, reason: reason, path: path) }
         guard record.count >= RecordFormat.fixedSize + 2 + 2 + 2 + 4 else {
@@ -33,7 +33,8 @@ public struct RecordView {
             throw corrupt(String(format: "checksum mismatch (stored %08x, computed %08x)", stored, computed))
         }
         guard record[36] == RecordFormat.layoutVersion else { throw corrupt("unknown record layout \(record[36])") }
-        guard BigEndian.uint64(record, at: 38) == position else { throw corrupt("the record is stored under another position") }
+        let storedPosition = BigEndian.uint64(record, at: 38)
+        guard storedPosition == position else { throw corrupt("the record says position \(storedPosition) but is stored under \(position)") }
         var reader = ByteReader(buffer: record, offset: RecordFormat.fixedSize)
         guard let streamLength = reader.u16(), let stream = reader.range(count: Int(streamLength)),
               let typeLength = reader.u16(), let type = reader.range(count: Int(typeLength)) else {
@@ -87,9 +88,32 @@ public struct RecordView {
     /// The chain hash.
     public var hash: ChainHash { RecordFormat.storedHash(bytes) }
 
+    /// The metadata (its structure was checked by `init`).
+    public var metadata: EventMetadata {
+        var metadata = EventMetadata()
+        var reader = ByteReader(buffer: bytes, offset: metadataRange.lowerBound)
+        let pairs = reader.u16()!
+        for _ in 0..<pairs {
+            let key = reader.slice(count: Int(reader.u16()!))!
+            let value = reader.string16()!
+            // The reserved keys are matched on their bytes: no String is made for them.
+            if key.elementsEqual("actor".utf8) {
+                metadata.actor = value
+            } else if key.elementsEqual("correlation-id".utf8) {
+                metadata.correlationID = value
+            } else if key.elementsEqual("causation-id".utf8) {
+                metadata.causationID = value
+            } else {
+                metadata.extra[String(decoding: key, as: UTF8.self)] = value
+            }
+        }
+        return metadata
+    }
+
     /// The whole record, decoded and copied.
-    public func decoded() throws -> RecordedEvent {
-        try RecordFormat.decode(bytes, position: position, path: path)
+    public func decoded() -> RecordedEvent {
+        RecordedEvent(position: position, streamID: streamID, streamVersion: streamVersion, eventID: eventID, type: type,
+                      schemaVersion: schemaVersion, timestamp: timestamp, metadata: metadata, payload: Data(payload), hash: hash)
     }
 }
 

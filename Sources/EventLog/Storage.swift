@@ -78,7 +78,7 @@ struct LogHead: Sendable {
                 throw EventLogError.notAnEventLog(path: path, reason: "a records key has \(entry.key.count) bytes, not 8")
             }
             let position = BigEndian.uint64(entry.key)
-            let record = try RecordFormat.decode(entry.value, position: position, path: path)
+            let record = try RecordView(entry.value, position: position, path: path)
             return LogHead(position: position, hash: record.hash,
                            timestampMicros: Int64(bitPattern: BigEndian.uint64(entry.value, at: 54)))
         }

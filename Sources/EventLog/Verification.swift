@@ -93,16 +93,7 @@ extension EventLog {
         }
         if problem == nil {
             let indexed = try reading { txn in
-                var stat = (streams: 0, ids: 0)
-                try txn.withCursor(databases.streams) { cursor in
-                    var entry = try cursor.first()
-                    while entry != nil { stat.streams += 1; entry = try cursor.next() }
-                }
-                try txn.withCursor(databases.eventIDs) { cursor in
-                    var entry = try cursor.first()
-                    while entry != nil { stat.ids += 1; entry = try cursor.next() }
-                }
-                return stat
+                (streams: try txn.entryCount(databases.streams), ids: try txn.entryCount(databases.eventIDs))
             }
             let records = Int(expected - 1)
             if indexed.streams != records || indexed.ids != records {
@@ -121,9 +112,9 @@ extension EventLog {
         guard position == expected else {
             return IntegrityProblem(position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)")
         }
-        let record: RecordedEvent
+        let record: RecordView
         do {
-            record = try RecordFormat.decode(entry.value, position: position, path: path)
+            record = try RecordView(entry.value, position: position, path: path)
         } catch {
             return IntegrityProblem(position: position, kind: .corruptRecord, detail: error.description)
         }

@@ -77,6 +77,13 @@ public struct Transaction {
         }
     }
 
+    /// The number of entries in the database (from LMDB's statistics, without walking it).
+    public func entryCount(_ database: Database) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(pointer, database.handle, &stat), "mdb_stat \"\(database.name)\"", path: path)
+        return stat.ms_entries
+    }
+
     /// Removes every entry of the database, keeping the database itself.
     public func clear(_ database: Database) throws {
         try check(mdb_drop(pointer, database.handle, 0), "mdb_drop (empty) \"\(database.name)\"", path: path)

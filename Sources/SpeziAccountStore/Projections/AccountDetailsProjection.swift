@@ -28,7 +28,7 @@ public struct AccountDetailsProjection: Projection {
     public func apply(_ record: RecordView, to state: ProjectionState) throws {
         let event = try AccountEvent.decode(type: record.type, payload: record.payload)
         guard event.changesAccountState || event.isLoginOutcome else { return }
-        let keysVersion = try keysVersion(of: record)
+        let keysVersion = keysVersion(of: record)
         let upcast = try evolution.upcast(event, writtenAt: keysVersion)
         let key = Array(record.streamIDBytes)
         let previous = try state.get("accounts", key: key).map { try AccountState(encoded: $0) }
@@ -37,9 +37,9 @@ public struct AccountDetailsProjection: Projection {
         try state.put("accounts", key: key, value: next.encoded())
     }
 
-    private func keysVersion(of record: RecordView) throws -> Int {
+    private func keysVersion(of record: RecordView) -> Int {
         guard evolution.currentVersion > 1 else { return 1 }
-        return try record.decoded().metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1
+        return record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1
     }
 
     /// Reads one account's state from the store's serving generation.

@@ -92,8 +92,8 @@ extension AccountStore {
     public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
         guard let accountId = try accounts.accountId(forUserId: userId), let state = try accounts.load(accountId),
               !state.isDeleted, let stored = state.passwordHash else {
-            // Spend the time a check would take, so that unknown user ids cannot be told apart by timing.
-            _ = try? hasher.verify(password, against: try hasher.hash("timing"))
+            // Spend the time one check takes, so that unknown user ids cannot be told apart by timing.
+            _ = try? hasher.verify(password, against: try timingDecoyHash)
             throw AccountServiceError.wrongCredentials
         }
         let now = options.clock()

@@ -8,6 +8,7 @@ import Foundation
 import LMDB
 import Projections
 import SpeziAccount
+import Synchronization
 
 /// Options for an ``AccountStore``.
 public struct AccountStoreOptions: Sendable {
@@ -53,6 +54,9 @@ public final class AccountStore: Sendable {
     public let registry: AccountKeyRegistry
     let options: AccountStoreOptions
     let hasher: PasswordHasher
+    /// A hash of nothing in particular, checked against for unknown user ids (one derivation, like a
+    /// real check); made on first need, not at start-up.
+    private let decoyHash = Mutex<String?>(nil)
 
     /// The service configuration used when none is given: any key, email user ids, user id and password required.
     public static let defaultServiceConfiguration = AccountServiceConfiguration(supportedKeys: .arbitrary) {
@@ -136,6 +140,15 @@ public final class AccountStore: Sendable {
             values[identifier] = nil
         }
         return values
+    }
+
+    var timingDecoyHash: String {
+        get throws {
+            if let hash = decoyHash.withLock({ $0 }) { return hash }
+            let hash = try hasher.hash(UUID.random().uuidString)
+            decoyHash.withLock { $0 = $0 ?? hash }
+            return hash
+        }
     }
 
     /// Refuses keys the service does not store.
