@@ -5,7 +5,7 @@
 //
 // The benchmarks live in their own package so that users of the library never pull their
 // dependencies. Run them from this folder:
-//   swift run -c release peer-compare            # side-by-side ratios against raw LMDB
+//   swift run -c release peer-compare            # side-by-side ratios against raw LMDB and SQLite
 //   swift package benchmark                       # ordo-one's benchmark suites
 
 import Foundation
@@ -19,15 +19,18 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: ".."),
-        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"])
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0")
     ],
     targets: [
-        // One process, the same work on this project's log and on a raw LMDB loop; prints ratios.
+        // One process, the same work on this project's log, on a raw LMDB loop and on SQLite
+        // (through GRDB); prints ratios.
         .executableTarget(
             name: "peer-compare",
             dependencies: [
                 .product(name: "EventLog", package: root),
-                .product(name: "LMDB", package: root)
+                .product(name: "LMDB", package: root),
+                .product(name: "GRDB", package: "GRDB.swift")
             ],
             path: "Sources/PeerCompare"
         ),
