@@ -48,17 +48,19 @@ func machineDescription() -> String {
     return "\(model), \(cores) cores, \(String(format: "%.0f", memory)) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
 }
 
-/// Prints a table: one row per workload, the throughput of each back end, and the ratio
-/// of this project's figure to the peer's.
-func printTable(_ rows: [(workload: String, ours: Measurement, peer: Measurement)], unit: String = "ops/s") {
-    let header = ["workload", "EventLog \(unit)", "raw LMDB \(unit)", "EventLog / raw"]
+/// Prints a table: one row per workload, the throughput of each back end, and the ratios
+/// of this project's figure to each peer's.
+func printTable(_ rows: [ComparisonRow], unit: String = "ops/s") {
+    let header = ["workload", "EventLog \(unit)", "raw LMDB \(unit)", "SQLite \(unit)", "EventLog / raw", "EventLog / SQLite"]
     var lines = [header]
     for row in rows {
         lines.append([
             row.workload,
             String(format: "%.0f", row.ours.perSecond),
             String(format: "%.0f", row.peer.perSecond),
-            String(format: "%.2f×", row.ours.perSecond / row.peer.perSecond)
+            String(format: "%.0f", row.sqlite.perSecond),
+            String(format: "%.2f×", row.ours.perSecond / row.peer.perSecond),
+            String(format: "%.2f×", row.ours.perSecond / row.sqlite.perSecond)
         ])
     }
     let widths = (0..<header.count).map { column in lines.map { $0[column].count }.max() ?? 0 }

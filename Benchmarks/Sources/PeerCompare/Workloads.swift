@@ -21,17 +21,18 @@ func sampleEvent(_ index: Int) -> ProposedEvent {
     ProposedEvent(type: "account.details-modified", metadata: EventMetadata(actor: "bench"), payload: payloadData)
 }
 
-typealias Row = (workload: String, ours: Measurement, peer: Measurement)
+/// One workload's figures on the three back ends: this project's log, raw LMDB and SQLite.
+typealias ComparisonRow = (workload: String, ours: Measurement, peer: Measurement, sqlite: Measurement)
 
 /// The workloads. Not on the main actor (as top-level code is), so that the awaits inside them do
-/// not hop threads: both back ends run on the same executor.
+/// not hop threads: all back ends run on the same executor.
 enum Workloads {
-    static func run(_ options: Options) async throws -> [Row] {
-        var rows: [Row] = []
-        // 1. Single-event appends, one writer, one event per commit on both sides: durable, then relaxed
+    static func run(_ options: Options) async throws -> [ComparisonRow] {
+        var rows: [ComparisonRow] = []
+        // 1. Single-event appends, one writer, one event per commit on every side: durable, then relaxed
         //    (no fsync, which shows the log's own overhead per append).
-        // Both back ends stay open and take turns, round by round, so that the disk's moods (these
-        // virtual disks vary by ±30 % from one second to the next) fall on both alike.
+        // The back ends stay open and take turns, round by round, so that the disk's moods (these
+        // virtual disks vary by ±30 % from one second to the next) fall on all alike.
         for durable in options.only(.single) ? [true, false] : [] {
             let rounds = 10
             let perRound = durable ? 200 : 2_000
@@ -39,8 +40,11 @@ enum Workloads {
             let (log, directory) = try openLog("single", durable: durable)
             let rawDirectory = try temporaryDirectory("raw-single")
             let raw = try RawLMDB(directory: rawDirectory, durable: durable)
+            let sqliteDirectory = try temporaryDirectory("sqlite-single")
+            let sqlite = try SQLitePeer(directory: sqliteDirectory, durable: durable)
             var ours = Measurement(workload: mode, backEnd: "EventLog", operations: 0, seconds: 0)
             var peer = Measurement(workload: mode, backEnd: "raw LMDB", operations: 0, seconds: 0)
+            var lite = Measurement(workload: mode, backEnd: "SQLite", operations: 0, seconds: 0)
             for round in 0..<rounds {
                 let first = round * perRound
                 ours = ours + (try await measure(mode, "EventLog", operations: perRound) {
@@ -49,11 +53,15 @@ enum Workloads {
                 peer = peer + (try await measure(mode, "raw LMDB", operations: perRound) {
                     for index in first..<(first + perRound) { try raw.appendBatch(first: UInt64(index + 1), count: 1, value: payload) }
                 })
+                lite = lite + (try await measure(mode, "SQLite", operations: perRound) {
+                    for index in first..<(first + perRound) { try await sqlite.append([sampleEvent(index)], to: "account-\(index % 100)") }
+                })
             }
             log.close()
             try? FileManager.default.removeItem(at: directory)
             try? FileManager.default.removeItem(at: rawDirectory)
-            rows.append(("\(mode) append, 1 writer, 1 event/commit", ours, peer))
+            try? FileManager.default.removeItem(at: sqliteDirectory)
+            rows.append(("\(mode) append, 1 writer, 1 event/commit", ours, peer, lite))
         }
 
         // 2. Durable appends from 1, 8 and 64 concurrent writers (the log groups them into shared commits).
@@ -78,7 +86,21 @@ enum Workloads {
                 try raw.concurrentSingleAppends(writers: writers, perWriter: perWriter, value: payload)
             }
             try? FileManager.default.removeItem(at: rawDirectory)
-            rows.append(("durable append, \(writers) concurrent writers", ours, peer))
+            // SQLite: N tasks, each appending one event per transaction through one pool.
+            let sqliteDirectory = try temporaryDirectory("sqlite-group-\(writers)")
+            let sqlite = try SQLitePeer(directory: sqliteDirectory, durable: true)
+            let lite = try await measure("group commit \(writers)", "SQLite", operations: total) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for writer in 0..<writers {
+                        group.addTask {
+                            for index in 0..<perWriter { try await sqlite.append([sampleEvent(index)], to: "writer-\(writer)") }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            try? FileManager.default.removeItem(at: sqliteDirectory)
+            rows.append(("durable append, \(writers) concurrent writers", ours, peer, lite))
         }
 
         // 3. Full scan: read (and, for the log, check and decode) every record.
@@ -120,9 +142,32 @@ enum Workloads {
                 precondition(result.records == count)
             }
             try? FileManager.default.removeItem(at: rawDirectory)
-            precondition(seen == count * payload.count && viewBytes == seen)
-            rows.append(("full scan of \(count) records, copied into RecordedEvent", ours, peer))
-            rows.append(("full scan of \(count) records, in place (RecordView)", inPlace, peer))
+            // SQLite: the same records, 1,000 per transaction on 1,000-event streams, then read back
+            // decoded into a struct (and, for the in-place row, without a struct or a payload copy).
+            let sqliteDirectory = try temporaryDirectory("sqlite-scan")
+            let sqlite = try SQLitePeer(directory: sqliteDirectory, durable: false)
+            appended = 0
+            while appended < count {
+                let batch = min(1_000, count - appended)
+                try await sqlite.append((0..<batch).map { sampleEvent(appended + $0) }, to: "account-\(appended / 1_000)")
+                appended += batch
+            }
+            var liteBytes = 0
+            let lite = try await measure("scan", "SQLite", operations: count) {
+                let result = try await sqlite.scan()
+                precondition(result.records == count)
+                liteBytes = result.payloadBytes
+            }
+            var liteInPlaceBytes = 0
+            let liteInPlace = try await measure("scan", "SQLite", operations: count) {
+                let result = try await sqlite.scanInPlace()
+                precondition(result.records == count)
+                liteInPlaceBytes = result.payloadBytes
+            }
+            try? FileManager.default.removeItem(at: sqliteDirectory)
+            precondition(seen == count * payload.count && viewBytes == seen && liteBytes == seen && liteInPlaceBytes == seen)
+            rows.append(("full scan of \(count) records, copied into RecordedEvent", ours, peer, lite))
+            rows.append(("full scan of \(count) records, in place (RecordView)", inPlace, peer, liteInPlace))
         }
         return rows
     }

@@ -2,8 +2,8 @@
 // SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
 // SPDX-License-Identifier: MIT
 //
-// peer-compare: the same workloads on this project's event log and on a raw LMDB loop, in one
-// process run, printed as a table of throughputs and ratios.
+// peer-compare: the same workloads on this project's event log, on a raw LMDB loop and on SQLite
+// (through GRDB), in one process run, printed as a table of throughputs and ratios.
 //
 //   swift run -c release peer-compare [--records N] [--json FILE] [--only single,group,scan]
 
@@ -45,7 +45,7 @@ struct Options {
 
 let options = Options(CommandLine.arguments)
 print("peer-compare on \(machineDescription())")
-print("payload \(samplePayload(size: 300).count) bytes; durable = fsync per commit\n")
+print("payload \(samplePayload(size: 300).count) bytes; durable = fsync per commit (SQLite: WAL, synchronous=FULL; relaxed: synchronous=OFF)\n")
 let rows = try await Workloads.run(options)
 
 printTable(rows, unit: "records/s")
@@ -58,11 +58,16 @@ if let jsonPath = options.jsonPath {
             let workload: String
             let eventLogPerSecond: Double
             let rawLMDBPerSecond: Double
+            let sqlitePerSecond: Double
+            /// EventLog / raw LMDB.
             let ratio: Double
+            /// EventLog / SQLite.
+            let ratioToSQLite: Double
         }
     }
     let report = Report(machine: machineDescription(), rows: rows.map {
-        .init(workload: $0.workload, eventLogPerSecond: $0.ours.perSecond, rawLMDBPerSecond: $0.peer.perSecond, ratio: $0.ours.perSecond / $0.peer.perSecond)
+        .init(workload: $0.workload, eventLogPerSecond: $0.ours.perSecond, rawLMDBPerSecond: $0.peer.perSecond, sqlitePerSecond: $0.sqlite.perSecond,
+              ratio: $0.ours.perSecond / $0.peer.perSecond, ratioToSQLite: $0.ours.perSecond / $0.sqlite.perSecond)
     })
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
