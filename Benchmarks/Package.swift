@@ -30,6 +30,8 @@ let package = Package(
             dependencies: [
                 .product(name: "EventLog", package: root),
                 .product(name: "LMDB", package: root),
+                .product(name: "Projections", package: root),
+                .product(name: "SpeziAccountStore", package: root),
                 .product(name: "GRDB", package: "GRDB.swift")
             ],
             path: "Sources/PeerCompare"

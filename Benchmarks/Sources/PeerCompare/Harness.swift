@@ -4,38 +4,125 @@
 //
 
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// One measured run of a workload on one back end.
-struct Measurement: Codable {
-    let workload: String
-    let backEnd: String
-    let operations: Int
-    let seconds: Double
-    var perSecond: Double { Double(operations) / seconds }
+/// The three back ends every workload runs on.
+enum BackEnd: String, Codable, CaseIterable {
+    /// This project's event log (and, where the workload has one, its details cache).
+    case log
+    /// LMDB through its C API only.
+    case raw
+    /// SQLite through GRDB.
+    case sqlite
 
-    /// Two measurements of the same workload taken in turns, added up.
-    static func + (lhs: Measurement, rhs: Measurement) -> Measurement {
-        Measurement(workload: lhs.workload, backEnd: lhs.backEnd, operations: lhs.operations + rhs.operations, seconds: lhs.seconds + rhs.seconds)
+    var title: String {
+        switch self {
+        case .log: "EventLog"
+        case .raw: "raw LMDB"
+        case .sqlite: "SQLite"
+        }
     }
 }
 
-/// Times `body`, which performs `operations` operations, and returns the measurement.
-func measure(_ workload: String, _ backEnd: String, operations: Int, _ body: () async throws -> Void) async throws -> Measurement {
-    let start = ContinuousClock.now
-    try await body()
-    let elapsed = ContinuousClock.now - start
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    return Measurement(workload: workload, backEnd: backEnd, operations: operations, seconds: seconds)
+/// Monotonic nanoseconds.
+@inline(__always)
+func nowNanos() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
 }
 
-/// A fresh temporary directory that is removed when the run ends.
+/// Adds up the time spent inside `time { … }` only (set-up between the calls is not counted).
+struct Stopwatch {
+    private(set) var nanos: UInt64 = 0
+    var seconds: Double { Double(nanos) / 1e9 }
+
+    @inline(__always)
+    mutating func time<T>(_ body: () throws -> T) rethrows -> T {
+        let start = nowNanos()
+        defer { nanos &+= nowNanos() &- start }
+        return try body()
+    }
+
+    @inline(__always)
+    mutating func time<T>(_ body: () async throws -> T) async rethrows -> T {
+        let start = nowNanos()
+        defer { nanos &+= nowNanos() &- start }
+        return try await body()
+    }
+}
+
+/// Latency percentiles, in microseconds.
+struct Percentiles: Codable {
+    let count: Int
+    let p50: Double
+    let p95: Double
+    let p99: Double
+    let p999: Double
+    let max: Double
+
+    init(nanos samples: [UInt64]) {
+        let sorted = samples.sorted()
+        func at(_ quantile: Double) -> Double {
+            guard !sorted.isEmpty else { return 0 }
+            let index = Swift.min(sorted.count - 1, Int((Double(sorted.count) * quantile).rounded(.up)) - 1)
+            return Double(sorted[Swift.max(0, index)]) / 1_000
+        }
+        count = sorted.count
+        p50 = at(0.50)
+        p95 = at(0.95)
+        p99 = at(0.99)
+        p999 = at(0.999)
+        max = Double(sorted.last ?? 0) / 1_000
+    }
+}
+
+/// One back end's figures for one workload (one row of one table).
+struct Figure: Codable {
+    /// The workload's key (`--only` name) and its row title.
+    var workload: String
+    var title: String
+    var backEnd: BackEnd
+    let operations: Int
+    let seconds: Double
+    let perSecond: Double
+    var latency: Percentiles?
+    var lag: Percentiles?
+    /// Extra figures (e.g. the initial build's seconds next to the rebuild's).
+    var notes: [String: Double] = [:]
+    /// The measuring child process's peak resident set (getrusage via wait4; includes mapped file pages).
+    var maxRSSMiB: Double?
+    /// The child's peak anonymous resident memory (heap and stacks, not mapped files), sampled.
+    var peakAnonMiB: Double?
+    /// True when several back ends ran in the same child (the memory figures are then shared).
+    var sharedProcess = false
+
+    init(_ workload: String, _ title: String, _ backEnd: BackEnd, operations: Int, seconds: Double) {
+        self.workload = workload
+        self.title = title
+        self.backEnd = backEnd
+        self.operations = operations
+        self.seconds = seconds
+        perSecond = seconds > 0 ? Double(operations) / seconds : 0
+    }
+}
+
+/// A fresh temporary directory.
 func temporaryDirectory(_ name: String) throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("peer-compare-\(name)-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
 
-/// What the machine is, for the report.
+/// The first line of a `/proc` or `/sys` file, trimmed.
+func procLine(_ path: String) -> String? {
+    (try? String(contentsOfFile: path, encoding: .utf8))?.split(separator: "\n").first.map { $0.trimmingCharacters(in: .whitespaces) }
+}
+
+/// What the machine is, from `/proc`: CPU model and cores, memory, kernel, and the file system and
+/// device that hold the temporary directory the workloads write to.
 func machineDescription() -> String {
     let cores = ProcessInfo.processInfo.activeProcessorCount
     let memory = Double(ProcessInfo.processInfo.physicalMemory) / Double(1 << 30)
@@ -45,41 +132,42 @@ func machineDescription() -> String {
        let name = line.split(separator: ":").last {
         model = name.trimmingCharacters(in: .whitespaces)
     }
-    return "\(model), \(cores) cores, \(String(format: "%.0f", memory)) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
+    let kernel = procLine("/proc/sys/kernel/osrelease") ?? "unknown kernel"
+    return "\(model), \(cores) cores, \(String(format: "%.0f", memory)) GiB, Linux \(kernel); \(diskDescription())"
 }
 
-/// Prints a table: one row per workload, the throughput of each back end, and the ratios
-/// of this project's figure to each peer's.
-func printTable(_ rows: [ComparisonRow], unit: String = "ops/s") {
-    let header = ["workload", "EventLog \(unit)", "raw LMDB \(unit)", "SQLite \(unit)", "EventLog / raw", "EventLog / SQLite"]
-    var lines = [header]
-    for row in rows {
-        lines.append([
-            row.workload,
-            String(format: "%.0f", row.ours.perSecond),
-            String(format: "%.0f", row.peer.perSecond),
-            String(format: "%.0f", row.sqlite.perSecond),
-            String(format: "%.2f×", row.ours.perSecond / row.peer.perSecond),
-            String(format: "%.2f×", row.ours.perSecond / row.sqlite.perSecond)
-        ])
+/// The mount that holds the temporary directory: device, file system, size, and whether the
+/// kernel calls the disk rotational.
+func diskDescription() -> String {
+    let target = FileManager.default.temporaryDirectory.resolvingSymlinksInPath().path
+    guard let mounts = try? String(contentsOfFile: "/proc/mounts", encoding: .utf8) else { return "disk unknown" }
+    var best: (device: String, point: String, type: String)?
+    for line in mounts.split(separator: "\n") {
+        let fields = line.split(separator: " ").map(String.init)
+        guard fields.count >= 3, target == fields[1] || target.hasPrefix(fields[1] == "/" ? "/" : fields[1] + "/") else { continue }
+        if best == nil || fields[1].count > best!.point.count { best = (fields[0], fields[1], fields[2]) }
     }
-    let widths = (0..<header.count).map { column in lines.map { $0[column].count }.max() ?? 0 }
-    for (index, line) in lines.enumerated() {
-        let cells = line.enumerated().map { column, cell in
-            column == 0 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                : String(repeating: " ", count: widths[column] - cell.count) + cell
-        }
-        print("| " + cells.joined(separator: " | ") + " |")
-        if index == 0 {
-            print("|" + widths.enumerated().map { column, width in String(repeating: "-", count: width + 1) + (column == 0 ? "-" : ":") }.joined(separator: "|") + "|")
-        }
-    }
+    guard let best else { return "disk unknown" }
+    let name = URL(fileURLWithPath: best.device).lastPathComponent
+    var parts = ["\(best.type) on \(best.device) (mounted at \(best.point))"]
+    if let sectors = procPartitionBlocks(name) { parts.append(String(format: "%.0f GiB", Double(sectors) / Double(1 << 20))) }
+    if let rotational = procLine("/sys/block/\(name)/queue/rotational") { parts.append(rotational == "0" ? "non-rotational" : "rotational") }
+    return "temp dir " + parts.joined(separator: ", ")
 }
 
-/// A payload of a realistic account event size (deterministic bytes).
-func samplePayload(size: Int = 300) -> [UInt8] {
-    var generator = SplitMix64(seed: 42)
-    return (0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+/// The size in KiB blocks that `/proc/partitions` gives for a device.
+private func procPartitionBlocks(_ name: String) -> Int? {
+    guard let table = try? String(contentsOfFile: "/proc/partitions", encoding: .utf8) else { return nil }
+    for line in table.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        if fields.count == 4, fields[3] == name { return Int(fields[2]) }
+    }
+    return nil
+}
+
+/// The 1-, 5- and 15-minute load averages.
+func loadAverage() -> String {
+    procLine("/proc/loadavg").map { $0.split(separator: " ").prefix(3).joined(separator: " ") } ?? "unknown"
 }
 
 /// A small, fixed-seed random generator so every run does the same work.
@@ -92,5 +180,70 @@ struct SplitMix64: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// Draws indexes 0..<count with probability proportional to 1 / (rank + 1)^exponent: a few hot
+/// items and a long tail.
+struct Zipf: Sendable {
+    private let cumulative: [Double]
+
+    init(count: Int, exponent: Double) {
+        var total = 0.0
+        var cumulative: [Double] = []
+        cumulative.reserveCapacity(count)
+        for rank in 1...max(count, 1) {
+            total += 1 / pow(Double(rank), exponent)
+            cumulative.append(total)
+        }
+        self.cumulative = cumulative.map { $0 / total }
+    }
+
+    func next(_ generator: inout SplitMix64) -> Int {
+        let draw = Double(generator.next() >> 11) / Double(1 << 53)
+        var low = 0
+        var high = cumulative.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if cumulative[middle] < draw { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// The share of draws that land on the `top` hottest items.
+    func share(ofTop top: Int) -> Double { cumulative[min(top, cumulative.count) - 1] }
+}
+
+/// Samples this process's anonymous resident memory (`RssAnon` in /proc/self/status) every 10 ms
+/// on a thread of its own and keeps the highest value.
+final class AnonymousMemorySampler: @unchecked Sendable {
+    private let lock = NSLock()
+    private var peakKiB = 0
+    private var running = true
+
+    init() {
+        Thread.detachNewThread { [self] in
+            while lock.withLock({ running }) {
+                let current = Self.anonymousKiB()
+                lock.withLock { peakKiB = max(peakKiB, current) }
+                usleep(10_000)
+            }
+        }
+    }
+
+    /// Stops sampling and returns the peak in MiB.
+    func stop() -> Double {
+        let current = Self.anonymousKiB()
+        return lock.withLock {
+            running = false
+            peakKiB = max(peakKiB, current)
+            return Double(peakKiB) / 1024
+        }
+    }
+
+    static func anonymousKiB() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }) else { return 0 }
+        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
     }
 }

@@ -6,14 +6,26 @@
 import EventLog
 import Foundation
 import GRDB
+import SpeziAccountStore
 
 /// The same event store on SQLite, through GRDB, built the way a competent user would: one
 /// `events` table with a global autoincrement position, a unique (stream, version) index and a
-/// unique event id; WAL mode; cached prepared statements; one transaction per append that reads
-/// the stream's version, checks it and inserts. SQLite has one writer at a time and no group
-/// commit, so concurrent appenders queue on GRDB's writer and each pays its own commit.
+/// unique event id; an `accounts` table (account id → the folded state) for the details; WAL mode;
+/// cached prepared statements; one transaction per append that reads the stream's version, checks
+/// it, inserts and (where the workload keeps details) updates the account's row. SQLite has one
+/// writer at a time and no group commit, so concurrent appenders queue on GRDB's writer and each
+/// pays its own commit.
 final class SQLitePeer: Sendable {
     let pool: DatabasePool
+
+    enum Sync: Int {
+        /// An fsync of the WAL at every commit.
+        case full = 2
+        /// No fsync at commit, only at checkpoints: a power loss may undo the last commits.
+        case normal = 1
+        /// No fsync at all.
+        case off = 0
+    }
 
     struct WrongExpectedVersion: Error, CustomStringConvertible {
         let stream: String
@@ -22,18 +34,18 @@ final class SQLitePeer: Sendable {
         var description: String { "stream \(stream) is at version \(actual), expected \(expected)" }
     }
 
-    /// Opens (creating) `events.sqlite` in `directory`; durable runs use `synchronous=FULL` (an
-    /// fsync of the WAL at every commit), relaxed runs `synchronous=OFF`.
-    init(directory: URL, durable: Bool) throws {
+    /// Opens (creating) `events.sqlite` in `directory`.
+    init(directory: URL, sync: Sync) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.maximumReaderCount = 8
         // A pool puts the database in WAL mode (and then sets synchronous=NORMAL on its writer).
-        pool = try DatabasePool(path: directory.appendingPathComponent("events.sqlite").path)
-        let mode = durable ? 2 : 0 // FULL : OFF
+        pool = try DatabasePool(path: directory.appendingPathComponent("events.sqlite").path, configuration: configuration)
         try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = \(mode)")
+            try db.execute(sql: "PRAGMA synchronous = \(sync.rawValue)")
             let journal = try String.fetchOne(db, sql: "PRAGMA journal_mode")
             let synchronous = try Int.fetchOne(db, sql: "PRAGMA synchronous")
-            precondition(journal == "wal" && synchronous == mode, "SQLite is not set up as intended")
+            precondition(journal == "wal" && synchronous == sync.rawValue, "SQLite is not set up as intended")
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS events (
                     position INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -46,9 +58,19 @@ final class SQLitePeer: Sendable {
                     payload BLOB NOT NULL
                 );
                 CREATE UNIQUE INDEX IF NOT EXISTS events_stream_version ON events(stream, version);
+                CREATE TABLE IF NOT EXISTS accounts (
+                    account_id TEXT PRIMARY KEY NOT NULL,
+                    state BLOB NOT NULL
+                ) WITHOUT ROWID;
                 """)
         }
     }
+
+    convenience init(directory: URL, durable: Bool) throws {
+        try self.init(directory: directory, sync: durable ? .full : .off)
+    }
+
+    // MARK: Appending
 
     /// Appends `events` to `stream` in one transaction; returns the last position and the
     /// stream's new version.
@@ -59,7 +81,25 @@ final class SQLitePeer: Sendable {
         }
     }
 
-    private static func append(_ db: Database, _ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion) throws -> (position: Int64, version: Int64) {
+    /// The same, blocking the calling thread.
+    @discardableResult
+    func appendBlocking(_ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion = .any) throws -> (position: Int64, version: Int64) {
+        try pool.write { db in
+            try Self.append(db, events, to: stream, expectedVersion: expectedVersion)
+        }
+    }
+
+    /// Appends one account event and folds it into the account's row, in one transaction; returns
+    /// its position.
+    func appendAndProject(_ event: AccountEvent, proposed: ProposedEvent, to stream: String) throws -> Int64 {
+        try pool.write { db in
+            let (position, version) = try Self.append(db, [proposed], to: stream, expectedVersion: .any)
+            try Self.fold(db, event, stream: stream, version: UInt64(version), at: Date())
+            return position
+        }
+    }
+
+    static func append(_ db: Database, _ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion) throws -> (position: Int64, version: Int64) {
         let current = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(version) FROM events WHERE stream = ?"), arguments: [stream]) ?? 0
         switch expectedVersion {
         case .any: break
@@ -69,7 +109,7 @@ final class SQLitePeer: Sendable {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO events (stream, version, event_id, type, timestamp, metadata, payload) VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
-        let timestamp = Int64((Date().timeIntervalSince1970 * 1_000_000).rounded())
+        let timestamp = microsecondsNow()
         var version = current
         for event in events {
             version += 1
@@ -78,40 +118,103 @@ final class SQLitePeer: Sendable {
         return (db.lastInsertedRowID, version)
     }
 
-    static let selectAll = "SELECT position, stream, version, event_id, type, timestamp, metadata, payload FROM events ORDER BY position"
+    // MARK: The details table
 
-    /// Reads every event in position order, decoded into `SQLiteEvent`s (payload copied).
-    func scan() async throws -> (records: Int, payloadBytes: Int) {
-        try await pool.read { db in
-            let events = try SQLiteEvent.fetchCursor(db.cachedStatement(sql: Self.selectAll))
-            var records = 0
-            var payloadBytes = 0
-            var checksum: Int64 = 0
-            while let event = try events.next() {
-                records += 1
-                payloadBytes &+= event.payload.count
-                checksum &+= event.position &+ event.version &+ Int64(event.stream.utf8.count &+ event.type.utf8.count)
+    /// Folds `event` into the account's row: read the state, apply, write it back.
+    static func fold(_ db: Database, _ event: AccountEvent, stream: String, version: UInt64, at time: Date) throws {
+        let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM accounts WHERE account_id = ?"), arguments: [stream])
+            .map { row in try row.withUnsafeData(atIndex: 0) { try AccountState(encoded: [UInt8]($0 ?? Data())) } }
+        guard let next = AccountState.applying(event, to: previous, accountId: stream, version: version, at: time) else { return }
+        try db.cachedStatement(sql: """
+            INSERT INTO accounts (account_id, state) VALUES (?, ?) ON CONFLICT(account_id) DO UPDATE SET state = excluded.state
+            """).execute(arguments: [stream, Data(next.encoded())])
+    }
+
+    /// Builds the accounts table from the events in one pass, `batchSize` events per transaction;
+    /// returns the number of events folded.
+    func rebuildAccounts(batchSize: Int = 4_096) throws -> Int {
+        try pool.write { db in try db.execute(sql: "DELETE FROM accounts") }
+        var after: Int64 = 0
+        var folded = 0
+        while true {
+            let count = try pool.write { db -> Int in
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+                    SELECT position, stream, version, type, timestamp, payload FROM events WHERE position > ? ORDER BY position LIMIT ?
+                    """), arguments: [after, batchSize])
+                var count = 0
+                while let row = try rows.next() {
+                    let stream: String = row[1]
+                    let event = try row.withUnsafeData(atIndex: 5) { data in
+                        try (data ?? Data()).withUnsafeBytes { try AccountEvent.decode(type: row[3], payload: $0) }
+                    }
+                    try Self.fold(db, event, stream: stream, version: UInt64(row[2] as Int64),
+                                  at: Date(timeIntervalSince1970: Double(row[4] as Int64) / 1_000_000))
+                    after = row[0]
+                    count += 1
+                }
+                return count
             }
-            precondition(checksum != 0 || records == 0)
-            return (records, payloadBytes)
+            folded += count
+            if count < batchSize { return folded }
         }
     }
 
-    /// Reads every row in position order without building a struct or copying the payload (the
-    /// counterpart of the log's in-place `RecordView` scan).
-    func scanInPlace() async throws -> (records: Int, payloadBytes: Int) {
-        try await pool.read { db in
-            let rows = try GRDB.Row.fetchCursor(db.cachedStatement(sql: "SELECT position, version, payload FROM events ORDER BY position"))
+    /// One account's state from the accounts table, or nil.
+    func state(of accountId: String) throws -> AccountState? {
+        try pool.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM accounts WHERE account_id = ?"), arguments: [accountId])
+                .map { row in try row.withUnsafeData(atIndex: 0) { try AccountState(encoded: [UInt8]($0 ?? Data())) } }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads every event in position order and decodes its payload in place into an
+    /// `AccountEvent`; `body` sees each. Returns the count.
+    func replay(_ body: (Int64, AccountEvent) -> Void) throws -> Int {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT position, stream, version, type, payload FROM events ORDER BY position"))
             var records = 0
-            var payloadBytes = 0
-            var checksum: Int64 = 0
             while let row = try rows.next() {
+                let event = try row.withUnsafeData(atIndex: 4) { data in
+                    try (data ?? Data()).withUnsafeBytes { try AccountEvent.decode(type: row[3], payload: $0) }
+                }
+                body(row[0], event)
                 records += 1
-                checksum &+= (row[0] as Int64) &+ (row[1] as Int64)
-                payloadBytes &+= try row.withUnsafeData(atIndex: 2) { $0?.count ?? 0 }
             }
-            precondition(checksum != 0 || records == 0)
-            return (records, payloadBytes)
+            return records
+        }
+    }
+
+    /// Reads every event in position order into an `SQLiteEvent` (payload and metadata copied), then
+    /// decodes the payload: the counterpart of the log's `replay` of `RecordedEvent`s.
+    func replayCopied(_ body: (SQLiteEvent, AccountEvent) -> Void) throws -> Int {
+        try pool.read { db in
+            let events = try SQLiteEvent.fetchCursor(db.cachedStatement(sql: Self.selectAll))
+            var records = 0
+            while let event = try events.next() {
+                body(event, try event.payload.withUnsafeBytes { try AccountEvent.decode(type: event.type, payload: $0) })
+                records += 1
+            }
+            return records
+        }
+    }
+
+    static let selectAll = "SELECT position, stream, version, event_id, type, timestamp, metadata, payload FROM events ORDER BY position"
+
+    /// The events after `position` (at most `limit`), decoded, for a catch-up subscriber.
+    func events(after position: Int64, limit: Int) throws -> [(position: Int64, event: AccountEvent)] {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT position, type, payload FROM events WHERE position > ? ORDER BY position LIMIT ?"),
+                                           arguments: [position, limit])
+            var events: [(Int64, AccountEvent)] = []
+            while let row = try rows.next() {
+                let event = try row.withUnsafeData(atIndex: 2) { data in
+                    try (data ?? Data()).withUnsafeBytes { try AccountEvent.decode(type: row[1], payload: $0) }
+                }
+                events.append((row[0], event))
+            }
+            return events
         }
     }
 }
@@ -152,7 +255,7 @@ func encodeMetadata(_ metadata: EventMetadata) -> Data {
     add("actor", metadata.actor)
     add("correlation-id", metadata.correlationID)
     add("causation-id", metadata.causationID)
-    for (key, value) in metadata.extra where !EventMetadata.reservedKeys.contains(key) { add(key, value) }
+    for (key, value) in metadata.extra.sorted(by: { $0.key < $1.key }) where !EventMetadata.reservedKeys.contains(key) { add(key, value) }
     return Data(bytes)
 }
 

@@ -2,75 +2,102 @@
 // SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
 // SPDX-License-Identifier: MIT
 //
-// peer-compare: the same workloads on this project's event log, on a raw LMDB loop and on SQLite
-// (through GRDB), in one process run, printed as a table of throughputs and ratios.
+// peer-compare: the same workloads on this project's event log and store, on a raw LMDB loop and
+// on SQLite (through GRDB), in one run, printed as tables of throughputs, ratios, latency
+// percentiles and peak memory. Each workload runs on each back end in a child process of its own
+// (the single-writer rounds run all three in one), so that its peak memory is its own.
 //
-//   swift run -c release peer-compare [--records N] [--json FILE] [--only single,group,scan]
+//   swift run -c release peer-compare [--records N] [--quick] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix]
 
-import EventLog
 import Foundation
 
-struct Options {
-    var records = 1_000_000
-    var jsonPath: String?
-    enum Workload: String, CaseIterable { case single, group, scan }
-    var workloads = Set(Workload.allCases)
-
-    func only(_ workload: Workload) -> Bool { workloads.contains(workload) }
-
-    init(_ arguments: [String]) {
-        var iterator = arguments.dropFirst().makeIterator()
-        while let argument = iterator.next() {
-            switch argument {
-            case "--records": records = iterator.next().flatMap(Int.init) ?? records
-            case "--json": jsonPath = iterator.next()
-            case "--only":
-                let names = (iterator.next() ?? "").split(separator: ",").map(String.init)
-                let chosen = names.compactMap(Workload.init(rawValue:))
-                guard !chosen.isEmpty, chosen.count == names.count else {
-                    FileHandle.standardError.write(Data("peer-compare: --only takes a list of \(Workload.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
-                    exit(64)
-                }
-                workloads = Set(chosen)
-            case "--help", "-h":
-                print("usage: peer-compare [--records N] [--json FILE] [--only single,group,scan]")
-                exit(0)
-            default:
-                FileHandle.standardError.write(Data("peer-compare: unknown argument \(argument)\n".utf8))
-                exit(64)
-            }
-        }
-    }
+let options = Options(CommandLine.arguments)
+if let child = options.child {
+    try await runAsChild(child, scale: options.scale)
+    exit(0)
 }
 
-let options = Options(CommandLine.arguments)
-print("peer-compare on \(machineDescription())")
-print("payload \(samplePayload(size: 300).count) bytes; durable = fsync per commit (SQLite: WAL, synchronous=FULL; relaxed: synchronous=OFF)\n")
-let rows = try await Workloads.run(options)
+let scale = options.scale
+let loadAtStart = loadAverage()
+let machine = machineDescription()
+let meanPayload = Dataset.meanPayloadBytes(accounts: scale.accounts)
+print("peer-compare on \(machine)")
+print("load average at start: \(loadAtStart)")
+print("data set: \(grouped(Double(scale.records))) events, \(grouped(Double(scale.accounts))) accounts, mean payload \(String(format: "%.0f", meanPayload)) bytes; fixed seeds")
+print("durable = fsync per commit (SQLite: WAL, synchronous=FULL; relaxed: synchronous=OFF)\n")
 
-printTable(rows, unit: "records/s")
+let root = try temporaryDirectory("run")
+defer { try? FileManager.default.removeItem(at: root) }
+
+/// Runs `workload` in a child process and returns its figures with the child's peak RSS.
+func inChild(_ workload: Options.Workload, _ backEnd: BackEnd?, _ directory: URL) throws -> [Figure] {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let result = root.appendingPathComponent("result-\(UUID().uuidString).json")
+    let label = "\(workload.rawValue) on \(backEnd?.title ?? "all back ends")"
+    FileHandle.standardError.write(Data("… \(label)\n".utf8))
+    let arguments = ["--child", workload.rawValue] + (backEnd.map { ["--backend", $0.rawValue] } ?? [])
+        + ["--dir", directory.path, "--result", result.path] + options.scaleArguments
+    let (status, maxRSS) = try runChild(arguments)
+    guard status == 0 else { throw ChildError(reason: "the child for \(label) exited with status \(status)") }
+    var figures = try JSONDecoder().decode([Figure].self, from: Data(contentsOf: result))
+    for index in figures.indices { figures[index].maxRSSMiB = maxRSS }
+    return figures
+}
+
+var figures: [Figure] = []
+if options.only(.single) {
+    figures += try inChild(.single, nil, root.appendingPathComponent("single"))
+}
+if options.only(.group) {
+    for backEnd in BackEnd.allCases { figures += try inChild(.group, backEnd, root.appendingPathComponent("group-\(backEnd.rawValue)")) }
+}
+// The data set is written (bulk) before it is replayed, folded (rebuild) and read (point), even
+// when only a later step is asked for; only the asked-for steps are reported.
+if [.bulk, .replay, .rebuild, .point].contains(where: options.only) {
+    for backEnd in BackEnd.allCases {
+        let directory = root.appendingPathComponent("data-\(backEnd.rawValue)")
+        let written = try inChild(.bulk, backEnd, directory)
+        if options.only(.bulk) { figures += written }
+        if options.only(.replay) { figures += try inChild(.replay, backEnd, directory) }
+        if options.only(.rebuild) || options.only(.point) {
+            let rebuilt = try inChild(.rebuild, backEnd, directory)
+            if options.only(.rebuild) { figures += rebuilt }
+        }
+        if options.only(.point) { figures += try inChild(.point, backEnd, directory) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+if options.only(.mix) {
+    for backEnd in BackEnd.allCases { figures += try inChild(.mix, backEnd, root.appendingPathComponent("mix-\(backEnd.rawValue)")) }
+}
+
+let loadAtEnd = loadAverage()
+let memoryMethod = "max RSS: ru_maxrss of the workload's child process from wait4 (includes memory-mapped file pages); "
+    + "anonymous: the child's RssAnon from /proc/self/status sampled every 10 ms (heap and stacks only); "
+    + "* = the three back ends ran in one child"
+print(throughputTable(figures))
+print("")
+if figures.contains(where: { $0.latency != nil }) {
+    print(latencyTable(figures))
+    print("")
+}
+print(memoryTable(figures))
+print("(\(memoryMethod))\n")
+for figure in figures where !figure.notes.isEmpty {
+    let notes = figure.notes.sorted { $0.key < $1.key }.map { "\($0.key) = \(String(format: "%.3f", $0.value))" }.joined(separator: ", ")
+    print("note: \(figure.workload) on \(figure.backEnd.title): \(notes)")
+}
+let checked = targets(figures, records: scale.records)
+print("\ntargets (issue 7):")
+print(targetLines(checked))
+print("\nload average at end: \(loadAtEnd)")
 
 if let jsonPath = options.jsonPath {
-    struct Report: Codable {
-        let machine: String
-        let rows: [Row]
-        struct Row: Codable {
-            let workload: String
-            let eventLogPerSecond: Double
-            let rawLMDBPerSecond: Double
-            let sqlitePerSecond: Double
-            /// EventLog / raw LMDB.
-            let ratio: Double
-            /// EventLog / SQLite.
-            let ratioToSQLite: Double
-        }
-    }
-    let report = Report(machine: machineDescription(), rows: rows.map {
-        .init(workload: $0.workload, eventLogPerSecond: $0.ours.perSecond, rawLMDBPerSecond: $0.peer.perSecond, sqlitePerSecond: $0.sqlite.perSecond,
-              ratio: $0.ours.perSecond / $0.peer.perSecond, ratioToSQLite: $0.ours.perSecond / $0.sqlite.perSecond)
-    })
+    let report = Report(command: CommandLine.arguments.joined(separator: " "), machine: machine, loadAverageAtStart: loadAtStart,
+                        loadAverageAtEnd: loadAtEnd, records: scale.records, accounts: scale.accounts, meanPayloadBytes: meanPayload,
+                        memoryMethod: memoryMethod, figures: figures, targets: checked)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(report).write(to: URL(fileURLWithPath: jsonPath))
-    print("\nwrote \(jsonPath)")
+    print("wrote \(jsonPath)")
 }

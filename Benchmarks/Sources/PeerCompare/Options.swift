@@ -1,0 +1,100 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// The command line.
+struct Options {
+    enum Workload: String, CaseIterable {
+        case single, group, bulk, replay, rebuild, point, mix
+    }
+
+    var records: Int?
+    var quick = false
+    var jsonPath: String?
+    var workloads = Set(Workload.allCases)
+    /// Set in a child process: what to run, on which back end, where, and where to put the figures.
+    var child: (workload: Workload, backEnd: BackEnd?, directory: URL, result: URL)?
+
+    static let usage = """
+        usage: peer-compare [--records N] [--quick] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix]
+
+          --records N   events in the data set of bulk, replay, rebuild and point (default 1000000; 10 per account)
+          --quick       small sizes for a smoke run (20,000 events, short append and mix runs)
+          --json FILE   also write every figure, the machine and the targets as JSON
+          --only LIST   run only these workloads (`scan` is accepted for `replay`)
+        """
+
+    func only(_ workload: Workload) -> Bool { workloads.contains(workload) }
+
+    var scale: Scale { Scale(quick: quick, records: records) }
+
+    init(_ arguments: [String]) {
+        var iterator = arguments.dropFirst().makeIterator()
+        var childWorkload: Workload?
+        var childBackEnd: BackEnd?
+        var childDirectory: String?
+        var childResult: String?
+        func fail(_ message: String) -> Never {
+            FileHandle.standardError.write(Data("peer-compare: \(message)\n\(Self.usage)\n".utf8))
+            exit(64)
+        }
+        while let argument = iterator.next() {
+            switch argument {
+            case "--records":
+                guard let value = iterator.next().flatMap(Int.init), value >= 10 else { fail("--records takes a number of at least 10") }
+                records = value / 10 * 10
+            case "--quick": quick = true
+            case "--json": jsonPath = iterator.next()
+            case "--only":
+                let names = (iterator.next() ?? "").split(separator: ",").map { $0 == "scan" ? "replay" : String($0) }
+                let chosen = names.compactMap(Workload.init(rawValue:))
+                guard !chosen.isEmpty, chosen.count == names.count else { fail("--only takes a list of \(Workload.allCases.map(\.rawValue).joined(separator: ", "))") }
+                workloads = Set(chosen)
+            case "--child": childWorkload = iterator.next().flatMap(Workload.init(rawValue:))
+            case "--backend": childBackEnd = iterator.next().flatMap(BackEnd.init(rawValue:))
+            case "--dir": childDirectory = iterator.next()
+            case "--result": childResult = iterator.next()
+            case "--help", "-h":
+                print(Self.usage)
+                exit(0)
+            default: fail("unknown argument \(argument)")
+            }
+        }
+        if let childWorkload, let childDirectory, let childResult {
+            child = (childWorkload, childBackEnd, URL(fileURLWithPath: childDirectory), URL(fileURLWithPath: childResult))
+        }
+    }
+
+    /// The arguments that give a child process the same sizes.
+    var scaleArguments: [String] {
+        (quick ? ["--quick"] : []) + (records.map { ["--records", String($0)] } ?? [])
+    }
+}
+
+/// How much work each workload does.
+struct Scale {
+    /// Events in the data set (ten per account).
+    let records: Int
+    var accounts: Int { records / Dataset.eventsPerAccount }
+    let singleRounds: Int
+    let singleDurablePerRound: Int
+    let singleRelaxedPerRound: Int
+    let groupWriters: [(writers: Int, perWriter: Int)]
+    let pointReads: Int
+    let mixAccounts: Int
+    let mixPerWriter: Int
+
+    init(quick: Bool, records: Int?) {
+        self.records = records ?? (quick ? 20_000 : 1_000_000)
+        singleRounds = quick ? 2 : 10
+        singleDurablePerRound = quick ? 25 : 200
+        singleRelaxedPerRound = quick ? 250 : 2_000
+        groupWriters = quick ? [(1, 50), (8, 10), (64, 2)] : [(1, 2_000), (8, 500), (64, 100)]
+        pointReads = min(quick ? 5_000 : 100_000, self.records * 10)
+        mixAccounts = quick ? 1_000 : 10_000
+        mixPerWriter = quick ? 50 : 2_000
+    }
+}

@@ -1,0 +1,138 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// The order of the rows.
+let workloadOrder = ["single-durable", "single-relaxed", "group-1", "group-8", "group-64", "bulk", "replay", "replay-copied",
+                     "rebuild", "point", "point-details", "mix"]
+
+/// 1234567.8 → "1,234,568".
+func grouped(_ value: Double) -> String {
+    let digits = String(Int(value.rounded()))
+    var result = ""
+    for (index, character) in digits.reversed().enumerated() {
+        if index > 0, index % 3 == 0, character != "-" { result.append(",") }
+        result.append(character)
+    }
+    return String(result.reversed())
+}
+
+func micros(_ value: Double) -> String {
+    value < 100 ? String(format: "%.1f", value) : grouped(value)
+}
+
+/// A Markdown table with right-aligned figures.
+func markdownTable(_ header: [String], _ rows: [[String]]) -> String {
+    var lines = ["| " + header.joined(separator: " | ") + " |", "|" + header.indices.map { $0 == 0 ? "---" : "---:" }.joined(separator: "|") + "|"]
+    lines += rows.map { "| " + $0.joined(separator: " | ") + " |" }
+    return lines.joined(separator: "\n")
+}
+
+/// The figures grouped by workload, in table order.
+func byWorkload(_ figures: [Figure]) -> [(key: String, title: String, figures: [BackEnd: Figure])] {
+    let keys = workloadOrder.filter { key in figures.contains { $0.workload == key } }
+    return keys.map { key in
+        let matching = figures.filter { $0.workload == key }
+        return (key, matching[0].title, Dictionary(matching.map { ($0.backEnd, $0) }, uniquingKeysWith: { first, _ in first }))
+    }
+}
+
+func throughputTable(_ figures: [Figure]) -> String {
+    let rows = byWorkload(figures).map { row -> [String] in
+        let cells = BackEnd.allCases.map { row.figures[$0].map { grouped($0.perSecond) } ?? "—" }
+        let ratios = [BackEnd.raw, .sqlite].map { peer -> String in
+            guard let ours = row.figures[.log], let theirs = row.figures[peer], theirs.perSecond > 0 else { return "—" }
+            return String(format: "%.2f×", ours.perSecond / theirs.perSecond)
+        }
+        return [row.title] + cells + ratios
+    }
+    return markdownTable(["workload (per second)", "EventLog", "raw LMDB", "SQLite", "EventLog / raw", "EventLog / SQLite"], rows)
+}
+
+func latencyTable(_ figures: [Figure]) -> String {
+    var rows: [[String]] = []
+    for row in byWorkload(figures) {
+        for backEnd in BackEnd.allCases {
+            guard let figure = row.figures[backEnd], let latency = figure.latency else { continue }
+            let lag = figure.lag.map { [micros($0.p50), micros($0.p99)] } ?? ["", ""]
+            rows.append([row.title, backEnd.title, micros(latency.p50), micros(latency.p95), micros(latency.p99), micros(latency.p999),
+                         micros(latency.max)] + lag)
+        }
+    }
+    return markdownTable(["workload (µs)", "back end", "p50", "p95", "p99", "p99.9", "max", "subscriber lag p50", "lag p99"], rows)
+}
+
+func memoryTable(_ figures: [Figure]) -> String {
+    let rows = byWorkload(figures).map { row -> [String] in
+        let cells = BackEnd.allCases.map { backEnd -> String in
+            guard let figure = row.figures[backEnd], let rss = figure.maxRSSMiB else { return "—" }
+            return "\(grouped(rss)) / \(grouped(figure.peakAnonMiB ?? 0))" + (figure.sharedProcess ? "*" : "")
+        }
+        return [row.title] + cells
+    }
+    return markdownTable(["peak memory, MiB: max RSS / anonymous", "EventLog", "raw LMDB", "SQLite"], rows)
+}
+
+/// One of issue 7's targets, checked against this run.
+struct Target: Codable {
+    let name: String
+    /// nil when the workload did not run.
+    let met: Bool?
+    let detail: String
+}
+
+func targets(_ figures: [Figure], records: Int) -> [Target] {
+    func find(_ workload: String, _ backEnd: BackEnd = .log) -> Figure? {
+        figures.first { $0.workload == workload && $0.backEnd == backEnd }
+    }
+    func ratio(_ workload: String, _ peer: BackEnd) -> Double? {
+        guard let ours = find(workload), let theirs = find(workload, peer), theirs.perSecond > 0 else { return nil }
+        return ours.perSecond / theirs.perSecond
+    }
+    func target(_ name: String, _ value: Double?, _ passes: (Double) -> Bool, _ show: (Double) -> String) -> Target {
+        guard let value else { return Target(name: name, met: nil, detail: "not run") }
+        return Target(name: name, met: passes(value), detail: show(value))
+    }
+    let times = { (value: Double) in String(format: "%.2f×", value) }
+    let rebuild = find("rebuild")
+    var result = [
+        target("single durable append ≥ 0.8× raw LMDB", ratio("single-durable", .raw), { $0 >= 0.8 }, times),
+        target("64 writers ≥ 100,000 events/s", find("group-64")?.perSecond, { $0 >= 100_000 }, { "\(grouped($0)) events/s" }),
+        target("64 writers ≥ 3× SQLite", ratio("group-64", .sqlite), { $0 >= 3 }, times),
+        target("replay ≥ 2,000,000 events/s", find("replay")?.perSecond, { $0 >= 2_000_000 }, { "\(grouped($0)) events/s" }),
+        target("replay ≥ 5× SQLite", ratio("replay", .sqlite), { $0 >= 5 }, times),
+        target("rebuild of \(count(records)) events < 10 s", rebuild?.seconds, { $0 < 10 }, { String(format: "%.2f s", $0) }),
+        target("rebuild peak memory < 200 MB (max RSS of the process)", rebuild?.maxRSSMiB.map { $0 * 1.048576 }, { $0 < 200 }, {
+            String(format: "%.0f MB max RSS (anonymous: %.0f MB)", $0, (rebuild?.peakAnonMiB ?? 0) * 1.048576)
+        }),
+        target("point read p99 < 20 µs", find("point")?.latency?.p99, { $0 < 20 }, { String(format: "%.1f µs", $0) })
+    ]
+    if records != 1_000_000 {
+        result = result.map { $0.name.hasPrefix("rebuild of") ? Target(name: $0.name, met: $0.met, detail: $0.detail + " (the target is for 1 M)") : $0 }
+    }
+    return result
+}
+
+func targetLines(_ targets: [Target]) -> String {
+    targets.map { target in
+        let verdict = target.met.map { $0 ? "met   " : "MISSED" } ?? "—     "
+        return "\(verdict) \(target.name): \(target.detail)"
+    }.joined(separator: "\n")
+}
+
+/// Everything a run produced, for `--json`.
+struct Report: Codable {
+    let command: String
+    let machine: String
+    let loadAverageAtStart: String
+    let loadAverageAtEnd: String
+    let records: Int
+    let accounts: Int
+    let meanPayloadBytes: Double
+    let memoryMethod: String
+    let figures: [Figure]
+    let targets: [Target]
+}

@@ -1,0 +1,115 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+
+/// The log-only append workloads: no details table on any side.
+enum AppendWorkloads {
+    /// Opens a log in `directory`; durable = fsync per commit.
+    static func openLog(_ directory: URL, durable: Bool) throws -> EventLog {
+        var options = EventLogOptions()
+        options.sync = durable ? .durable : .relaxed
+        options.initialMapSize = 1 << 30
+        return try EventLog(path: directory.appendingPathComponent("log").path, options: options)
+    }
+
+    /// `count` realistic `account.details-modified` events with ids from `seed`, for account streams.
+    static func sampleEvents(_ count: Int, seed: UInt64) -> [ProposedEvent] {
+        (0..<count).map { index in
+            Dataset.proposed(Dataset.event(account: index % 1_000, index: 1 + index % 9), id: seed &+ UInt64(index))
+        }
+    }
+
+    /// 1. Single-event appends, one writer, one event per commit on every side: durable, then
+    /// relaxed (no fsync, which shows each back end's own overhead per append). The back ends stay
+    /// open and take turns, round by round, so that the disk's moods (these virtual disks vary by
+    /// ±30 % from one second to the next) fall on all alike. All three run in this one process.
+    static func single(_ scale: Scale, in directory: URL) async throws -> [Figure] {
+        var figures: [Figure] = []
+        for durable in [true, false] {
+            let perRound = durable ? scale.singleDurablePerRound : scale.singleRelaxedPerRound
+            let mode = durable ? "durable" : "relaxed"
+            let log = try openLog(directory.appendingPathComponent("single-\(mode)-log"), durable: durable)
+            let raw = try RawLMDB(directory: directory.appendingPathComponent("single-\(mode)-raw"), durable: durable)
+            let sqlite = try SQLitePeer(directory: directory.appendingPathComponent("single-\(mode)-sqlite"), durable: durable)
+            var watches = [Stopwatch(), Stopwatch(), Stopwatch()]
+            let stamp = microsecondsNow()
+            for round in 0..<scale.singleRounds {
+                let first = round * perRound
+                let events = sampleEvents(perRound, seed: (durable ? 0x51_0000_0000 : 0x52_0000_0000) &+ UInt64(first))
+                let streams = (first..<(first + perRound)).map { "account-\($0 % 100)" }
+                let frames = events.indices.map { RawFrame.make(type: events[$0].type, timestamp: stamp, stream: streams[$0], payload: [UInt8](events[$0].payload)) }
+                try await watches[0].time {
+                    for (event, stream) in zip(events, streams) { _ = try await log.append(event, to: stream) }
+                }
+                try watches[1].time {
+                    for (offset, frame) in frames.enumerated() {
+                        try raw.write { txn in try raw.putRecord(txn, position: UInt64(first + offset + 1), frame) }
+                    }
+                }
+                try watches[2].time {
+                    for (event, stream) in zip(events, streams) { try sqlite.appendBlocking([event], to: stream) }
+                }
+            }
+            log.close()
+            let operations = scale.singleRounds * perRound
+            for (backEnd, watch) in zip(BackEnd.allCases, watches) {
+                var figure = Figure("single-\(mode)", "\(mode) append, 1 writer, 1 event/commit", backEnd, operations: operations, seconds: watch.seconds)
+                figure.sharedProcess = true
+                figures.append(figure)
+            }
+        }
+        return figures
+    }
+
+    /// 2. Durable appends from 1, 8 and 64 concurrent writers, one event per append, each writer
+    /// on a stream of its own. The log groups concurrent appends into shared commits; raw LMDB and
+    /// SQLite have one writer at a time and commit (and fsync) every append on its own.
+    static func group(_ scale: Scale, _ backEnd: BackEnd, in directory: URL) async throws -> [Figure] {
+        var figures: [Figure] = []
+        for (writers, perWriter) in scale.groupWriters {
+            let total = writers * perWriter
+            let events = sampleEvents(total, seed: 0x60_0000_0000 &+ UInt64(writers) << 24)
+            let place = directory.appendingPathComponent("group-\(writers)")
+            var watch = Stopwatch()
+            switch backEnd {
+            case .log:
+                let log = try openLog(place, durable: true)
+                try await watch.time {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for writer in 0..<writers {
+                            group.addTask {
+                                for index in 0..<perWriter { _ = try await log.append(events[writer * perWriter + index], to: "writer-\(writer)") }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                }
+                log.close()
+            case .raw:
+                let raw = try RawLMDB(directory: place, durable: true)
+                let frame = RawFrame.make(type: events[0].type, timestamp: microsecondsNow(), stream: "writer-0", payload: [UInt8](events[0].payload))
+                try watch.time { try raw.concurrentSingleAppends(writers: writers, perWriter: perWriter, value: frame) }
+            case .sqlite:
+                let sqlite = try SQLitePeer(directory: place, durable: true)
+                try await watch.time {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for writer in 0..<writers {
+                            group.addTask {
+                                for index in 0..<perWriter { try await sqlite.append([events[writer * perWriter + index]], to: "writer-\(writer)") }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                }
+            }
+            try? FileManager.default.removeItem(at: place)
+            figures.append(Figure("group-\(writers)", "durable append, \(writers) concurrent writer\(writers == 1 ? "" : "s")", backEnd,
+                                  operations: total, seconds: watch.seconds))
+        }
+        return figures
+    }
+}

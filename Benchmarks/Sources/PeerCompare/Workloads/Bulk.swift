@@ -1,0 +1,147 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import SpeziAccountStore
+
+/// The 1 M-event data set: written once per back end (relaxed bulk append, timed), then read back
+/// (full replay), then folded (rebuild) and read (point reads) by later child processes.
+enum BulkWorkloads {
+    /// Where each back end keeps the data set inside its chain directory.
+    static func logPath(_ directory: URL) -> URL { directory.appendingPathComponent("log") }
+    static func rawPath(_ directory: URL) -> URL { directory.appendingPathComponent("raw") }
+    static func sqlitePath(_ directory: URL) -> URL { directory.appendingPathComponent("sqlite") }
+
+    static func openLog(_ directory: URL) throws -> EventLog {
+        var options = EventLogOptions()
+        options.sync = .relaxed
+        options.initialMapSize = 2 << 30
+        return try EventLog(path: logPath(directory).path, options: options)
+    }
+
+    /// 3. Relaxed bulk append: every account's ten events in two commits of five (`Dataset`), no
+    /// fsync on any side. Only the append calls are timed, not making the events.
+    static func bulk(_ scale: Scale, _ backEnd: BackEnd, in directory: URL) async throws -> [Figure] {
+        let accounts = scale.accounts
+        let per = Dataset.eventsPerCommit
+        var watch = Stopwatch()
+        var log: EventLog?
+        var raw: RawLMDB?
+        var sqlite: SQLitePeer?
+        switch backEnd {
+        case .log: log = try openLog(directory)
+        case .raw: raw = try RawLMDB(directory: rawPath(directory), sync: .relaxed)
+        case .sqlite: sqlite = try SQLitePeer(directory: sqlitePath(directory), sync: .off)
+        }
+        var position: UInt64 = 0
+        for round in 0..<(Dataset.eventsPerAccount / per) {
+            for account in 0..<accounts {
+                let stream = Dataset.accountId(account)
+                let indexes = (round * per)..<(round * per + per)
+                let events = indexes.map { Dataset.event(account: account, index: $0) }
+                let expected: ExpectedVersion = round == 0 ? .noStream : .exact(UInt64(round * per))
+                if let raw {
+                    let stamp = microsecondsNow()
+                    let frames = events.map { RawFrame.make(type: $0.typeName, timestamp: stamp, stream: stream, payload: $0.encodedPayload()) }
+                    try watch.time {
+                        try raw.write { txn in
+                            for frame in frames {
+                                position += 1
+                                try raw.putRecord(txn, position: position, frame)
+                            }
+                        }
+                    }
+                    continue
+                }
+                let proposed = zip(indexes, events).map { Dataset.proposed($1, id: UInt64(account * Dataset.eventsPerAccount + $0 + 1)) }
+                if let log {
+                    _ = try await watch.time { try await log.append(proposed, to: stream, expectedVersion: expected) }
+                } else if let sqlite {
+                    _ = try watch.time { try sqlite.appendBlocking(proposed, to: stream, expectedVersion: expected) }
+                }
+            }
+        }
+        log?.close()
+        return [Figure("bulk", "relaxed bulk append of \(count(scale.records)) events, 5 per commit", backEnd, operations: scale.records, seconds: watch.seconds)]
+    }
+
+    /// A number that uses the decoded event, so that decoding cannot be left out.
+    @inline(__always)
+    static func weight(_ event: AccountEvent) -> Int {
+        switch event {
+        case let .accountCreated(userId, _, _, values): userId.utf8.count &+ values.count
+        case let .detailsModified(modified, removed): modified.count &+ removed.count
+        default: 1
+        }
+    }
+
+    /// 4. Full replay: read every event and decode its payload into an `AccountEvent` with the
+    /// store's decoder. The log reads in place (`scan`: checksum and layout checked, nothing copied)
+    /// and, in a second row, copied into `RecordedEvent`s (`replay`); raw LMDB walks a cursor;
+    /// SQLite steps a prepared SELECT (payload read in place, and, in the second row, each row
+    /// copied into a struct with its metadata decoded).
+    static func replay(_ scale: Scale, _ backEnd: BackEnd, in directory: URL) async throws -> [Figure] {
+        var inPlace = Stopwatch()
+        var copied = Stopwatch()
+        var total = 0
+        var copiedTotal = 0
+        var records = 0
+        var copiedRecords = 0
+        switch backEnd {
+        case .log:
+            let log = try openLog(directory)
+            try inPlace.time {
+                try log.scan { record in
+                    total &+= weight(try AccountEvent.decode(type: record.type, payload: record.payload))
+                    records += 1
+                    return true
+                }
+            }
+            try copied.time {
+                try log.replay(batchSize: 4_096) { record in
+                    copiedTotal &+= weight(try record.payload.withUnsafeBytes { try AccountEvent.decode(type: record.type, payload: $0) }) &+ record.metadata.extra.count
+                    copiedRecords += 1
+                    return true
+                }
+            }
+            log.close()
+        case .raw:
+            let raw = try RawLMDB(directory: rawPath(directory), sync: .relaxed)
+            try inPlace.time {
+                records = try raw.read { txn in
+                    try raw.forEachRecord(txn, after: 0) { _, bytes in
+                        let view = RawFrame.View(bytes)
+                        total &+= weight(try AccountEvent.decode(type: view.type, payload: view.payload))
+                    }
+                }
+            }
+        case .sqlite:
+            let sqlite = try SQLitePeer(directory: sqlitePath(directory), sync: .off)
+            try inPlace.time {
+                records = try sqlite.replay { _, event in total &+= weight(event) }
+            }
+            try copied.time {
+                copiedRecords = try sqlite.replayCopied { row, event in copiedTotal &+= weight(event) &+ row.metadata.extra.count }
+            }
+        }
+        precondition(records == scale.records, "\(backEnd.title) replayed \(records) of \(scale.records) events")
+        precondition(total > 0)
+        var figures = [Figure("replay", "full replay of \(count(scale.records)) events, decoded in place", backEnd, operations: records, seconds: inPlace.seconds)]
+        if backEnd != .raw {
+            precondition(copiedRecords == scale.records && copiedTotal >= total)
+            figures.append(Figure("replay-copied", "full replay of \(count(scale.records)) events, copied, then decoded", backEnd,
+                                  operations: copiedRecords, seconds: copied.seconds))
+        }
+        return figures
+    }
+}
+
+/// 1000000 → "1 M", 20000 → "20 k".
+func count(_ number: Int) -> String {
+    if number >= 1_000_000, number % 1_000_000 == 0 { return "\(number / 1_000_000) M" }
+    if number >= 1_000, number % 1_000 == 0 { return "\(number / 1_000) k" }
+    return "\(number)"
+}
