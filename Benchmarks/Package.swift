@@ -47,6 +47,19 @@ let package = Package(
             plugins: [
                 .plugin(name: "BenchmarkPlugin", package: "benchmark")
             ]
+        ),
+        .executableTarget(
+            name: "AccountStoreBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "EventLog", package: root),
+                .product(name: "Projections", package: root),
+                .product(name: "SpeziAccountStore", package: root)
+            ],
+            path: "Benchmarks/AccountStoreBenchmarks",
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
+            ]
         )
     ],
     swiftLanguageModes: [.v6]

@@ -25,9 +25,14 @@ enum Dataset {
         var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = bytes.map { String(format: "%02x", $0) }.joined()
-        let characters = Array(hex)
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for (index, byte) in bytes.enumerated() {
+            if [4, 6, 8, 10].contains(index) { text.append(UInt8(ascii: "-")) }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Event `index` (0-based) of account `account`.
@@ -106,9 +111,10 @@ enum Dataset {
     }
 
     private static func biography(_ generator: inout SplitMix64) -> String {
-        let length = 80 + Int(generator.next() % 140)
+        let length = 150 + Int(generator.next() % 150)
         var text = ""
-        while text.count < length {
+        text.reserveCapacity(length + 16)
+        while text.utf8.count < length {
             if !text.isEmpty { text += " " }
             text += pick(words, &generator)
         }

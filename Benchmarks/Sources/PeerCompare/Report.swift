@@ -6,7 +6,7 @@
 import Foundation
 
 /// The order of the rows.
-let workloadOrder = ["single-durable", "single-relaxed", "group-1", "group-8", "group-64", "bulk", "replay", "replay-copied",
+let workloadOrder = ["single-durable", "single-relaxed", "group-1", "group-8", "group-64", "bulk", "scan", "replay", "replay-copied",
                      "rebuild", "point", "point-details", "mix"]
 
 /// 1234567.8 → "1,234,568".

@@ -186,6 +186,19 @@ final class SQLitePeer: Sendable {
         }
     }
 
+    /// Steps through every event in position order, reading the same columns as `replay` but
+    /// decoding nothing; returns the payloads' total size.
+    func payloadBytes() throws -> Int {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT position, stream, version, type, payload FROM events ORDER BY position"))
+            var bytes = 0
+            while let row = try rows.next() {
+                bytes &+= try row.withUnsafeData(atIndex: 4) { $0?.count ?? 0 }
+            }
+            return bytes
+        }
+    }
+
     /// Reads every event in position order into an `SQLiteEvent` (payload and metadata copied), then
     /// decodes the payload: the counterpart of the log's `replay` of `RecordedEvent`s.
     func replayCopied(_ body: (SQLiteEvent, AccountEvent) -> Void) throws -> Int {

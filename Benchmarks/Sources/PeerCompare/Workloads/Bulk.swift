@@ -82,8 +82,11 @@ enum BulkWorkloads {
     /// store's decoder. The log reads in place (`scan`: checksum and layout checked, nothing copied)
     /// and, in a second row, copied into `RecordedEvent`s (`replay`); raw LMDB walks a cursor;
     /// SQLite steps a prepared SELECT (payload read in place, and, in the second row, each row
-    /// copied into a struct with its metadata decoded).
+    /// copied into a struct with its metadata decoded). A first row reads the same without decoding
+    /// the payloads (the storage alone).
     static func replay(_ scale: Scale, _ backEnd: BackEnd, in directory: URL) async throws -> [Figure] {
+        var bare = Stopwatch()
+        var bareBytes = 0
         var inPlace = Stopwatch()
         var copied = Stopwatch()
         var total = 0
@@ -93,6 +96,12 @@ enum BulkWorkloads {
         switch backEnd {
         case .log:
             let log = try openLog(directory)
+            try bare.time {
+                try log.scan { record in
+                    bareBytes &+= record.payload.count
+                    return true
+                }
+            }
             try inPlace.time {
                 try log.scan { record in
                     total &+= weight(try AccountEvent.decode(type: record.type, payload: record.payload))
@@ -110,6 +119,9 @@ enum BulkWorkloads {
             log.close()
         case .raw:
             let raw = try RawLMDB(directory: rawPath(directory), sync: .relaxed)
+            try bare.time {
+                _ = try raw.read { txn in try raw.forEachRecord(txn, after: 0) { _, bytes in bareBytes &+= RawFrame.View(bytes).payload.count } }
+            }
             try inPlace.time {
                 records = try raw.read { txn in
                     try raw.forEachRecord(txn, after: 0) { _, bytes in
@@ -120,6 +132,7 @@ enum BulkWorkloads {
             }
         case .sqlite:
             let sqlite = try SQLitePeer(directory: sqlitePath(directory), sync: .off)
+            try bare.time { bareBytes = try sqlite.payloadBytes() }
             try inPlace.time {
                 records = try sqlite.replay { _, event in total &+= weight(event) }
             }
@@ -129,7 +142,9 @@ enum BulkWorkloads {
         }
         precondition(records == scale.records, "\(backEnd.title) replayed \(records) of \(scale.records) events")
         precondition(total > 0)
-        var figures = [Figure("replay", "full replay of \(count(scale.records)) events, decoded in place", backEnd, operations: records, seconds: inPlace.seconds)]
+        precondition(bareBytes > scale.records)
+        var figures = [Figure("scan", "full scan of \(count(scale.records)) events, payloads not decoded", backEnd, operations: records, seconds: bare.seconds),
+                       Figure("replay", "full replay of \(count(scale.records)) events, decoded in place", backEnd, operations: records, seconds: inPlace.seconds)]
         if backEnd != .raw {
             precondition(copiedRecords == scale.records && copiedTotal >= total)
             figures.append(Figure("replay-copied", "full replay of \(count(scale.records)) events, copied, then decoded", backEnd,
