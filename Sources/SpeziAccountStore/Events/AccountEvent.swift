@@ -35,6 +35,11 @@ public enum AccountEvent: Sendable, Equatable {
     case loginFailed(reason: String)
     /// The account was logged out.
     case loggedOut
+    /// Values of keys the account service does not store itself, written by the log-backed storage
+    /// provider (``EventSourcedStorageProvider``): new values for `modified`, `removed` cleared.
+    case externalDetailsModified(modified: EncodedAccountValues, removed: [String])
+    /// The storage provider's record of the account was deleted: all its external values are gone.
+    case externalDetailsErased
 
     /// Every event type name this version writes, with its current schema version.
     public static let currentSchemaVersions: [String: UInt32] = [
@@ -46,7 +51,9 @@ public enum AccountEvent: Sendable, Equatable {
         "account.deleted": 1,
         "auth.login-succeeded": 1,
         "auth.login-failed": 1,
-        "auth.logged-out": 1
+        "auth.logged-out": 1,
+        "external.details-modified": 1,
+        "external.details-erased": 1
     ]
 
     /// The stable type name written to the log.
@@ -61,6 +68,8 @@ public enum AccountEvent: Sendable, Equatable {
         case .loginSucceeded: "auth.login-succeeded"
         case .loginFailed: "auth.login-failed"
         case .loggedOut: "auth.logged-out"
+        case .externalDetailsModified: "external.details-modified"
+        case .externalDetailsErased: "external.details-erased"
         }
     }
 
@@ -69,10 +78,11 @@ public enum AccountEvent: Sendable, Equatable {
         Self.currentSchemaVersions[typeName] ?? 1
     }
 
-    /// Whether this event changes account state (as opposed to an audit-only security event).
+    /// Whether this event changes the account's own state (as opposed to an audit-only security
+    /// event, or the storage provider's external values, which have their own view).
     public var changesAccountState: Bool {
         switch self {
-        case .loginSucceeded, .loginFailed, .loggedOut: false
+        case .loginSucceeded, .loginFailed, .loggedOut, .externalDetailsModified, .externalDetailsErased: false
         default: true
         }
     }
@@ -100,7 +110,10 @@ public enum AccountEvent: Sendable, Equatable {
             writer.string(new)
         case let .loginFailed(reason):
             writer.string(reason)
-        case .accountDeleted, .loginSucceeded, .loggedOut:
+        case let .externalDetailsModified(modified, removed):
+            writer.values(modified)
+            writer.strings(removed)
+        case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased:
             break
         }
         return writer.bytes
@@ -140,6 +153,10 @@ public enum AccountEvent: Sendable, Equatable {
             event = .loginFailed(reason: try reader.string("reason"))
         case "auth.logged-out":
             event = .loggedOut
+        case "external.details-modified":
+            event = .externalDetailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
+        case "external.details-erased":
+            event = .externalDetailsErased
         default:
             throw PayloadDecodingError.unknownEventType(type)
         }

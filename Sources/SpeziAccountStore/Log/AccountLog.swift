@@ -46,9 +46,14 @@ public struct AccountLog: Sendable {
 
     /// The account's current state from its whole stream, or nil when it never existed.
     public func load(_ accountId: String) throws -> AccountState? {
-        guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0) else { return nil }
+        try load(accountId, throughVersion: .max)
+    }
+
+    /// The account's state after the events up to stream version `version`, or nil when it did not exist then.
+    public func load(_ accountId: String, throughVersion version: UInt64) throws -> AccountState? {
+        guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0), version > 0 else { return nil }
         var state: AccountState?
-        for record in try log.readStream(accountId) {
+        for record in try log.readStream(accountId, limit: version == .max ? .max : Int(clamping: version)) {
             state = AccountState.applying(try event(from: record), to: state, accountId: accountId,
                                           version: record.streamVersion, at: record.timestamp)
         }

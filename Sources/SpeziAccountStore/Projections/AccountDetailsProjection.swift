@@ -26,7 +26,11 @@ public struct AccountDetailsProjection: Projection {
     public var databaseNames: [String] { ["accounts"] }
 
     public func apply(_ record: RecordView, to state: ProjectionState) throws {
-        let event = try AccountEvent.decode(type: record.type, payload: record.payload)
+        // Types this build does not know (written by a newer one) stay in the log for the build
+        // that knows them; they never stop the cache.
+        let type = record.type
+        guard AccountEvent.currentSchemaVersions[type] != nil else { return }
+        let event = try AccountEvent.decode(type: type, payload: record.payload)
         guard event.changesAccountState || event.isLoginOutcome else { return }
         let keysVersion = keysVersion(of: record)
         let upcast = try evolution.upcast(event, writtenAt: keysVersion)

@@ -85,7 +85,7 @@ public struct AccountState: Sendable, Equatable {
             self.failedLogins += 1
             self.lastFailedLogin = time
             return
-        case .loggedOut:
+        case .loggedOut, .externalDetailsModified, .externalDetailsErased:
             return
         }
         self.updatedAt = time

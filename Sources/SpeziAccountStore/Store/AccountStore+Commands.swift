@@ -29,7 +29,15 @@ extension AccountStore {
     ///   when the user id belongs to another account (also under concurrent signups).
     @discardableResult
     public func signup(_ signupDetails: AccountDetails, context: Context = Context()) async throws -> AccountDetails {
-        try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        try await signup(signupDetails, context: context, validating: true)
+    }
+
+    /// Signup; `validating: false` when the caller (the service) already validated the whole details
+    /// against its own configuration and passes only the keys it stores.
+    func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
+        if validating {
+            try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        }
         try checkSupported(signupDetails.keys)
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
@@ -65,7 +73,13 @@ extension AccountStore {
     /// Turns an anonymous account into a full one, keeping its account id and its values.
     @discardableResult
     public func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context = Context()) async throws -> AccountDetails {
-        try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        try await upgrade(accountId, with: signupDetails, context: context, validating: true)
+    }
+
+    func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
+        if validating {
+            try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        }
         try checkSupported(signupDetails.keys)
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
@@ -132,7 +146,13 @@ extension AccountStore {
     ///   another account, ``AccountStoreError``.
     @discardableResult
     public func modify(_ accountId: String, _ modifications: AccountModifications, context: Context = Context()) async throws -> AccountDetails {
-        try AccountValidation.validateModifications(modifications, values: valueConfiguration, service: serviceConfiguration)
+        try await modify(accountId, modifications, context: context, validating: true)
+    }
+
+    func modify(_ accountId: String, _ modifications: AccountModifications, context: Context, validating: Bool) async throws -> AccountDetails {
+        if validating {
+            try AccountValidation.validateModifications(modifications, values: valueConfiguration, service: serviceConfiguration)
+        }
         try checkSupported(modifications.modifiedKeys + modifications.removedKeys)
         let userIdKey = AccountDetails.__Key_userId.self
         let passwordKey = AccountDetails.__Key_password.self
@@ -170,13 +190,15 @@ extension AccountStore {
     }
 
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the
-    /// version it decided on; when another writer appended first, loads and decides again.
-    /// Returns the position of the last event appended, or nil when `decide` had nothing to append.
+    /// version it decided on; when another writer appended first, loads and decides again after a
+    /// short random pause (growing with each attempt, so that many writers on one account spread out
+    /// instead of colliding again). Returns the position of the last event appended, or nil when
+    /// `decide` had nothing to append.
     func retrying(_ accountId: String,
                   decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
                   context: () -> Context) async throws -> UInt64? {
-        let attempts = 8
-        for _ in 0..<attempts {
+        let attempts = options.maxConflictRetries
+        for attempt in 0..<attempts {
             guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
             guard !decision.events.isEmpty else { return nil }
@@ -185,11 +207,18 @@ extension AccountStore {
                                                        metadata: context().metadata, claims: decision.claims, releases: decision.releases)
                 return result.positions.upperBound
             } catch EventLogError.wrongExpectedVersion {
+                try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
                 continue
             } catch EventLogError.claimTaken {
                 throw AccountServiceError.credentialsTaken
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
+    }
+
+    /// A random pause before retry `attempt`: up to 50 µs doubled per attempt, at most 20 ms.
+    static func conflictBackoff(attempt: Int) -> Duration {
+        let ceiling = min(50 << min(attempt, 10), 20_000)
+        return .microseconds(Int.random(in: 1...ceiling))
     }
 }

@@ -26,6 +26,9 @@ public struct AccountStoreOptions: Sendable {
     public var lockout = (attempts: 5, duration: Duration.seconds(300))
     /// The clock (inject a fixed one in tests).
     public var clock: @Sendable () -> Date = { Date() }
+    /// How often a command retries when another writer changed the account between its read and
+    /// its append (optimistic concurrency); after that it fails with `tooMuchContention`.
+    public var maxConflictRetries = 64
     /// New account ids.
     public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
 
@@ -78,7 +81,8 @@ public final class AccountStore: Sendable {
         do {
             hasher = try PasswordHasher(parameters: options.passwordParameters, allowingWeakParameters: options.allowWeakPasswordParameters)
             projections = try ProjectionStore(path: root.appendingPathComponent("projections").path, log: log,
-                                              projections: [AccountDetailsProjection(evolution: options.evolution)])
+                                              projections: [AccountDetailsProjection(evolution: options.evolution),
+                                                            ExternalDetailsProjection(evolution: options.evolution)])
         } catch {
             log.close()
             throw error
