@@ -35,6 +35,8 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     private let loadPatience: Duration
 
     @Dependency(ExternalAccountStorage.self) private var externalStorage
+    /// For the app's keys, so that values fed from the log arrive typed.
+    @Dependency(Account.self) private var account: Account?
     private var feedTask: Task<Void, Never>?
 
     /// A provider writing to `store`'s log.
@@ -52,13 +54,14 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
         let store = store
         let storage = externalStorage
         let origin = origin
+        let keys = account?.configuration.keys ?? []
         feedTask = Task.detached {
             do {
                 for try await record in store.log.subscribe(after: start) where record.type.hasPrefix("external.") {
                     guard record.metadata.extra[Self.originKey] != origin else { continue }
                     try await store.projections.waitUntilApplied(ExternalDetailsProjection.projectionName, position: record.position)
                     let values = try ExternalDetailsProjection.values(of: record.streamID, in: store.projections)
-                    storage.notifyAboutUpdatedDetails(for: record.streamID, try store.details(perKey: values))
+                    storage.notifyAboutUpdatedDetails(for: record.streamID, try store.details(perKey: values, keys: keys))
                 }
             } catch {
                 // The log closed or the view failed: the feed ends (the view's status says why).
