@@ -8,12 +8,14 @@ import Foundation
 import LMDB
 import Projections
 
-/// The details cache: every account's current state, folded from the log and kept in LMDB.
+/// The details cache: every account's current state, folded from the log and kept in LMDB. Every
+/// account event is applied (security and external ones only move the version and the login
+/// counters), so a cached state always equals the fold of its stream up to the checkpoint.
 /// Its fingerprint covers its own version and the schema evolution, so a new upcaster rebuilds it.
 public struct AccountDetailsProjection: Projection {
     public static let projectionName = "account-details"
     /// Bump when the stored form or the folding changes.
-    static let version = 1
+    static let version = 2
 
     public let evolution: SchemaEvolution
 
@@ -31,7 +33,6 @@ public struct AccountDetailsProjection: Projection {
         let type = record.type
         guard AccountEvent.currentSchemaVersions[type] != nil else { return }
         let event = try AccountEvent.decode(type: type, payload: record.payload)
-        guard event.changesAccountState || event.isLoginOutcome else { return }
         let keysVersion = keysVersion(of: record)
         let upcast = try evolution.upcast(event, writtenAt: keysVersion)
         let key = Array(record.streamIDBytes)
@@ -63,16 +64,6 @@ public struct AccountDetailsProjection: Projection {
                     entry = try cursor.next()
                 }
             }
-        }
-    }
-}
-
-extension AccountEvent {
-    /// Login outcomes change the failed-login counter (not the details).
-    var isLoginOutcome: Bool {
-        switch self {
-        case .loginSucceeded, .loginFailed: true
-        default: false
         }
     }
 }
