@@ -113,6 +113,26 @@ struct EventSourcedServiceTests {
         await store.close()
     }
 
+    @Test("the README's sample boots and signs up (on a temporary directory)")
+    func readmeSample() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        // As in the README's "The account store", but with test hashing parameters and a temporary path.
+        let store = try AccountStore(directory: fixture.directory.path, options: fixture.options())
+        let configuration = AccountConfiguration(
+            service: EventSourcedAccountService(store: store),
+            configuration: [.requires(\.userId), .requires(\.password), .requires(\.name),
+                            .collects(\.dateOfBirth), .collects(\.genderIdentity)]
+        )
+        let runtime = SpeziRuntime(configuration: Configuration { configuration })
+        try await runtime.boot()
+        let service = try #require(configuration.account.accountService as? EventSourcedAccountService)
+        try await service.signup(leland())
+        #expect(configuration.account.details?.genderIdentity == .male)
+        #expect(try store.log.read().map(\.type) == ["account.created"])
+        await store.close()
+    }
+
     @Test("login, logout and failed logins are recorded; a rejected operation appends nothing")
     func loginAndRejections() async throws {
         let fixture = StoreFixture()
