@@ -85,6 +85,12 @@ let package = Package(
         ),
         // The child process that the log's crash test kills at random moments.
         .executableTarget(name: "log-crash-child", dependencies: ["EventLog", "LMDB"], path: "Tools/log-crash-child"),
+        // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
+        .executableTarget(
+            name: "crash-test",
+            dependencies: ["SpeziAccountStore", "EventLog", "SpeziAccount", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/crash-test"
+        ),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EventLog", "LMDB"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
@@ -96,7 +102,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
-        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi"])
+        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test"])
     ],
     swiftLanguageModes: [.v6]
 )
