@@ -35,6 +35,7 @@ extension AccountStore {
     /// Signup; `validating: false` when the caller (the service) already validated the whole details
     /// against its own configuration and passes only the keys it stores.
     func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
+        try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
         if validating {
             try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
         }
@@ -42,9 +43,10 @@ extension AccountStore {
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
         }
+        let values = try loggedValues(signupDetails)
         let hash = try hasher.hash(password)
         let accountId = options.makeAccountId()
-        let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: try loggedValues(signupDetails))
+        let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
         let result: AppendResult
         do {
             result = try await accounts.append([event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
@@ -77,6 +79,7 @@ extension AccountStore {
     }
 
     func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
+        try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
         if validating {
             try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
         }
@@ -84,8 +87,8 @@ extension AccountStore {
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
         }
-        let hash = try hasher.hash(password)
         let values = try loggedValues(signupDetails)
+        let hash = try hasher.hash(password)
         let position = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
             return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [AccountLog.userIdClaim(userId)], [])
@@ -104,6 +107,9 @@ extension AccountStore {
     /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
     ///   ``AccountStoreError/lockedOut(until:)``.
     public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
+        guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
+            throw AccountServiceError.wrongCredentials
+        }
         guard let accountId = try accounts.accountId(forUserId: userId), let state = try accounts.load(accountId),
               !state.isDeleted, let stored = state.passwordHash else {
             // Spend the time one check takes, so that unknown user ids cannot be told apart by timing.
@@ -150,14 +156,15 @@ extension AccountStore {
     }
 
     func modify(_ accountId: String, _ modifications: AccountModifications, context: Context, validating: Bool) async throws -> AccountDetails {
+        try checkLimits(modifications.modifiedDetails, keyCount: modifications.modifiedKeys.count + modifications.removedKeys.count)
         if validating {
             try AccountValidation.validateModifications(modifications, values: valueConfiguration, service: serviceConfiguration)
         }
         try checkSupported(modifications.modifiedKeys + modifications.removedKeys)
         let userIdKey = AccountDetails.__Key_userId.self
         let passwordKey = AccountDetails.__Key_password.self
-        let newPasswordHash = try modifications.modifiedDetails.password.map { try hasher.hash($0) }
         let modified = try loggedValues(modifications.modifiedDetails)
+        let newPasswordHash = try modifications.modifiedDetails.password.map { try hasher.hash($0) }
         let removed = modifications.removedKeys.map { $0.identifier }.filter { $0 != userIdKey.identifier && $0 != passwordKey.identifier }
         let position = try await retrying(accountId) { state in
             var events: [AccountEvent] = []

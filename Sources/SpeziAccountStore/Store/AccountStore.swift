@@ -10,6 +10,21 @@ import Projections
 import SpeziAccount
 import Synchronization
 
+/// Size limits on what one operation may write: hostile or broken clients get a clear error
+/// before anything is hashed, encoded or appended.
+public struct AccountStoreLimits: Sendable, Equatable {
+    /// The largest encoded value of one key (JSON bytes).
+    public var maxValueBytes = 64 * 1024
+    /// The most keys one operation may set or remove.
+    public var maxKeys = 256
+    /// The longest user id (bytes of UTF-8); it becomes an LMDB key, which cannot pass 511 bytes.
+    public var maxUserIdBytes = 320
+    /// The longest password (bytes of UTF-8), so that hashing cannot be made arbitrarily slow.
+    public var maxPasswordBytes = 4_096
+
+    public init() {}
+}
+
 /// Options for an ``AccountStore``.
 public struct AccountStoreOptions: Sendable {
     /// How appends reach the disk (default: flushed before an operation returns).
@@ -22,6 +37,8 @@ public struct AccountStoreOptions: Sendable {
     public var allowWeakPasswordParameters = false
     /// Keys to decode besides the built-in and configured ones (values of other keys are kept as unknown).
     public var additionalKeys: [any AccountKey.Type] = []
+    /// Size limits per operation.
+    public var limits = AccountStoreLimits()
     /// Failed logins in a row that lock an account, and for how long.
     public var lockout = (attempts: 5, duration: Duration.seconds(300))
     /// The clock (inject a fixed one in tests).
@@ -137,13 +154,30 @@ public final class AccountStore: Sendable {
     }
 
     /// Values to log for these details: every key but the account id, user id and password, which
-    /// travel in the events' own fields (the password only as a hash).
+    /// travel in the events' own fields (the password only as a hash). Checks the size limits.
     func loggedValues(_ details: AccountDetails) throws -> EncodedAccountValues {
+        try checkLimits(details, keyCount: details.count + details.unknownValues.count)
         var values = try details.encodedPerKey()
         for identifier in [AccountDetails.__Key_accountId.identifier, AccountDetails.__Key_userId.identifier, AccountDetails.__Key_password.identifier] {
             values[identifier] = nil
         }
+        let limit = options.limits.maxValueBytes
+        if let (identifier, value) = values.first(where: { $0.value.count > limit }) {
+            throw AccountStoreError.valueTooLarge(key: identifier, bytes: value.count, limit: limit)
+        }
         return values
+    }
+
+    /// Refuses too many keys, and user ids or passwords past their limits, before any work is done.
+    func checkLimits(_ details: AccountDetails, keyCount: Int) throws {
+        let limits = options.limits
+        if keyCount > limits.maxKeys { throw AccountStoreError.tooManyKeys(count: keyCount, limit: limits.maxKeys) }
+        if let userId = details[AccountDetails.__Key_userId.self], userId.utf8.count > limits.maxUserIdBytes {
+            throw AccountStoreError.valueTooLarge(key: AccountDetails.__Key_userId.identifier, bytes: userId.utf8.count, limit: limits.maxUserIdBytes)
+        }
+        if let password = details.password, password.utf8.count > limits.maxPasswordBytes {
+            throw AccountStoreError.valueTooLarge(key: AccountDetails.__Key_password.identifier, bytes: password.utf8.count, limit: limits.maxPasswordBytes)
+        }
     }
 
     var timingDecoyHash: String {
