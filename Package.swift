@@ -73,6 +73,7 @@ let package = Package(
         .target(
             name: "SpeziAccountStore",
             dependencies: [
+                "CChecksum",
                 "EventLog",
                 "Projections",
                 "LMDB",

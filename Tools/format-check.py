@@ -168,7 +168,13 @@ def decode_account_payload(position, event_type, payload):
         "strings": lambda: [blob().decode("utf-8") for _ in range(varint())],
         "values": lambda: {blob().decode("utf-8"): json.loads(blob()) for _ in range(varint())},
     }
-    if byte() != 1:
+    encoding = byte()
+    if encoding == 2:
+        # Sealed with the account's key (ChaCha20-Poly1305): 12-byte nonce, ciphertext, 16-byte tag.
+        if len(payload) < 1 + 12 + 16:
+            raise Problem(position, "sealed payload too short")
+        return {"sealed": True}
+    if encoding != 1:
         raise Problem(position, "unknown payload encoding version")
     event = {name: readers[kind]() for name, kind in fields}
     if offset != len(payload):

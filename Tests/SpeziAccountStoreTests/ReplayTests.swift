@@ -13,7 +13,7 @@ import Testing
 /// Every account's state in the serving generation of the details cache.
 func cachedStates(_ store: AccountStore) throws -> [String: AccountState] {
     var states: [String: AccountState] = [:]
-    try AccountDetailsProjection.forEachAccount(in: store.projections) { states[$0.accountId] = $0 }
+    try store.forEachCachedAccount { states[$0.accountId] = $0 }
     return states
 }
 

@@ -30,7 +30,7 @@ struct ChildWorkload {
         let store = try openStore(directory)
         let acks = try AckFile(path: ackPath)
         var existing: [String] = []
-        try AccountDetailsProjection.forEachAccount(in: store.projections) { state in
+        try store.forEachCachedAccount { state in
             if !state.isDeleted { existing.append(state.accountId) }
         }
         let known = existing

@@ -109,7 +109,7 @@ struct CrashHarness {
         }
         var userIds: [String: String] = [:]
         var accounts = 0
-        try AccountDetailsProjection.forEachAccount(in: store.projections) { cached in
+        try store.forEachCachedAccount { cached in
             accounts += 1
             let folded = try store.accounts.load(cached.accountId)
             if folded != cached {
@@ -129,7 +129,7 @@ struct CrashHarness {
             }
         }
         let signedUp = Set(acks.filter { $0.kind == "signup" }.map(\.account))
-        let missing = try signedUp.filter { try AccountDetailsProjection.state(of: $0, in: store.projections) == nil }
+        let missing = try signedUp.filter { try store.cachedState(of: $0) == nil }
         summary.lost += missing.count
         summary.accounts = accounts
         await store.close()

@@ -40,6 +40,9 @@ public enum AccountEvent: Sendable, Equatable {
     case externalDetailsModified(modified: EncodedAccountValues, removed: [String])
     /// The storage provider's record of the account was deleted: all its external values are gone.
     case externalDetailsErased
+    /// An event of this type whose personal data can no longer be read: the account was deleted
+    /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
+    case redacted(type: String)
 
     /// Every event type name this version writes, with its current schema version.
     public static let currentSchemaVersions: [String: UInt32] = [
@@ -70,6 +73,15 @@ public enum AccountEvent: Sendable, Equatable {
         case .loggedOut: "auth.logged-out"
         case .externalDetailsModified: "external.details-modified"
         case .externalDetailsErased: "external.details-erased"
+        case let .redacted(type): type
+        }
+    }
+
+    /// Whether the payload holds personal data, so that the store seals it with the account's key.
+    public var carriesPersonalData: Bool {
+        switch self {
+        case .accountCreated, .anonymousAccountUpgraded, .detailsModified, .passwordChanged, .userIdChanged, .externalDetailsModified: true
+        case .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .externalDetailsErased, .redacted: false
         }
     }
 
@@ -83,6 +95,7 @@ public enum AccountEvent: Sendable, Equatable {
     public var changesAccountState: Bool {
         switch self {
         case .loginSucceeded, .loginFailed, .loggedOut, .externalDetailsModified, .externalDetailsErased: false
+        case .redacted: true
         default: true
         }
     }
@@ -113,7 +126,7 @@ public enum AccountEvent: Sendable, Equatable {
         case let .externalDetailsModified(modified, removed):
             writer.values(modified)
             writer.strings(removed)
-        case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased:
+        case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             break
         }
         return writer.bytes
@@ -162,6 +175,15 @@ public enum AccountEvent: Sendable, Equatable {
         }
         try reader.finish()
         return event
+    }
+
+    /// Decodes a payload that may be sealed with the account's key: a sealed payload opens with the
+    /// vault's key, and decodes to ``redacted(type:)`` when that key was destroyed or is missing.
+    public static func decode(type: String, payload: UnsafeRawBufferPointer, accountId: String, vault: KeyVault?) throws -> AccountEvent {
+        guard Sealing.isSealed(payload) else { return try decode(type: type, payload: payload) }
+        guard let key = vault?.key(for: accountId) else { return .redacted(type: type) }
+        let plain = try Sealing.open(payload, key: key, accountId: accountId, label: type)
+        return try decode(type: type, payload: plain)
     }
 
     /// Decodes a payload held in an array.

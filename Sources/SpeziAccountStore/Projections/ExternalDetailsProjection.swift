@@ -16,9 +16,12 @@ public struct ExternalDetailsProjection: Projection {
     static let version = 1
 
     public let evolution: SchemaEvolution
+    /// The per-account keys: stored values are sealed with them.
+    public let vault: KeyVault?
 
-    public init(evolution: SchemaEvolution = SchemaEvolution()) {
+    public init(evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.evolution = evolution
+        self.vault = vault
     }
 
     public var name: String { Self.projectionName }
@@ -29,14 +32,16 @@ public struct ExternalDetailsProjection: Projection {
         let type = record.type
         guard type == "external.details-modified" || type == "external.details-erased" || type == "account.deleted" else { return }
         let keysVersion = evolution.currentVersion > 1 ? record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1 : 1
-        let event = try evolution.upcast(try AccountEvent.decode(type: type, payload: record.payload), writtenAt: keysVersion)
+        let accountId = record.streamID
+        let decoded = try AccountEvent.decode(type: type, payload: record.payload, accountId: accountId, vault: vault)
+        let event = try evolution.upcast(decoded, writtenAt: keysVersion)
         let key = Array(record.streamIDBytes)
         switch event {
         case let .externalDetailsModified(modified, removed):
-            var values = try state.get("external", key: key).map(Self.decodeValues) ?? [:]
+            var values = try state.get("external", key: key).map { try Self.decodeValues($0, accountId: accountId, vault: vault) } ?? [:]
             values.merge(modified) { _, new in new }
             for identifier in removed { values[identifier] = nil }
-            try state.put("external", key: key, value: Self.encodeValues(values))
+            try state.put("external", key: key, value: try Self.encodeValues(values, accountId: accountId, vault: vault))
         case .externalDetailsErased, .accountDeleted:
             try state.delete("external", key: key)
         default:
@@ -45,20 +50,27 @@ public struct ExternalDetailsProjection: Projection {
     }
 
     /// The externally stored values of one account (empty when none are stored).
-    public static func values(of accountId: String, in store: ProjectionStore) throws -> EncodedAccountValues {
+    public static func values(of accountId: String, in store: ProjectionStore, vault: KeyVault? = nil) throws -> EncodedAccountValues {
         try store.read(projectionName) { state in
-            try state.get("external", key: Array(accountId.utf8)).map(decodeValues) ?? [:]
+            try state.get("external", key: Array(accountId.utf8)).map { try decodeValues($0, accountId: accountId, vault: vault) } ?? [:]
         }
     }
 
-    static func encodeValues(_ values: EncodedAccountValues) -> [UInt8] {
+    static func encodeValues(_ values: EncodedAccountValues, accountId: String, vault: KeyVault?) throws -> [UInt8] {
         var writer = PayloadWriter()
         writer.values(values)
-        return writer.bytes
+        guard let key = vault?.key(for: accountId) else { return writer.bytes }
+        return try Sealing.seal(writer.bytes, key: key, accountId: accountId, label: "external")
     }
 
-    static func decodeValues(_ bytes: [UInt8]) throws -> EncodedAccountValues {
-        try bytes.withUnsafeBytes { raw in
+    /// Reads stored values; sealed values whose key was destroyed read as none.
+    static func decodeValues(_ stored: [UInt8], accountId: String, vault: KeyVault?) throws -> EncodedAccountValues {
+        var bytes = stored
+        if stored.first == Sealing.version {
+            guard let key = vault?.key(for: accountId) else { return [:] }
+            bytes = try stored.withUnsafeBytes { try Sealing.open($0, key: key, accountId: accountId, label: "external") }
+        }
+        return try bytes.withUnsafeBytes { raw in
             var reader = try PayloadReader(raw)
             let values = try reader.values("values")
             try reader.finish()

@@ -28,7 +28,8 @@ public struct LoggedNotification: Sendable, Equatable {
 /// | `auth.logged-out` | `disassociatingAccount(details)` |
 ///
 /// Password changes, failed logins and the storage provider's `external.*` events change no
-/// details and report nothing. It is pull-based: the log is read in short batches only as fast as
+/// details and report nothing. Events of a deleted account read after its key was destroyed carry
+/// no details (crypto-shredding): a consumer that needs them must keep up with the log. It is pull-based: the log is read in short batches only as fast as
 /// the consumer iterates, so a slow consumer never makes memory grow. It ends when the log closes
 /// or the consuming task is cancelled, and throws when a record cannot be decoded.
 public struct AccountNotificationFeed: AsyncSequence, Sendable {
@@ -88,7 +89,7 @@ extension AccountStore {
         case .loggedOut:
             guard let current = try detailsAt(record.streamVersion) else { return [] }
             return [notification(.disassociatingAccount(current))]
-        case .passwordChanged, .loginFailed, .externalDetailsModified, .externalDetailsErased:
+        case .passwordChanged, .loginFailed, .externalDetailsModified, .externalDetailsErased, .redacted:
             return []
         }
     }

@@ -60,7 +60,7 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
                 for try await record in store.log.subscribe(after: start) where record.type.hasPrefix("external.") {
                     guard record.metadata.extra[Self.originKey] != origin else { continue }
                     try await store.projections.waitUntilApplied(ExternalDetailsProjection.projectionName, position: record.position)
-                    let values = try ExternalDetailsProjection.values(of: record.streamID, in: store.projections)
+                    let values = try store.externalValues(of: record.streamID)
                     storage.notifyAboutUpdatedDetails(for: record.streamID, try store.details(perKey: values, keys: keys))
                 }
             } catch {
@@ -95,14 +95,14 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
             let storage = externalStorage
             Task.detached {
                 try? await store.projections.waitUntilApplied(name, position: head)
-                if let values = try? ExternalDetailsProjection.values(of: accountId, in: store.projections),
+                if let values = try? store.externalValues(of: accountId),
                    let details = try? store.details(perKey: values, keys: keys) {
                     storage.notifyAboutUpdatedDetails(for: accountId, details)
                 }
             }
             return nil
         }
-        return try store.details(perKey: try ExternalDetailsProjection.values(of: accountId, in: store.projections), keys: keys)
+        return try store.details(perKey: try store.externalValues(of: accountId), keys: keys)
     }
 
     public func modify(_ accountId: String, _ modifications: AccountModifications) async throws {

@@ -50,7 +50,7 @@ extension AccountStore {
         let result: AppendResult
         do {
             result = try await accounts.append([event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
-                                               claims: [AccountLog.userIdClaim(userId)])
+                                               claims: [accounts.claim(forUserId: userId)])
         } catch EventLogError.claimTaken {
             throw AccountServiceError.credentialsTaken
         }
@@ -91,7 +91,7 @@ extension AccountStore {
         let hash = try hasher.hash(password)
         let position = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
-            return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [AccountLog.userIdClaim(userId)], [])
+            return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
         } context: { context }
         if let position { try await awaitCache(position) }
         guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
@@ -172,9 +172,9 @@ extension AccountStore {
             var releases: Set<String> = []
             if let newUserId = modifications.modifiedDetails[userIdKey], newUserId != state.userId {
                 events.append(.userIdChanged(old: state.userId, new: newUserId))
-                claims.insert(AccountLog.userIdClaim(newUserId))
-                if !state.userId.isEmpty, AccountLog.userIdClaim(state.userId) != AccountLog.userIdClaim(newUserId) {
-                    releases.insert(AccountLog.userIdClaim(state.userId))
+                claims.insert(accounts.claim(forUserId: newUserId))
+                if !state.userId.isEmpty, accounts.claim(forUserId: state.userId) != accounts.claim(forUserId: newUserId) {
+                    releases.insert(accounts.claim(forUserId: state.userId))
                 }
             }
             if let newPasswordHash { events.append(.passwordChanged(passwordHash: newPasswordHash)) }
@@ -186,14 +186,25 @@ extension AccountStore {
         return details
     }
 
-    /// Deletes an account: appends `account.deleted` and releases its user id. The events stay in
-    /// the log (it is append-only); the cache forgets the account's values.
+    /// Deletes an account: appends `account.deleted`, releases its user id and destroys its key
+    /// (crypto-shredding). The events stay in the log (it is append-only) but their personal data
+    /// can no longer be read; the cache forgets the account's values.
     public func delete(_ accountId: String, context: Context = Context()) async throws {
-        let position = try await retrying(accountId) { state in
-            let releases: Set<String> = state.userId.isEmpty ? [] : [AccountLog.userIdClaim(state.userId)]
-            return ([.accountDeleted], [], releases)
-        } context: { context }
+        // Crypto-shredding: mark the key first, so that a crash after the append is finished at
+        // the next open; destroy it once the deletion is in the log and in the cache.
+        try accounts.vault?.markShredding(accountId)
+        let position: UInt64?
+        do {
+            position = try await retrying(accountId) { state in
+                let releases: Set<String> = state.userId.isEmpty ? [] : [accounts.claim(forUserId: state.userId)]
+                return ([.accountDeleted], [], releases)
+            } context: { context }
+        } catch {
+            try? accounts.vault?.cancelShredding(accountId)
+            throw error
+        }
         if let position { try await awaitCache(position) }
+        try accounts.vault?.shred(accountId)
     }
 
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the

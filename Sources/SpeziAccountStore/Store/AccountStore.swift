@@ -37,6 +37,9 @@ public struct AccountStoreOptions: Sendable {
     public var allowWeakPasswordParameters = false
     /// Keys to decode besides the built-in and configured ones (values of other keys are kept as unknown).
     public var additionalKeys: [any AccountKey.Type] = []
+    /// Seal personal data with per-account keys kept in `keys/vault`, destroyed on deletion
+    /// (crypto-shredding). Off: everything is written in the clear (tests of the plain format).
+    public var cryptoShredding = true
     /// Size limits per operation.
     public var limits = AccountStoreLimits()
     /// Failed logins in a row that lock an account, and for how long.
@@ -95,18 +98,24 @@ public final class AccountStore: Sendable {
         logOptions.sync = options.sync
         logOptions.clock = options.clock
         let log = try EventLog(path: root.appendingPathComponent("log").path, options: logOptions)
+        let vault: KeyVault?
+        let accounts: AccountLog
         do {
             hasher = try PasswordHasher(parameters: options.passwordParameters, allowingWeakParameters: options.allowWeakPasswordParameters)
+            vault = options.cryptoShredding ? try KeyVault(path: root.appendingPathComponent("keys/vault").path) : nil
+            accounts = AccountLog(log: log, evolution: options.evolution, vault: vault)
+            // A deletion cut short by a crash: destroy the key if the deletion reached the log.
+            try vault?.finishShredding { accountId in try accounts.load(accountId)?.isDeleted ?? true }
             projections = try ProjectionStore(path: root.appendingPathComponent("projections").path, log: log,
-                                              projections: [AccountDetailsProjection(evolution: options.evolution),
-                                                            ExternalDetailsProjection(evolution: options.evolution)])
+                                              projections: [AccountDetailsProjection(evolution: options.evolution, vault: vault),
+                                                            ExternalDetailsProjection(evolution: options.evolution, vault: vault)])
         } catch {
             log.close()
             throw error
         }
         self.directory = root.path
         self.log = log
-        self.accounts = AccountLog(log: log, evolution: options.evolution)
+        self.accounts = accounts
         self.serviceConfiguration = service
         self.valueConfiguration = values
         self.registry = AccountKeyRegistry.builtIn.merging(AccountKeyRegistry(values.keys + options.additionalKeys))
@@ -123,13 +132,28 @@ public final class AccountStore: Sendable {
 
     /// The account's current details from the details cache (never the password), or nil.
     public func details(of accountId: String) throws -> AccountDetails? {
-        guard let state = try AccountDetailsProjection.state(of: accountId, in: projections), !state.isDeleted else { return nil }
+        guard let state = try cachedState(of: accountId), !state.isDeleted else { return nil }
         return try details(from: state)
+    }
+
+    /// The account's state in the details cache (deleted accounts included), or nil.
+    public func cachedState(of accountId: String) throws -> AccountState? {
+        try AccountDetailsProjection.state(of: accountId, in: projections, vault: accounts.vault)
+    }
+
+    /// Calls `body` with every account's cached state, in account-id order.
+    public func forEachCachedAccount(_ body: (AccountState) throws -> Void) throws {
+        try AccountDetailsProjection.forEachAccount(in: projections, vault: accounts.vault, body)
+    }
+
+    /// The values the storage provider keeps for the account (the external-details view).
+    public func externalValues(of accountId: String) throws -> EncodedAccountValues {
+        try ExternalDetailsProjection.values(of: accountId, in: projections, vault: accounts.vault)
     }
 
     /// The account id for an account id or a user id (case-insensitive), or nil.
     public func resolve(_ accountOrUserId: String) throws -> String? {
-        if let state = try AccountDetailsProjection.state(of: accountOrUserId, in: projections), !state.isDeleted {
+        if let state = try cachedState(of: accountOrUserId), !state.isDeleted {
             return state.accountId
         }
         return try accounts.accountId(forUserId: accountOrUserId)
