@@ -119,6 +119,25 @@ public final class KeyVault: Sendable {
         }
     }
 
+    /// Keys for many new accounts at once, written with one flush (bulk imports, benchmarks).
+    public func makeKeys(for accountIds: [String]) throws {
+        for accountId in accountIds where accountId.utf8.count > Self.maxAccountIdBytes { throw KeyVaultError.accountIdTooLong(accountId) }
+        try entries.withLock { entries in
+            var bytes: [UInt8] = []
+            var added: [(String, Entry)] = []
+            var seen: Set<String> = []
+            for accountId in accountIds where entries.byAccount[accountId] == nil && seen.insert(accountId).inserted {
+                let key = SymmetricKey(size: .bits256)
+                bytes += Self.slot(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
+                added.append((accountId, Entry(slot: entries.slotCount + added.count, state: .live, key: key)))
+            }
+            guard !added.isEmpty else { return }
+            try Self.write(bytes, at: Self.headerSize + entries.slotCount * Self.slotSize, fd: descriptor, path: path)
+            entries.slotCount += added.count
+            for (accountId, entry) in added { entries.byAccount[accountId] = entry }
+        }
+    }
+
     /// Marks the key as about to be destroyed (before the deletion is appended), so that a crash in
     /// between is finished at the next open by ``finishShredding(isDeleted:)``.
     func markShredding(_ accountId: String) throws {
@@ -174,11 +193,14 @@ public final class KeyVault: Sendable {
     // MARK: File access
 
     private func write(slot: Int, state: SlotState, key: [UInt8], accountId: [UInt8]) throws {
+        try Self.write(Self.slot(state: state, key: key, accountId: accountId), at: Self.headerSize + slot * Self.slotSize, fd: descriptor, path: path)
+    }
+
+    static func slot(state: SlotState, key: [UInt8], accountId: [UInt8]) -> [UInt8] {
         var bytes = [state.rawValue, UInt8(accountId.count), 0, 0, 0, 0, 0, 0] + key + accountId
-        bytes += [UInt8](repeating: 0, count: Self.slotSize - bytes.count)
-        let crc = Self.checksum(bytes)
-        bytes.replaceSubrange(4..<8, with: Self.bigEndian(crc))
-        try Self.write(bytes, at: Self.headerSize + slot * Self.slotSize, fd: descriptor, path: path)
+        bytes += [UInt8](repeating: 0, count: slotSize - bytes.count)
+        bytes.replaceSubrange(4..<8, with: bigEndian(checksum(bytes)))
+        return bytes
     }
 
     static func checksum(_ slot: [UInt8]) -> UInt32 {
