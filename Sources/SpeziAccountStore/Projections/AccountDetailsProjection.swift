@@ -40,10 +40,19 @@ public struct AccountDetailsProjection: Projection {
         let keysVersion = keysVersion(of: record)
         let upcast = try evolution.upcast(event, writtenAt: keysVersion)
         let key = Array(record.streamIDBytes)
-        let previous = try state.get("accounts", key: key).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
+        // States are decoded once per batch and written back in finishBatch.
+        let previous = try (state.scratch.values[key] as? AccountState)
+            ?? state.get("accounts", key: key).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
         guard let next = AccountState.applying(upcast, to: previous, accountId: accountId,
                                                version: record.streamVersion, at: record.timestamp) else { return }
-        try state.put("accounts", key: key, value: try Self.encodeState(next, vault: vault))
+        state.scratch.values[key] = next
+    }
+
+    public func finishBatch(_ state: ProjectionState) throws {
+        for case let (key, next as AccountState) in state.scratch.values {
+            try state.put("accounts", key: key, value: try Self.encodeState(next, vault: vault))
+        }
+        state.scratch.values.removeAll()
     }
 
     private func keysVersion(of record: RecordView) -> Int {
