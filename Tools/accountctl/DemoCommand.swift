@@ -40,7 +40,7 @@ struct Demo: AsyncParsableCommand {
             details.name = PersonNameComponents(givenName: given, familyName: family)
             let created = try await store.signup(details, context: context)
             ids.append(created.accountId)
-            print("signed up \(details.userId ?? "") as \(created.accountId)")
+            print("signed up \(details.userId) as \(created.accountId)")
         }
 
         var adaChange = AccountDetails()
@@ -52,15 +52,15 @@ struct Demo: AsyncParsableCommand {
         var graceChange = AccountDetails()
         graceChange.userId = "grace.hopper-\(tag)@example.org"
         try await store.modify(ids[1], AccountModifications(modifiedDetails: graceChange), context: context)
-        print("modified \(ids[1]): user id → \(graceChange.userId ?? "")")
+        print("modified \(ids[1]): user id → \(graceChange.userId)")
 
         try await store.delete(ids[2], context: context)
         print("deleted \(ids[2])")
 
-        print("")
-        print(try HistoryPrinter.lines(of: ids[0], in: store).joined(separator: "\n"))
-        print("")
-        print(try HistoryPrinter.lines(of: ids[2], in: store).joined(separator: "\n"))
+        for accountId in ids {
+            print("")
+            print(try HistoryPrinter.lines(of: accountId, in: store).joined(separator: "\n"))
+        }
         print("")
 
         let bar = ProgressBar("rebuilding \(AccountDetailsProjection.projectionName)")

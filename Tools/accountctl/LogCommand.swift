@@ -38,10 +38,10 @@ struct Log: AsyncParsableCommand {
                     next = last.position + 1
                 }
                 guard follow else { return }
-                fflush(stdout)
+                fflush(nil)
                 for try await record in store.log.subscribe(after: next - 1) {
                     print(line(for: record))
-                    fflush(stdout)
+                    fflush(nil)
                 }
             }
         }

@@ -57,13 +57,7 @@ enum ToolExit {
 
     /// One line describing the error.
     static func describe(_ error: any Error) -> String {
-        let text: String
-        if let convertible = error as? any CustomStringConvertible {
-            text = convertible.description
-        } else {
-            text = (error as NSError).localizedDescription
-        }
-        return text.replacingOccurrences(of: "\n", with: " ")
+        String(describing: error).replacingOccurrences(of: "\n", with: " ")
     }
 }
 
