@@ -126,6 +126,10 @@ struct AccountctlTests {
         #expect(badShow.failedCleanly, "\(badShow)")
         #expect(badShow.status == 3)
 
+        let help = try tool.run(["--help"], withStore: false)
+        #expect(help.status == 0, "\(help.stderr)")
+        #expect(help.stdout.contains("Exit status"))
+
         let usage = try tool.run(["show"])
         #expect(usage.failedCleanly, "\(usage)")
         #expect(usage.status == 2)

@@ -40,13 +40,20 @@ struct AccountCtl: AsyncParsableCommand {
     )
 
     /// Parses the command line and runs the command; parse errors become one line on standard error.
+    /// (The commands' bodies report their own errors and throw `ExitCode`; what else reaches here
+    /// comes from the parser: help, usage errors.)
     static func main() async {
-        let command: any ParsableCommand
         do {
-            command = try parseAsRoot()
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let exit as ExitCode {
+            Foundation.exit(exit.rawValue)
         } catch {
-            let code = exitCode(for: error)
-            if code == .success {
+            if exitCode(for: error) == .success {
                 print(fullMessage(for: error))
                 return
             }
@@ -54,18 +61,6 @@ struct AccountCtl: AsyncParsableCommand {
             let trimmed = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
             FileHandle.standardError.write(Data("accountctl: \(trimmed) (see accountctl --help)\n".utf8))
             Foundation.exit(ToolExit.usage)
-        }
-        do {
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                var syncCommand = command
-                try syncCommand.run()
-            }
-        } catch let exit as ExitCode {
-            Foundation.exit(exit.rawValue)
-        } catch {
-            Foundation.exit(ToolExit.report(error))
         }
     }
 }
