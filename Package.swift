@@ -92,6 +92,13 @@ let package = Package(
             dependencies: ["SpeziAccountStore", "EventLog", "SpeziAccount", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tools/crash-test"
         ),
+        // The command-line tool: a demo, histories, verification, statistics and account commands on a store.
+        .executableTarget(
+            name: "accountctl",
+            dependencies: ["SpeziAccountStore", "EventLog", "Projections", "SpeziAccount",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/accountctl"
+        ),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EventLog", "LMDB"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
@@ -103,7 +110,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
-        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test"])
+        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test"]),
+        .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])
     ],
     swiftLanguageModes: [.v6]
 )
