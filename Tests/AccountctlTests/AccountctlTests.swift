@@ -167,4 +167,39 @@ struct AccountctlTests {
         let again = try tool.run(["login", "--user-id", "leslie@example.org", "--password-stdin"], input: "paxos made simple\n")
         #expect(again.failedCleanly, "\(again)")
     }
+
+    @Test("export --jsonl, then import into a new store with the vault: the same head hash, user ids resolve, a second import is refused")
+    func exportImport() throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        let demo = try tool.run(["demo"])
+        #expect(demo.status == 0)
+        let userId = try #require(demo.stdout.firstMatch(of: /grace\.hopper-[0-9a-f]+@example\.org/).map { String($0.output) })
+        let original = try tool.run(["verify"])
+        #expect(original.status == 0)
+        let head = try #require(original.stdout.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
+        let export = tool.store.appendingPathComponent("export.jsonl")
+        let exported = try tool.run(["export", "--jsonl", "--output", export.path])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let lines = try String(contentsOf: export, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 6)
+
+        let copy = try Tool()
+        defer { copy.remove() }
+        let imported = try copy.run(["import", export.path, "--vault", tool.store.appendingPathComponent("keys/vault").path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains("log intact, head hash \(head)"))
+        let verified = try copy.run(["verify"])
+        #expect(verified.stdout.contains(head))
+        // The claims were re-made and the sealed details open with the copied vault.
+        let history = try copy.run(["history", userId])
+        #expect(history.status == 0, "\(history.stderr)")
+        #expect(history.stdout.contains("account.userid-changed"))
+        #expect(history.stdout.contains("\"Grace\""))
+        let again = try copy.run(["import", export.path])
+        #expect(again.failedCleanly)
+        #expect(again.stderr.contains("already holds a log"))
+        let missing = try copy.run(["import", "/nonexistent/export.jsonl"])
+        #expect(missing.failedCleanly)
+    }
 }

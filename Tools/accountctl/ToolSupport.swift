@@ -44,7 +44,7 @@ enum ToolExit {
         case is AccountOperationError: operation
         case is EventLogError: eventLog
         case is KeyVaultError: keyVault
-        case is ToolError: tool
+        case is ToolError, is LogTransferError: tool
         default: other
         }
     }
