@@ -16,7 +16,8 @@ let package = Package(
         .library(name: "Projections", targets: ["Projections"]),
         .library(name: "Spezi", targets: ["Spezi"]),
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
-        .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"])
+        .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"]),
+        .library(name: "SpeziAccountTesting", targets: ["SpeziAccountTesting"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -86,6 +87,12 @@ let package = Package(
         ),
         // The child process that the log's crash test kills at random moments.
         .executableTarget(name: "log-crash-child", dependencies: ["EventLog", "LMDB"], path: "Tools/log-crash-child"),
+        // The test kit: logs built from event lists, replays, given/when/then, deterministic clock
+        // and ids, headless versions of the seed's UI-test helpers. No XCTest or Testing import.
+        .target(
+            name: "SpeziAccountTesting",
+            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLog"]
+        ),
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",
@@ -110,7 +117,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
-        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test"]),
+        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "SpeziAccountTesting"]),
         .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])
     ],
     swiftLanguageModes: [.v6]
