@@ -137,6 +137,32 @@ struct AccountctlTests {
         let badLogin = try tool.run(["login", "--user-id", "nobody@example.org", "--password-stdin"], input: "wrong password\n")
         #expect(badLogin.failedCleanly, "\(badLogin)")
         #expect(badLogin.status == 4)
+        // A store written by another format version (patched with Python's lmdb, when present).
+        let patch = Process()
+        patch.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        patch.arguments = ["python3", "-c", """
+            import lmdb, struct, sys
+            env = lmdb.open(sys.argv[1], max_dbs=8)
+            meta = env.open_db(b"meta")
+            with env.begin(write=True) as txn:
+                txn.put(b"format-version", struct.pack(">I", 99), db=meta)
+            """, tool.store.appendingPathComponent("log").path]
+        patch.standardError = FileHandle.nullDevice
+        try patch.run()
+        patch.waitUntilExit()
+        if patch.terminationStatus == 0 {
+            let foreign = try tool.run(["verify"])
+            #expect(foreign.failedCleanly, "\(foreign)")
+            #expect(foreign.status == 6)
+        }
+
+        // Something that is not a store at all.
+        let garbage = try Tool()
+        defer { garbage.remove() }
+        try FileManager.default.createDirectory(at: garbage.store.appendingPathComponent("log"), withIntermediateDirectories: true)
+        try Data(repeating: 0xAB, count: 64 * 1024).write(to: garbage.store.appendingPathComponent("log/data.mdb"))
+        let notAStore = try garbage.run(["stats"])
+        #expect(notAStore.failedCleanly, "\(notAStore)")
     }
 
     @Test("signup with --password-stdin, then login, show, modify, log and delete")
