@@ -55,7 +55,11 @@ extension AccountStore {
             throw AccountServiceError.credentialsTaken
         }
         try await awaitCache(result.positions.upperBound)
-        guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        // The details as of this signup: another writer may already have changed or deleted the
+        // account, but this signup happened and its caller gets what it created.
+        let created = AccountState(accountId: accountId, userId: userId, passwordHash: hash, isAnonymous: false, values: values,
+                                   version: 1, at: options.clock())
+        var details = try details(from: created)
         details.isNewUser = true
         return details
     }
@@ -89,12 +93,12 @@ extension AccountStore {
         }
         let values = try loggedValues(signupDetails)
         let hash = try hasher.hash(password)
-        let position = try await retrying(accountId) { state in
+        let outcome = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
             return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
         } context: { context }
-        if let position { try await awaitCache(position) }
-        guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        if let position = outcome.position { try await awaitCache(position) }
+        var details = try details(from: outcome.state)
         details.isNewUser = true
         return details
     }
@@ -166,7 +170,7 @@ extension AccountStore {
         let modified = try loggedValues(modifications.modifiedDetails)
         let newPasswordHash = try modifications.modifiedDetails.password.map { try hasher.hash($0) }
         let removed = modifications.removedKeys.map { $0.identifier }.filter { $0 != userIdKey.identifier && $0 != passwordKey.identifier }
-        let position = try await retrying(accountId) { state in
+        let outcome = try await retrying(accountId) { state in
             var events: [AccountEvent] = []
             var claims: Set<String> = []
             var releases: Set<String> = []
@@ -181,9 +185,9 @@ extension AccountStore {
             if !modified.isEmpty || !removed.isEmpty { events.append(.detailsModified(modified: modified, removed: removed)) }
             return (events, claims, releases)
         } context: { context }
-        if let position { try await awaitCache(position) }
-        guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
-        return details
+        if let position = outcome.position { try await awaitCache(position) }
+        // The details as of this change, even if another writer changed or deleted the account since.
+        return try details(from: outcome.state)
     }
 
     /// Deletes an account: appends `account.deleted`, releases its user id and destroys its key
@@ -198,7 +202,7 @@ extension AccountStore {
             position = try await retrying(accountId) { state in
                 let releases: Set<String> = state.userId.isEmpty ? [] : [accounts.claim(forUserId: state.userId)]
                 return ([.accountDeleted], [], releases)
-            } context: { context }
+            } context: { context }.position
         } catch {
             try? accounts.vault?.cancelShredding(accountId)
             throw error
@@ -210,20 +214,25 @@ extension AccountStore {
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the
     /// version it decided on; when another writer appended first, loads and decides again after a
     /// short random pause (growing with each attempt, so that many writers on one account spread out
-    /// instead of colliding again). Returns the position of the last event appended, or nil when
-    /// `decide` had nothing to append.
+    /// instead of colliding again). Returns the position of the last event appended (nil when
+    /// `decide` had nothing to append) and the account's state right after the append.
     func retrying(_ accountId: String,
                   decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
-                  context: () -> Context) async throws -> UInt64? {
+                  context: () -> Context) async throws -> (position: UInt64?, state: AccountState) {
         let attempts = options.maxConflictRetries
         for attempt in 0..<attempts {
             guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
-            guard !decision.events.isEmpty else { return nil }
+            guard !decision.events.isEmpty else { return (nil, state) }
             do {
                 let result = try await accounts.append(decision.events, to: accountId, expectedVersion: .exact(state.version),
                                                        metadata: context().metadata, claims: decision.claims, releases: decision.releases)
-                return result.positions.upperBound
+                var after = state
+                let now = options.clock()
+                for (offset, event) in decision.events.enumerated() {
+                    after.apply(event, version: state.version + UInt64(offset) + 1, at: now)
+                }
+                return (result.positions.upperBound, after)
             } catch EventLogError.wrongExpectedVersion {
                 try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
                 continue
