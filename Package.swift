@@ -99,6 +99,8 @@ let package = Package(
             dependencies: ["SpeziAccountStore", "EventLog", "SpeziAccount", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tools/crash-test"
         ),
+        // The subject of the constant-time test (run under valgrind's callgrind by the test).
+        .executableTarget(name: "timing-check", dependencies: ["SpeziAccountStore"], path: "Tools/timing-check"),
         // The command-line tool: a demo, histories, verification, statistics and account commands on a store.
         .executableTarget(
             name: "accountctl",
@@ -117,7 +119,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
-        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "SpeziAccountTesting"]),
+        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting"]),
         .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])
     ],
     swiftLanguageModes: [.v6]
