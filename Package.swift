@@ -96,7 +96,8 @@ let package = Package(
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",
-            dependencies: ["SpeziAccountStore", "EventLog", "SpeziAccount", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["SpeziAccountStore", "EventLog", "SpeziAccount", "SpeziAccountTesting",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tools/crash-test"
         ),
         // The subject of the constant-time test (run under valgrind's callgrind by the test).
@@ -108,7 +109,7 @@ let package = Package(
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tools/accountctl"
         ),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child"]),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "SpeziAccountTesting"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EventLog", "LMDB"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(

@@ -6,10 +6,13 @@
 import EventLog
 import Foundation
 import SpeziAccountStore
+import SpeziAccountTesting
 
 /// What the rounds found.
 struct CrashSummary {
     var crashes = 0
+    /// With power loss: the unflushed writes undone after the kills.
+    var writesUndone: Int?
     var acknowledged = 0
     var lost = 0
     var mismatches = 0
@@ -25,6 +28,7 @@ struct CrashSummary {
             "mismatches: \(mismatches)",
             "log records: \(records), accounts: \(accounts)"
         ]
+        if let writesUndone { lines.insert("unflushed writes undone (power loss): \(writesUndone)", at: 1) }
         lines += problems.prefix(20).map { "problem: \($0)" }
         return lines.joined(separator: "\n")
     }
@@ -36,12 +40,15 @@ struct CrashHarness {
     let writers: Int
     var random: SplitMix64
     let seed: UInt64
+    /// The child's environment: under the fault shim when power losses are simulated.
+    let childEnvironment: [String: String]?
     var ackPath: String { directory + "/acks.txt" }
     /// The correlation ids found in the log so far, and the log position read up to.
     private var logged: Set<String> = []
     private var readUpTo: UInt64 = 0
 
-    init(directory: String, writers: Int, seed: UInt64) throws {
+    init(directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false) throws {
+        self.childEnvironment = powerLoss ? try FaultShim.environment(["IOFAULT_FILES": "data.mdb,vault", "IOFAULT_POWER_LOSS": "1"]) : nil
         self.directory = directory
         self.writers = writers
         self.seed = seed
@@ -64,6 +71,7 @@ struct CrashHarness {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = ["child", "--store", directory, "--acks", ackPath, "--seed", "\(seed &+ UInt64(round))", "--writers", "\(writers)"]
+        if let childEnvironment { process.environment = childEnvironment }
         let errors = Pipe()
         process.standardError = errors
         try process.run()
@@ -76,6 +84,11 @@ struct CrashHarness {
             summary.problems.append("round \(round): the workload stopped by itself (\(process.terminationStatus)): \(message)")
         } else {
             summary.crashes += 1
+        }
+        if childEnvironment != nil {
+            // The ack file is the clients' memory, not the store's: it is not watched and keeps all.
+            let outcome = try PowerLoss.strike(directory)
+            summary.writesUndone = (summary.writesUndone ?? 0) + outcome.writesUndone
         }
     }
 

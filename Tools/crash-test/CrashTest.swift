@@ -15,7 +15,8 @@ struct CrashTest: AsyncParsableCommand {
         abstract: "SIGKILL a store workload at random moments and check the store after every restart.",
         discussion: """
             Each round starts a child process that signs up, modifies and deletes accounts from several \
-            tasks (durable appends), kills it after a random 20–250 ms, reopens the store and checks: \
+            tasks (durable appends), kills it after a random 20–250 ms (with --power-loss, also undoes \
+            every write not yet flushed to disk), reopens the store and checks: \
             every acknowledged operation is in the log, verify passes, the details cache equals the fold \
             of every stream, and no user id belongs to two accounts. At the end the cache is rebuilt from \
             position 0 and compared once more. Exit status 0: nothing lost, no mismatch; 1 otherwise.
@@ -39,10 +40,14 @@ struct CrashTest: AsyncParsableCommand {
         @Option(help: "The store directory (default: a new temporary one, removed afterwards).")
         var store: String?
 
+        @Flag(help: ArgumentHelp("Cut the power instead of only killing the process.",
+                                 discussion: "Runs the child under Tools/io-fault-shim, which journals every write to the log, the projections and the key vault that was not yet flushed; after each kill those writes are undone, as a power loss would. Needs a C compiler (cc)."))
+        var powerLoss = false
+
         func run() async throws {
             let directory = store ?? FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)").path
             defer { if store == nil { try? FileManager.default.removeItem(atPath: directory) } }
-            var harness = try CrashHarness(directory: directory, writers: writers, seed: seed)
+            var harness = try CrashHarness(directory: directory, writers: writers, seed: seed, powerLoss: powerLoss)
             let summary = try await harness.run(crashes: crashes) { round, summary in
                 if round % 10 == 0 || round == crashes {
                     print("round \(round)/\(crashes): \(summary.acknowledged) acknowledged, \(summary.lost) lost, \(summary.mismatches) mismatches")
