@@ -16,7 +16,8 @@ let package = Package(
         .library(name: "Projections", targets: ["Projections"]),
         .library(name: "Spezi", targets: ["Spezi"]),
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
-        .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"])
+        .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"]),
+        .library(name: "SpeziAccountTesting", targets: ["SpeziAccountTesting"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -73,6 +74,7 @@ let package = Package(
         .target(
             name: "SpeziAccountStore",
             dependencies: [
+                "CChecksum",
                 "EventLog",
                 "Projections",
                 "LMDB",
@@ -85,7 +87,29 @@ let package = Package(
         ),
         // The child process that the log's crash test kills at random moments.
         .executableTarget(name: "log-crash-child", dependencies: ["EventLog", "LMDB"], path: "Tools/log-crash-child"),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child"]),
+        // The test kit: logs built from event lists, replays, given/when/then, deterministic clock
+        // and ids, headless versions of the seed's UI-test helpers. No XCTest or Testing import.
+        .target(
+            name: "SpeziAccountTesting",
+            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLog"]
+        ),
+        // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
+        .executableTarget(
+            name: "crash-test",
+            dependencies: ["SpeziAccountStore", "EventLog", "SpeziAccount", "SpeziAccountTesting",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/crash-test"
+        ),
+        // The subject of the constant-time test (run under valgrind's callgrind by the test).
+        .executableTarget(name: "timing-check", dependencies: ["SpeziAccountStore"], path: "Tools/timing-check"),
+        // The command-line tool: a demo, histories, verification, statistics and account commands on a store.
+        .executableTarget(
+            name: "accountctl",
+            dependencies: ["SpeziAccountStore", "EventLog", "Projections", "SpeziAccount",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/accountctl"
+        ),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "SpeziAccountTesting"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EventLog", "LMDB"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(
@@ -96,7 +120,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
-        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi"])
+        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting"]),
+        .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])
     ],
     swiftLanguageModes: [.v6]
 )

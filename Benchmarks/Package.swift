@@ -36,6 +36,17 @@ let package = Package(
             ],
             path: "Sources/PeerCompare"
         ),
+        // Rebuild of the details cache (1 M events by default) against a payload-copy floor, with peak memory.
+        .executableTarget(
+            name: "store-rebuild",
+            dependencies: [
+                .product(name: "SpeziAccountStore", package: root),
+                .product(name: "SpeziAccount", package: root),
+                .product(name: "Projections", package: root),
+                .product(name: "EventLog", package: root)
+            ],
+            path: "Sources/StoreRebuild"
+        ),
         // ordo-one/benchmark suites.
         .executableTarget(
             name: "EventLogBenchmarks",

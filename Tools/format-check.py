@@ -8,6 +8,8 @@ Exit status: 0 intact, 1 a problem was found (its position is printed), 2 the lo
 
     python3 Tools/format-check.py LOG_DIR            # summary
     python3 Tools/format-check.py --json LOG_DIR     # every record as one JSON object per line
+    python3 Tools/format-check.py --json --accounts STORE_DIR/log
+                                                     # ... with account payloads decoded ("event")
 """
 import argparse
 import hashlib
@@ -106,6 +108,80 @@ def decode(position, value):
     }
 
 
+# The account store's payloads (FORMAT.md, "Account events"): the fields of each type, in order.
+ACCOUNT_EVENTS = {
+    "account.created": [("userId", "string"), ("passwordHash", "optional"), ("isAnonymous", "bool"), ("values", "values")],
+    "account.anonymous-upgraded": [("userId", "string"), ("passwordHash", "optional"), ("values", "values")],
+    "account.details-modified": [("modified", "values"), ("removed", "strings")],
+    "account.password-changed": [("passwordHash", "string")],
+    "account.userid-changed": [("old", "string"), ("new", "string")],
+    "account.deleted": [],
+    "auth.login-succeeded": [],
+    "auth.login-failed": [("reason", "string")],
+    "auth.logged-out": [],
+    "external.details-modified": [("modified", "values"), ("removed", "strings")],
+    "external.details-erased": [],
+}
+
+
+def decode_account_payload(position, event_type, payload):
+    """Decodes an account event's payload field by field; None for a type that is not an account event."""
+    fields = ACCOUNT_EVENTS.get(event_type)
+    if fields is None:
+        return None
+    offset = 0
+
+    def byte():
+        nonlocal offset
+        if offset >= len(payload):
+            raise Problem(position, f"payload ends early at byte {offset}")
+        offset += 1
+        return payload[offset - 1]
+
+    def varint():
+        result = 0
+        for shift in range(0, 70, 7):
+            current = byte()
+            result |= (current & 0x7F) << shift
+            if current < 0x80:
+                return result
+        raise Problem(position, "varint longer than 10 bytes")
+
+    def blob():
+        nonlocal offset
+        length = varint()
+        if offset + length > len(payload):
+            raise Problem(position, f"a length of {length} at byte {offset} passes the end of the payload")
+        offset += length
+        return payload[offset - length:offset]
+
+    def boolean():
+        value = byte()
+        if value > 1:
+            raise Problem(position, f"bool byte {value}")
+        return value == 1
+
+    readers = {
+        "string": lambda: blob().decode("utf-8"),
+        "optional": lambda: blob().decode("utf-8") if boolean() else None,
+        "bool": boolean,
+        "strings": lambda: [blob().decode("utf-8") for _ in range(varint())],
+        "values": lambda: {blob().decode("utf-8"): json.loads(blob()) for _ in range(varint())},
+    }
+    encoding = byte()
+    if encoding == 2:
+        # Sealed with the account's key (ChaCha20-Poly1305): 12-byte nonce, ciphertext, 16-byte tag.
+        if len(payload) < 1 + 12 + 16:
+            raise Problem(position, "sealed payload too short")
+        return {"sealed": True}
+    if encoding != 1:
+        raise Problem(position, "unknown payload encoding version")
+    event = {name: readers[kind]() for name, kind in fields}
+    if offset != len(payload):
+        raise Problem(position, f"{len(payload) - offset} bytes after the last payload field")
+    return event
+
+
 def check(path, emit):
     env = lmdb.open(path, max_dbs=8, readonly=True, lock=False, subdir=True)
     with env.begin() as txn:
@@ -150,8 +226,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("log", help="the log directory (holding data.mdb)")
     parser.add_argument("--json", action="store_true", help="print every record as a JSON line")
+    parser.add_argument("--accounts", action="store_true", help="decode account event payloads too (key \"event\")")
     options = parser.parse_args()
-    emit = (lambda record: print(json.dumps(record, sort_keys=True))) if options.json else (lambda record: None)
+
+    def emit(record):
+        if options.accounts:
+            record["event"] = decode_account_payload(record["position"], record["type"], bytes.fromhex(record["payloadHex"]))
+        if options.json:
+            print(json.dumps(record, sort_keys=True))
     try:
         count, head = check(options.log, emit)
     except Problem as problem:

@@ -52,8 +52,12 @@ public final class Environment: @unchecked Sendable {
     /// How many reader slots of dead processes were cleared when it was opened.
     public let staleReadersCleared: Int
 
-    let pointer: OpaquePointer
-    /// Shared by every transaction, exclusive for growing the map and closing.
+    /// Replaced only under the exclusive lock, when the environment is reopened after a fatal error.
+    private(set) var pointer: OpaquePointer
+    /// The named databases opened so far, by handle, so that a reopened environment can give them
+    /// the same handles again.
+    let handles = HandleRegistry()
+    /// Shared by every transaction, exclusive for growing the map, reopening and closing.
     private let lock = ReadWriteLock()
     /// Written only under the exclusive lock.
     private var closed = false
@@ -84,19 +88,8 @@ public final class Environment: @unchecked Sendable {
                 _ = Self.openPaths.withLock { $0.remove(key) }
             }
         }
-        try check(mdb_env_create(&envPointer), "mdb_env_create", path: url.path)
+        try Self.openEnvironment(&envPointer, path: url.path, options: options, mapSize: options.initialMapSize)
         guard let envPointer else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create", path: url.path) }
-        try check(mdb_env_set_maxdbs(envPointer, MDB_dbi(options.maxDatabases)), "mdb_env_set_maxdbs", path: url.path)
-        try check(mdb_env_set_maxreaders(envPointer, options.maxReaders), "mdb_env_set_maxreaders", path: url.path)
-        try check(mdb_env_set_mapsize(envPointer, Self.pageAligned(options.initialMapSize)), "mdb_env_set_mapsize", path: url.path)
-        var flags = UInt32(MDB_NOTLS)
-        if options.sync == .relaxed { flags |= UInt32(MDB_NOSYNC) }
-        if options.sync == .lastCommitMayRollBack { flags |= UInt32(MDB_NOMETASYNC) }
-        if options.readOnly { flags |= UInt32(MDB_RDONLY) }
-        if options.readOnly && !FileManager.default.fileExists(atPath: url.appendingPathComponent("data.mdb").path) {
-            throw LMDBError(code: ENOENT, operation: "mdb_env_open", path: url.path)
-        }
-        try check(mdb_env_open(envPointer, url.path, flags, 0o644), "mdb_env_open", path: url.path)
         // A data file shorter than its own metadata says would make reads fault (SIGBUS): refuse it.
         var info = MDB_envinfo()
         var stat = MDB_stat()
@@ -122,6 +115,72 @@ public final class Environment: @unchecked Sendable {
         close()
     }
 
+    /// Creates an LMDB environment handle in `envPointer` and opens it at `path`. On failure
+    /// `envPointer` may hold a handle that the caller must close.
+    private static func openEnvironment(_ envPointer: inout OpaquePointer?, path: String, options: EnvironmentOptions,
+                                        mapSize: Int) throws {
+        try check(mdb_env_create(&envPointer), "mdb_env_create", path: path)
+        guard let envPointer else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create", path: path) }
+        try check(mdb_env_set_maxdbs(envPointer, MDB_dbi(options.maxDatabases)), "mdb_env_set_maxdbs", path: path)
+        try check(mdb_env_set_maxreaders(envPointer, options.maxReaders), "mdb_env_set_maxreaders", path: path)
+        try check(mdb_env_set_mapsize(envPointer, Self.pageAligned(mapSize)), "mdb_env_set_mapsize", path: path)
+        var flags = UInt32(MDB_NOTLS)
+        if options.sync == .relaxed { flags |= UInt32(MDB_NOSYNC) }
+        if options.sync == .lastCommitMayRollBack { flags |= UInt32(MDB_NOMETASYNC) }
+        if options.readOnly { flags |= UInt32(MDB_RDONLY) }
+        if options.readOnly && !FileManager.default.fileExists(atPath: path + "/data.mdb") {
+            throw LMDBError(code: ENOENT, operation: "mdb_env_open", path: path)
+        }
+        try check(mdb_env_open(envPointer, path, flags, 0o644), "mdb_env_open", path: path)
+    }
+
+    /// After a failed write of a commit record LMDB refuses every further transaction
+    /// (`MDB_PANIC`) until the environment is closed and opened again. This does that, in place:
+    /// the file still holds the last commit that succeeded, and the named databases get their
+    /// old handles back. When they can't (a handle freed by a dropped database left a gap), the
+    /// environment stays unusable and says why; reopening it by hand then works.
+    private func reopenAfterFatalError() throws {
+        try lock.withExclusive {
+            guard !closed else { throw closedError }
+            // Another thread may have reopened it already: a fresh transaction tells.
+            var probe: OpaquePointer?
+            if mdb_txn_begin(pointer, nil, UInt32(MDB_RDONLY), &probe) == MDB_SUCCESS {
+                mdb_txn_abort(probe)
+                return
+            }
+            var info = MDB_envinfo()
+            mdb_env_info(pointer, &info)
+            mdb_env_close(pointer)
+            var fresh: OpaquePointer?
+            do {
+                try Self.openEnvironment(&fresh, path: path, options: options, mapSize: info.me_mapsize)
+            } catch {
+                if let fresh { mdb_env_close(fresh) }
+                // Keep a handle that refuses everything rather than a dangling one.
+                var placeholder: OpaquePointer?
+                mdb_env_create(&placeholder)
+                pointer = placeholder!
+                closed = true
+                _ = Self.openPaths.withLock { $0.remove(registryKey) }
+                throw error
+            }
+            pointer = fresh!
+            let named = handles.snapshot()
+            guard !named.isEmpty else { return }
+            var txn: OpaquePointer?
+            try check(mdb_txn_begin(pointer, nil, options.readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "mdb_txn_begin (reopen)", path: path)
+            for (handle, name) in named {
+                var dbi: MDB_dbi = 0
+                let code = mdb_dbi_open(txn, name, 0, &dbi)
+                guard code == MDB_SUCCESS, dbi == handle else {
+                    mdb_txn_abort(txn)
+                    throw LMDBError(code: MDB_PANIC, operation: "reopen after a fatal write error (database \"\(name)\" can't get its handle back; close and open the environment)", path: path)
+                }
+            }
+            try check(mdb_txn_commit(txn), "mdb_txn_commit (reopen)", path: path)
+        }
+    }
+
     /// Closes the environment; waits for running transactions. Later calls throw `EBADF` errors.
     public func close() {
         lock.withExclusive {
@@ -143,17 +202,20 @@ public final class Environment: @unchecked Sendable {
     /// The buffers `body` sees point into the map and are valid only inside it.
     public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
         while true {
-            let outcome: T? = try lock.withShared {
+            let outcome: Attempt<T> = try lock.withShared {
                 guard !closed else { throw closedError }
                 var txn: OpaquePointer?
                 let code = mdb_txn_begin(pointer, nil, UInt32(MDB_RDONLY), &txn)
-                if code == MDB_MAP_RESIZED { return nil }
+                if code == MDB_MAP_RESIZED || code == MDB_PANIC { return .retry(code) }
                 try check(code, "mdb_txn_begin (read)", path: path)
                 defer { mdb_txn_abort(txn) }
-                return try body(Transaction(pointer: txn!, path: path, readOnly: true))
+                return .done(try body(Transaction(pointer: txn!, path: path, readOnly: true, handles: handles)))
             }
-            if let outcome { return outcome }
-            try adoptResizedMap()
+            switch outcome {
+            case let .done(value): return value
+            case .retry(MDB_PANIC): try reopenAfterFatalError()
+            case .retry: try adoptResizedMap()
+            }
         }
     }
 
@@ -163,28 +225,49 @@ public final class Environment: @unchecked Sendable {
     public func write<T>(_ body: (Transaction) throws -> T) throws -> T {
         while true {
             do {
-                let outcome: T? = try lock.withShared {
+                let outcome: Attempt<T> = try lock.withShared {
                     guard !closed else { throw closedError }
                     var txn: OpaquePointer?
                     let code = mdb_txn_begin(pointer, nil, 0, &txn)
-                    if code == MDB_MAP_RESIZED { return nil }
+                    if code == MDB_MAP_RESIZED || code == MDB_PANIC { return .retry(code) }
                     try check(code, "mdb_txn_begin (write)", path: path)
                     let result: T
                     do {
-                        result = try body(Transaction(pointer: txn!, path: path, readOnly: false))
+                        result = try body(Transaction(pointer: txn!, path: path, readOnly: false, handles: handles))
                     } catch {
                         mdb_txn_abort(txn)
                         throw error
                     }
-                    try check(mdb_txn_commit(txn), "mdb_txn_commit", path: path)
-                    return result
+                    try commit(txn!)
+                    return .done(result)
                 }
-                if let outcome { return outcome }
-                try adoptResizedMap()
+                switch outcome {
+                case let .done(value): return value
+                case .retry(MDB_PANIC): try reopenAfterFatalError()
+                case .retry: try adoptResizedMap()
+                }
             } catch let error as LMDBError where error.isMapFull {
                 try growMap()
             }
         }
+    }
+
+    /// Commits `txn`. A commit that fails for want of space is reported as `ENOSPC` with the space
+    /// left: LMDB itself reports a short write (the disk filled up in the middle of a page) as `EIO`.
+    private func commit(_ txn: OpaquePointer) throws {
+        let code = mdb_txn_commit(txn)
+        guard code != MDB_SUCCESS else { return }
+        if code == EIO || code == ENOSPC || code == EDQUOT, let free = freeBytes(), free < 1 << 20 {
+            throw LMDBError(code: ENOSPC, operation: "mdb_txn_commit (\(free) bytes left on the device)", path: path)
+        }
+        throw LMDBError(code: code, operation: "mdb_txn_commit", path: path)
+    }
+
+    /// The bytes an unprivileged writer may still use on the file system of the environment.
+    public func freeBytes() -> Int? {
+        var status = statvfs()
+        guard statvfs(path, &status) == 0 else { return nil }
+        return Int(status.f_bavail) * Int(status.f_frsize)
     }
 
     /// Opens (or creates) the named database and returns its handle, valid until the environment closes.
@@ -201,6 +284,7 @@ public final class Environment: @unchecked Sendable {
                     throw LMDBError(code: code, operation: "mdb_dbi_open \"\(name)\"", path: path)
                 }
                 try check(mdb_txn_commit(txn), "mdb_txn_commit", path: path)
+                handles.opened(dbi, name)
                 return Database(handle: dbi, name: name)
             }
         }
@@ -292,6 +376,11 @@ public final class Environment: @unchecked Sendable {
         }
     }
 
+    private enum Attempt<T> {
+        case done(T)
+        case retry(Int32)
+    }
+
     private var closedError: LMDBError {
         LMDBError(code: EBADF, operation: "use of a closed environment", path: path)
     }
@@ -315,4 +404,22 @@ public struct DatabaseStatistics: Sendable, Equatable {
     public let depth: Int
     public let pageSize: Int
     public let pages: Int
+}
+
+/// The named databases an environment has opened, by handle.
+final class HandleRegistry: Sendable {
+    private let names = Mutex<[MDB_dbi: String]>([:])
+
+    func opened(_ handle: MDB_dbi, _ name: String) {
+        names.withLock { $0[handle] = name }
+    }
+
+    func closed(_ handle: MDB_dbi) {
+        _ = names.withLock { $0.removeValue(forKey: handle) }
+    }
+
+    /// The handles in ascending order, the order in which a fresh environment hands them out.
+    func snapshot() -> [(MDB_dbi, String)] {
+        names.withLock { $0.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    }
 }

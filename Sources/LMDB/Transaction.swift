@@ -21,6 +21,8 @@ public struct Transaction {
     let path: String
     /// True for read-only transactions.
     public let readOnly: Bool
+    /// The environment's record of open handles.
+    let handles: HandleRegistry
 
     /// The value stored under `key`, pointing into the map: copy it before the transaction ends.
     public func get(_ database: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
@@ -92,12 +94,14 @@ public struct Transaction {
     /// Deletes the database itself; its handle must not be used again.
     public func drop(_ database: Database) throws {
         try check(mdb_drop(pointer, database.handle, 1), "mdb_drop (delete) \"\(database.name)\"", path: path)
+        handles.closed(database.handle)
     }
 
     /// Opens a named database inside this transaction.
     public func openDatabase(_ name: String, create: Bool) throws -> Database {
         var dbi: MDB_dbi = 0
         try check(mdb_dbi_open(pointer, name, create ? UInt32(MDB_CREATE) : 0, &dbi), "mdb_dbi_open \"\(name)\"", path: path)
+        handles.opened(dbi, name)
         return Database(handle: dbi, name: name)
     }
 

@@ -21,12 +21,29 @@ public protocol Projection: Sendable {
     /// Folds one record into the state. Throwing stops this projection at this record; it reports
     /// the failure and applies nothing more until it is rebuilt.
     func apply(_ record: RecordView, to state: ProjectionState) throws
+    /// Called once per batch, after the last `apply` and before the batch commits with its
+    /// checkpoint: a projection that keeps decoded values in ``ProjectionState/scratch`` writes
+    /// them out here (so an account touched by ten records of a batch is decoded and stored once).
+    func finishBatch(_ state: ProjectionState) throws
+}
+
+extension Projection {
+    /// The default keeps nothing back.
+    public func finishBatch(_ state: ProjectionState) throws {}
+}
+
+/// Values a projection keeps decoded during one batch (one write transaction), by key.
+public final class ProjectionScratch {
+    public var values: [[UInt8]: Any] = [:]
+    init() {}
 }
 
 /// Read and write access to one generation of a projection's databases, inside one transaction.
 public struct ProjectionState {
     let transaction: Transaction
     let databases: [String: Database]
+    /// Decoded values kept for the rest of the batch (empty for reads).
+    public let scratch = ProjectionScratch()
 
     func database(_ name: String) throws -> Database {
         guard let database = databases[name] else { throw ProjectionError.unknownDatabase(name) }

@@ -80,6 +80,7 @@ extension ProjectionStore {
                 // The log itself could not be read here (e.g. a corrupt record): stop this projection.
                 failure = .failed(projection: name, position: reached + 1, reason: error.description)
             }
+            try projection.finishBatch(projectionState)
             try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(reached))
             return reached
         }

@@ -47,7 +47,7 @@ struct IntegrityTests {
         #expect(progress.count >= 4)
     }
 
-    @Test("flipping any single byte of a record is found by verify and by readers, at its position")
+    @Test("flipping any single byte of a record is found by verify and by readers, at its position: every byte of 3 records and 400 random ones")
     func flippedBytes() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
@@ -55,27 +55,44 @@ struct IntegrityTests {
         try await makeLog(at: path, count: 30)
         let dataFile = URL(fileURLWithPath: path + "/data.mdb")
         let original = try Data(contentsOf: dataFile)
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<60 {
+        var generator = SplitMix64(seed: 0xF11B_B17E)
+        // Every byte of the first, a middle and the last record, then random bytes of random records.
+        var flips: [(position: Int, offset: Int)] = []
+        for position in [1, 15, 30] {
+            flips += try recordRange(in: original, position: position).map { (position, $0) }
+        }
+        for _ in 0..<400 {
             let position = Int.random(in: 1...30, using: &generator)
-            let range = try recordRange(in: original, position: position)
-            let offset = Int.random(in: range, using: &generator)
+            flips.append((position, Int.random(in: try recordRange(in: original, position: position), using: &generator)))
+        }
+        var detectedByVerify = 0
+        var detectedByReaders = 0
+        for (position, offset) in flips {
             var damaged = original
             damaged[offset] ^= UInt8.random(in: 1...255, using: &generator)
             try damaged.write(to: dataFile)
             let log = try EventLog(path: path)
             let report = try log.verify()
-            #expect(report.problem?.position == UInt64(position), "byte \(offset - range.lowerBound) of record \(position)")
+            let context = "byte \(offset - (try recordRange(in: original, position: position)).lowerBound) of record \(position)"
+            #expect(report.problem?.position == UInt64(position), "\(context)")
             #expect(report.problem?.kind == .corruptRecord)
             #expect(report.recordsChecked == UInt64(position - 1))
+            if report.problem?.position == UInt64(position) { detectedByVerify += 1 }
+            // A reader that meets the record throws, both in a scan and in a point read.
+            var readerThrew = false
             #expect {
                 try log.read(from: 1, limit: 100)
             } throws: { error in
                 guard case let .corruptRecord(at, _, _) = error as? EventLogError else { return false }
-                return at == UInt64(position)
+                readerThrew = at == UInt64(position)
+                return readerThrew
             }
+            #expect(throws: EventLogError.self, "\(context)") { try log.record(at: UInt64(position)) }
+            if readerThrew { detectedByReaders += 1 }
             log.close()
         }
+        print("byte flips: \(flips.count) flipped, \(detectedByVerify) found by verify, \(detectedByReaders) by readers")
+        #expect(detectedByVerify == flips.count && detectedByReaders == flips.count)
         try original.write(to: dataFile)
         let log = try EventLog(path: path)
         defer { log.close() }

@@ -5,7 +5,9 @@
 // The child process of the event log's crash test: appends durable events from several tasks until
 // it is killed, and tells the parent about every append the log acknowledged, one line each:
 //   ack <position> <event id> <stream> <stream version>
-// Usage: log-crash-child <log path> <run number> [writers]
+//   fail <error>                     (an append the log refused; the writer tries again)
+//   synced <position>                (relaxed mode: everything up to here has been flushed)
+// Usage: log-crash-child <log path> <run number> [writers] [durable|relaxed]
 //        log-crash-child <log path> hold-reader     (opens a read transaction and waits to be killed)
 
 import EventLog
@@ -26,10 +28,11 @@ if arguments.count == 3 && arguments[2] == "hold-reader" {
     }
 }
 guard arguments.count >= 3, let run = Int(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: log-crash-child <log path> <run number> [writers]\n".utf8))
+    FileHandle.standardError.write(Data("usage: log-crash-child <log path> <run number> [writers] [durable|relaxed]\n".utf8))
     exit(64)
 }
 let writers = arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4
+let relaxedMode = arguments.count > 4 && arguments[4] == "relaxed"
 let output = NSLock()
 
 func report(_ line: String) {
@@ -40,7 +43,9 @@ func report(_ line: String) {
 }
 
 do {
-    let log = try EventLog(path: arguments[1])
+    var options = EventLogOptions()
+    if relaxedMode { options.sync = .relaxed }
+    let log = try EventLog(path: arguments[1], options: options)
     report("ready \(try log.lastPosition())")
     try await withThrowingTaskGroup(of: Void.self) { group in
         for writer in 0..<writers {
@@ -51,13 +56,31 @@ do {
                     let batch = (0..<(index % 3 + 1)).map { offset in
                         ProposedEvent(type: "crash.test", payload: Data("\(run)/\(writer)/\(index)/\(offset)".utf8))
                     }
-                    let result = try await log.append(batch, to: stream, expectedVersion: index == 0 ? .noStream : .any)
+                    let result: AppendResult
+                    do {
+                        result = try await log.append(batch, to: stream, expectedVersion: index == 0 ? .noStream : .any)
+                    } catch {
+                        // An I/O fault: say so and try again; nothing of this append was acknowledged.
+                        report("fail \(error)")
+                        try await Task.sleep(for: .milliseconds(2))
+                        continue
+                    }
                     for (offset, event) in batch.enumerated() {
                         let position = result.positions.lowerBound + UInt64(offset)
                         let version = result.streamVersion - UInt64(batch.count - 1 - offset)
                         report("ack \(position) \(event.eventID.uuidString) \(stream) \(version)")
                     }
                     index += 1
+                    if relaxedMode && writer == 0 && index % 10 == 0 {
+                        // Everything at or before `position` is on disk once sync returns.
+                        let position = try log.lastPosition()
+                        do {
+                            try log.sync()
+                            report("synced \(position)")
+                        } catch {
+                            report("fail \(error)")
+                        }
+                    }
                 }
             }
         }

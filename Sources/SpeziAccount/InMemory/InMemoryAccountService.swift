@@ -204,8 +204,8 @@ public actor InMemoryAccountService: AccountService {
 }
 
 extension AccountServiceConfiguration {
-    /// The configuration with additional validation rules.
-    func adding(_ rules: [FieldValidationRules]) -> AccountServiceConfiguration {
+    /// The configuration with additional validation rules (overriding the defaults for their keys).
+    public func adding(_ rules: [FieldValidationRules]) -> AccountServiceConfiguration {
         guard !rules.isEmpty else {
             return self
         }

@@ -35,6 +35,14 @@ public enum AccountEvent: Sendable, Equatable {
     case loginFailed(reason: String)
     /// The account was logged out.
     case loggedOut
+    /// Values of keys the account service does not store itself, written by the log-backed storage
+    /// provider (``EventSourcedStorageProvider``): new values for `modified`, `removed` cleared.
+    case externalDetailsModified(modified: EncodedAccountValues, removed: [String])
+    /// The storage provider's record of the account was deleted: all its external values are gone.
+    case externalDetailsErased
+    /// An event of this type whose personal data can no longer be read: the account was deleted
+    /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
+    case redacted(type: String)
 
     /// Every event type name this version writes, with its current schema version.
     public static let currentSchemaVersions: [String: UInt32] = [
@@ -46,7 +54,9 @@ public enum AccountEvent: Sendable, Equatable {
         "account.deleted": 1,
         "auth.login-succeeded": 1,
         "auth.login-failed": 1,
-        "auth.logged-out": 1
+        "auth.logged-out": 1,
+        "external.details-modified": 1,
+        "external.details-erased": 1
     ]
 
     /// The stable type name written to the log.
@@ -61,6 +71,17 @@ public enum AccountEvent: Sendable, Equatable {
         case .loginSucceeded: "auth.login-succeeded"
         case .loginFailed: "auth.login-failed"
         case .loggedOut: "auth.logged-out"
+        case .externalDetailsModified: "external.details-modified"
+        case .externalDetailsErased: "external.details-erased"
+        case let .redacted(type): type
+        }
+    }
+
+    /// Whether the payload holds personal data, so that the store seals it with the account's key.
+    public var carriesPersonalData: Bool {
+        switch self {
+        case .accountCreated, .anonymousAccountUpgraded, .detailsModified, .passwordChanged, .userIdChanged, .externalDetailsModified: true
+        case .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .externalDetailsErased, .redacted: false
         }
     }
 
@@ -69,10 +90,12 @@ public enum AccountEvent: Sendable, Equatable {
         Self.currentSchemaVersions[typeName] ?? 1
     }
 
-    /// Whether this event changes account state (as opposed to an audit-only security event).
+    /// Whether this event changes the account's own state (as opposed to an audit-only security
+    /// event, or the storage provider's external values, which have their own view).
     public var changesAccountState: Bool {
         switch self {
-        case .loginSucceeded, .loginFailed, .loggedOut: false
+        case .loginSucceeded, .loginFailed, .loggedOut, .externalDetailsModified, .externalDetailsErased: false
+        case .redacted: true
         default: true
         }
     }
@@ -100,7 +123,10 @@ public enum AccountEvent: Sendable, Equatable {
             writer.string(new)
         case let .loginFailed(reason):
             writer.string(reason)
-        case .accountDeleted, .loginSucceeded, .loggedOut:
+        case let .externalDetailsModified(modified, removed):
+            writer.values(modified)
+            writer.strings(removed)
+        case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             break
         }
         return writer.bytes
@@ -140,11 +166,24 @@ public enum AccountEvent: Sendable, Equatable {
             event = .loginFailed(reason: try reader.string("reason"))
         case "auth.logged-out":
             event = .loggedOut
+        case "external.details-modified":
+            event = .externalDetailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
+        case "external.details-erased":
+            event = .externalDetailsErased
         default:
             throw PayloadDecodingError.unknownEventType(type)
         }
         try reader.finish()
         return event
+    }
+
+    /// Decodes a payload that may be sealed with the account's key: a sealed payload opens with the
+    /// vault's key, and decodes to ``redacted(type:)`` when that key was destroyed or is missing.
+    public static func decode(type: String, payload: UnsafeRawBufferPointer, accountId: String, vault: KeyVault?) throws -> AccountEvent {
+        guard Sealing.isSealed(payload) else { return try decode(type: type, payload: payload) }
+        guard let key = vault?.key(for: accountId) else { return .redacted(type: type) }
+        let plain = try Sealing.open(payload, key: key, accountId: accountId, label: type)
+        return try decode(type: type, payload: plain)
     }
 
     /// Decodes a payload held in an array.

@@ -108,6 +108,9 @@ public struct SchemaEvolution: Sendable {
             return .anonymousAccountUpgraded(userId: userId, passwordHash: passwordHash, values: try upcast(values, writtenAt: version))
         case let .detailsModified(modified, removed):
             return .detailsModified(modified: try upcast(modified, writtenAt: version), removed: upcast(removed: removed, writtenAt: version))
+        case let .externalDetailsModified(modified, removed):
+            return .externalDetailsModified(modified: try upcast(modified, writtenAt: version),
+                                            removed: upcast(removed: removed, writtenAt: version))
         default:
             return event
         }

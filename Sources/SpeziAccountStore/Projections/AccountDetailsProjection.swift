@@ -8,17 +8,22 @@ import Foundation
 import LMDB
 import Projections
 
-/// The details cache: every account's current state, folded from the log and kept in LMDB.
+/// The details cache: every account's current state, folded from the log and kept in LMDB. Every
+/// account event is applied (security and external ones only move the version and the login
+/// counters), so a cached state always equals the fold of its stream up to the checkpoint.
 /// Its fingerprint covers its own version and the schema evolution, so a new upcaster rebuilds it.
 public struct AccountDetailsProjection: Projection {
     public static let projectionName = "account-details"
     /// Bump when the stored form or the folding changes.
-    static let version = 1
+    static let version = 2
 
     public let evolution: SchemaEvolution
+    /// The per-account keys: cached states of live accounts are sealed with them.
+    public let vault: KeyVault?
 
-    public init(evolution: SchemaEvolution = SchemaEvolution()) {
+    public init(evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.evolution = evolution
+        self.vault = vault
     }
 
     public var name: String { Self.projectionName }
@@ -26,15 +31,28 @@ public struct AccountDetailsProjection: Projection {
     public var databaseNames: [String] { ["accounts"] }
 
     public func apply(_ record: RecordView, to state: ProjectionState) throws {
-        let event = try AccountEvent.decode(type: record.type, payload: record.payload)
-        guard event.changesAccountState || event.isLoginOutcome else { return }
+        // Types this build does not know (written by a newer one) stay in the log for the build
+        // that knows them; they never stop the cache.
+        let type = record.type
+        guard AccountEvent.currentSchemaVersions[type] != nil else { return }
+        let accountId = record.streamID
+        let event = try AccountEvent.decode(type: type, payload: record.payload, accountId: accountId, vault: vault)
         let keysVersion = keysVersion(of: record)
         let upcast = try evolution.upcast(event, writtenAt: keysVersion)
         let key = Array(record.streamIDBytes)
-        let previous = try state.get("accounts", key: key).map { try AccountState(encoded: $0) }
-        guard let next = AccountState.applying(upcast, to: previous, accountId: record.streamID,
+        // States are decoded once per batch and written back in finishBatch.
+        let previous = try (state.scratch.values[key] as? AccountState)
+            ?? state.get("accounts", key: key).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
+        guard let next = AccountState.applying(upcast, to: previous, accountId: accountId,
                                                version: record.streamVersion, at: record.timestamp) else { return }
-        try state.put("accounts", key: key, value: next.encoded())
+        state.scratch.values[key] = next
+    }
+
+    public func finishBatch(_ state: ProjectionState) throws {
+        for case let (key, next as AccountState) in state.scratch.values {
+            try state.put("accounts", key: key, value: try Self.encodeState(next, vault: vault))
+        }
+        state.scratch.values.removeAll()
     }
 
     private func keysVersion(of record: RecordView) -> Int {
@@ -42,33 +60,61 @@ public struct AccountDetailsProjection: Projection {
         return record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1
     }
 
+    /// The stored form. Without a key: the plain state. With one (a live account): `0x03`, the
+    /// state without its personal fields (`u32` big-endian length + bytes), then the user id, password hash
+    /// and values sealed with the account's key. So a state whose key is destroyed still reads as
+    /// the account's skeleton (dates, version, counters), exactly what a replay of it yields.
+    static func encodeState(_ state: AccountState, vault: KeyVault?) throws -> [UInt8] {
+        guard !state.isDeleted, let key = vault?.key(for: state.accountId) else { return state.encoded() }
+        var writer = PayloadWriter()
+        writer.string(state.userId)
+        writer.optionalString(state.passwordHash)
+        writer.values(state.values)
+        let personal = try Sealing.seal(writer.bytes, key: key, accountId: state.accountId, label: "state")
+        let skeleton = state.withoutPersonalData().encoded()
+        return [sealedStateMarker] + KeyVault.bigEndian(UInt32(skeleton.count)) + skeleton + personal
+    }
+
+    static let sealedStateMarker: UInt8 = 3
+
+    /// Reads the stored form; a sealed state whose key was destroyed reads as deleted, without details.
+    static func decodeState(_ bytes: [UInt8], accountId: String, vault: KeyVault?) throws -> AccountState {
+        guard bytes.first == sealedStateMarker else { return try AccountState(encoded: bytes) }
+        guard bytes.count >= 5 else { throw PayloadDecodingError.truncated(field: "state", offset: bytes.count) }
+        let offset = 5
+        let length = Int(KeyVault.uint32(bytes, at: 1))
+        guard length <= bytes.count - offset else { throw PayloadDecodingError.truncated(field: "state", offset: offset) }
+        var state = try AccountState(encoded: Array(bytes[offset..<(offset + length)]))
+        guard let key = vault?.key(for: accountId) else { return state.shreddedSkeleton() }
+        let personal = try bytes[(offset + length)...].withUnsafeBytes { try Sealing.open($0, key: key, accountId: accountId, label: "state") }
+        try personal.withUnsafeBytes { raw in
+            var reader = try PayloadReader(raw)
+            state.userId = try reader.string("userId")
+            state.passwordHash = try reader.optionalString("passwordHash")
+            state.values = try reader.values("values")
+            try reader.finish()
+        }
+        return state
+    }
+
     /// Reads one account's state from the store's serving generation.
-    public static func state(of accountId: String, in store: ProjectionStore) throws -> AccountState? {
+    public static func state(of accountId: String, in store: ProjectionStore, vault: KeyVault? = nil) throws -> AccountState? {
         try store.read(projectionName) { state in
-            try state.get("accounts", key: Array(accountId.utf8)).map { try AccountState(encoded: $0) }
+            try state.get("accounts", key: Array(accountId.utf8)).map { try decodeState($0, accountId: accountId, vault: vault) }
         }
     }
 
     /// Calls `body` with every account's state, in account-id order.
-    public static func forEachAccount(in store: ProjectionStore, _ body: (AccountState) throws -> Void) throws {
+    public static func forEachAccount(in store: ProjectionStore, vault: KeyVault? = nil, _ body: (AccountState) throws -> Void) throws {
         try store.read(projectionName) { state in
             try state.withCursor("accounts") { cursor in
                 var entry = try cursor.first()
                 while let current = entry {
-                    try body(try AccountState(encoded: Array(current.value)))
+                    let accountId = String(decoding: current.key, as: UTF8.self)
+                    try body(try decodeState(Array(current.value), accountId: accountId, vault: vault))
                     entry = try cursor.next()
                 }
             }
-        }
-    }
-}
-
-extension AccountEvent {
-    /// Login outcomes change the failed-login counter (not the details).
-    var isLoginOutcome: Bool {
-        switch self {
-        case .loginSucceeded, .loginFailed: true
-        default: false
         }
     }
 }

@@ -48,6 +48,10 @@ public struct AccountState: Sendable, Equatable {
             return AccountState(accountId: accountId, userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
                                 values: values, version: version, at: time)
         }
+        if case .redacted("account.created") = event {
+            // A shredded account: it existed, and nothing more can be known about it.
+            return AccountState(accountId: accountId, userId: "", passwordHash: nil, isAnonymous: false, values: [:], version: version, at: time)
+        }
         guard var state else { return nil }
         state.apply(event, version: version, at: time)
         return state
@@ -75,6 +79,8 @@ public struct AccountState: Sendable, Equatable {
             self.userId = new
         case .accountDeleted:
             self.isDeleted = true
+            self.isAnonymous = false
+            self.userId = ""
             self.passwordHash = nil
             self.values = [:]
         case .loginSucceeded:
@@ -85,10 +91,27 @@ public struct AccountState: Sendable, Equatable {
             self.failedLogins += 1
             self.lastFailedLogin = time
             return
-        case .loggedOut:
+        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .redacted:
             return
         }
         self.updatedAt = time
+    }
+
+    /// The state without the personal fields (user id, password hash, values).
+    func withoutPersonalData() -> AccountState {
+        var copy = self
+        copy.userId = ""
+        copy.passwordHash = nil
+        copy.values = [:]
+        return copy
+    }
+
+    /// What is left of an account whose key was destroyed: deleted, without details.
+    func shreddedSkeleton() -> AccountState {
+        var copy = withoutPersonalData()
+        copy.isDeleted = true
+        copy.isAnonymous = false
+        return copy
     }
 
     // MARK: Stored form (the details projection's values)

@@ -29,23 +29,37 @@ extension AccountStore {
     ///   when the user id belongs to another account (also under concurrent signups).
     @discardableResult
     public func signup(_ signupDetails: AccountDetails, context: Context = Context()) async throws -> AccountDetails {
-        try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        try await signup(signupDetails, context: context, validating: true)
+    }
+
+    /// Signup; `validating: false` when the caller (the service) already validated the whole details
+    /// against its own configuration and passes only the keys it stores.
+    func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
+        try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
+        if validating {
+            try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        }
         try checkSupported(signupDetails.keys)
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
         }
+        let values = try loggedValues(signupDetails)
         let hash = try hasher.hash(password)
         let accountId = options.makeAccountId()
-        let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: try loggedValues(signupDetails))
+        let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
         let result: AppendResult
         do {
             result = try await accounts.append([event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
-                                               claims: [AccountLog.userIdClaim(userId)])
+                                               claims: [accounts.claim(forUserId: userId)])
         } catch EventLogError.claimTaken {
             throw AccountServiceError.credentialsTaken
         }
         try await awaitCache(result.positions.upperBound)
-        guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        // The details as of this signup: another writer may already have changed or deleted the
+        // account, but this signup happened and its caller gets what it created.
+        let created = AccountState(accountId: accountId, userId: userId, passwordHash: hash, isAnonymous: false, values: values,
+                                   version: 1, at: options.clock())
+        var details = try details(from: created)
         details.isNewUser = true
         return details
     }
@@ -65,19 +79,26 @@ extension AccountStore {
     /// Turns an anonymous account into a full one, keeping its account id and its values.
     @discardableResult
     public func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context = Context()) async throws -> AccountDetails {
-        try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        try await upgrade(accountId, with: signupDetails, context: context, validating: true)
+    }
+
+    func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
+        try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
+        if validating {
+            try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        }
         try checkSupported(signupDetails.keys)
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
         }
-        let hash = try hasher.hash(password)
         let values = try loggedValues(signupDetails)
-        let position = try await retrying(accountId) { state in
+        let hash = try hasher.hash(password)
+        let outcome = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
-            return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [AccountLog.userIdClaim(userId)], [])
+            return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
         } context: { context }
-        if let position { try await awaitCache(position) }
-        guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        if let position = outcome.position { try await awaitCache(position) }
+        var details = try details(from: outcome.state)
         details.isNewUser = true
         return details
     }
@@ -90,6 +111,9 @@ extension AccountStore {
     /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
     ///   ``AccountStoreError/lockedOut(until:)``.
     public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
+        guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
+            throw AccountServiceError.wrongCredentials
+        }
         guard let accountId = try accounts.accountId(forUserId: userId), let state = try accounts.load(accountId),
               !state.isDeleted, let stored = state.passwordHash else {
             // Spend the time one check takes, so that unknown user ids cannot be told apart by timing.
@@ -132,64 +156,96 @@ extension AccountStore {
     ///   another account, ``AccountStoreError``.
     @discardableResult
     public func modify(_ accountId: String, _ modifications: AccountModifications, context: Context = Context()) async throws -> AccountDetails {
-        try AccountValidation.validateModifications(modifications, values: valueConfiguration, service: serviceConfiguration)
+        try await modify(accountId, modifications, context: context, validating: true)
+    }
+
+    func modify(_ accountId: String, _ modifications: AccountModifications, context: Context, validating: Bool) async throws -> AccountDetails {
+        try checkLimits(modifications.modifiedDetails, keyCount: modifications.modifiedKeys.count + modifications.removedKeys.count)
+        if validating {
+            try AccountValidation.validateModifications(modifications, values: valueConfiguration, service: serviceConfiguration)
+        }
         try checkSupported(modifications.modifiedKeys + modifications.removedKeys)
         let userIdKey = AccountDetails.__Key_userId.self
         let passwordKey = AccountDetails.__Key_password.self
-        let newPasswordHash = try modifications.modifiedDetails.password.map { try hasher.hash($0) }
         let modified = try loggedValues(modifications.modifiedDetails)
+        let newPasswordHash = try modifications.modifiedDetails.password.map { try hasher.hash($0) }
         let removed = modifications.removedKeys.map { $0.identifier }.filter { $0 != userIdKey.identifier && $0 != passwordKey.identifier }
-        let position = try await retrying(accountId) { state in
+        let outcome = try await retrying(accountId) { state in
             var events: [AccountEvent] = []
             var claims: Set<String> = []
             var releases: Set<String> = []
             if let newUserId = modifications.modifiedDetails[userIdKey], newUserId != state.userId {
                 events.append(.userIdChanged(old: state.userId, new: newUserId))
-                claims.insert(AccountLog.userIdClaim(newUserId))
-                if !state.userId.isEmpty, AccountLog.userIdClaim(state.userId) != AccountLog.userIdClaim(newUserId) {
-                    releases.insert(AccountLog.userIdClaim(state.userId))
+                claims.insert(accounts.claim(forUserId: newUserId))
+                if !state.userId.isEmpty, accounts.claim(forUserId: state.userId) != accounts.claim(forUserId: newUserId) {
+                    releases.insert(accounts.claim(forUserId: state.userId))
                 }
             }
             if let newPasswordHash { events.append(.passwordChanged(passwordHash: newPasswordHash)) }
             if !modified.isEmpty || !removed.isEmpty { events.append(.detailsModified(modified: modified, removed: removed)) }
             return (events, claims, releases)
         } context: { context }
-        if let position { try await awaitCache(position) }
-        guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
-        return details
+        if let position = outcome.position { try await awaitCache(position) }
+        // The details as of this change, even if another writer changed or deleted the account since.
+        return try details(from: outcome.state)
     }
 
-    /// Deletes an account: appends `account.deleted` and releases its user id. The events stay in
-    /// the log (it is append-only); the cache forgets the account's values.
+    /// Deletes an account: appends `account.deleted`, releases its user id and destroys its key
+    /// (crypto-shredding). The events stay in the log (it is append-only) but their personal data
+    /// can no longer be read; the cache forgets the account's values.
     public func delete(_ accountId: String, context: Context = Context()) async throws {
-        let position = try await retrying(accountId) { state in
-            let releases: Set<String> = state.userId.isEmpty ? [] : [AccountLog.userIdClaim(state.userId)]
-            return ([.accountDeleted], [], releases)
-        } context: { context }
+        // Crypto-shredding: mark the key first, so that a crash after the append is finished at
+        // the next open; destroy it once the deletion is in the log and in the cache.
+        try accounts.vault?.markShredding(accountId)
+        let position: UInt64?
+        do {
+            position = try await retrying(accountId) { state in
+                let releases: Set<String> = state.userId.isEmpty ? [] : [accounts.claim(forUserId: state.userId)]
+                return ([.accountDeleted], [], releases)
+            } context: { context }.position
+        } catch {
+            try? accounts.vault?.cancelShredding(accountId)
+            throw error
+        }
         if let position { try await awaitCache(position) }
+        try accounts.vault?.shred(accountId)
     }
 
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the
-    /// version it decided on; when another writer appended first, loads and decides again.
-    /// Returns the position of the last event appended, or nil when `decide` had nothing to append.
+    /// version it decided on; when another writer appended first, loads and decides again after a
+    /// short random pause (growing with each attempt, so that many writers on one account spread out
+    /// instead of colliding again). Returns the position of the last event appended (nil when
+    /// `decide` had nothing to append) and the account's state right after the append.
     func retrying(_ accountId: String,
                   decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
-                  context: () -> Context) async throws -> UInt64? {
-        let attempts = 8
-        for _ in 0..<attempts {
+                  context: () -> Context) async throws -> (position: UInt64?, state: AccountState) {
+        let attempts = options.maxConflictRetries
+        for attempt in 0..<attempts {
             guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
-            guard !decision.events.isEmpty else { return nil }
+            guard !decision.events.isEmpty else { return (nil, state) }
             do {
                 let result = try await accounts.append(decision.events, to: accountId, expectedVersion: .exact(state.version),
                                                        metadata: context().metadata, claims: decision.claims, releases: decision.releases)
-                return result.positions.upperBound
+                var after = state
+                let now = options.clock()
+                for (offset, event) in decision.events.enumerated() {
+                    after.apply(event, version: state.version + UInt64(offset) + 1, at: now)
+                }
+                return (result.positions.upperBound, after)
             } catch EventLogError.wrongExpectedVersion {
+                try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
                 continue
             } catch EventLogError.claimTaken {
                 throw AccountServiceError.credentialsTaken
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
+    }
+
+    /// A random pause before retry `attempt`: up to 50 µs doubled per attempt, at most 20 ms.
+    static func conflictBackoff(attempt: Int) -> Duration {
+        let ceiling = min(50 << min(attempt, 10), 20_000)
+        return .microseconds(Int.random(in: 1...ceiling))
     }
 }

@@ -10,6 +10,21 @@ import Projections
 import SpeziAccount
 import Synchronization
 
+/// Size limits on what one operation may write: hostile or broken clients get a clear error
+/// before anything is hashed, encoded or appended.
+public struct AccountStoreLimits: Sendable, Equatable {
+    /// The largest encoded value of one key (JSON bytes).
+    public var maxValueBytes = 64 * 1024
+    /// The most keys one operation may set or remove.
+    public var maxKeys = 256
+    /// The longest user id (bytes of UTF-8); it becomes an LMDB key, which cannot pass 511 bytes.
+    public var maxUserIdBytes = 320
+    /// The longest password (bytes of UTF-8), so that hashing cannot be made arbitrarily slow.
+    public var maxPasswordBytes = 4_096
+
+    public init() {}
+}
+
 /// Options for an ``AccountStore``.
 public struct AccountStoreOptions: Sendable {
     /// How appends reach the disk (default: flushed before an operation returns).
@@ -22,10 +37,18 @@ public struct AccountStoreOptions: Sendable {
     public var allowWeakPasswordParameters = false
     /// Keys to decode besides the built-in and configured ones (values of other keys are kept as unknown).
     public var additionalKeys: [any AccountKey.Type] = []
+    /// Seal personal data with per-account keys kept in `keys/vault`, destroyed on deletion
+    /// (crypto-shredding). Off: everything is written in the clear (tests of the plain format).
+    public var cryptoShredding = true
+    /// Size limits per operation.
+    public var limits = AccountStoreLimits()
     /// Failed logins in a row that lock an account, and for how long.
     public var lockout = (attempts: 5, duration: Duration.seconds(300))
     /// The clock (inject a fixed one in tests).
     public var clock: @Sendable () -> Date = { Date() }
+    /// How often a command retries when another writer changed the account between its read and
+    /// its append (optimistic concurrency); after that it fails with `tooMuchContention`.
+    public var maxConflictRetries = 64
     /// New account ids.
     public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
 
@@ -75,17 +98,24 @@ public final class AccountStore: Sendable {
         logOptions.sync = options.sync
         logOptions.clock = options.clock
         let log = try EventLog(path: root.appendingPathComponent("log").path, options: logOptions)
+        let vault: KeyVault?
+        let accounts: AccountLog
         do {
             hasher = try PasswordHasher(parameters: options.passwordParameters, allowingWeakParameters: options.allowWeakPasswordParameters)
+            vault = options.cryptoShredding ? try KeyVault(path: root.appendingPathComponent("keys/vault").path) : nil
+            accounts = AccountLog(log: log, evolution: options.evolution, vault: vault)
+            // A deletion cut short by a crash: destroy the key if the deletion reached the log.
+            try vault?.finishShredding { accountId in try accounts.load(accountId)?.isDeleted ?? true }
             projections = try ProjectionStore(path: root.appendingPathComponent("projections").path, log: log,
-                                              projections: [AccountDetailsProjection(evolution: options.evolution)])
+                                              projections: [AccountDetailsProjection(evolution: options.evolution, vault: vault),
+                                                            ExternalDetailsProjection(evolution: options.evolution, vault: vault)])
         } catch {
             log.close()
             throw error
         }
         self.directory = root.path
         self.log = log
-        self.accounts = AccountLog(log: log, evolution: options.evolution)
+        self.accounts = accounts
         self.serviceConfiguration = service
         self.valueConfiguration = values
         self.registry = AccountKeyRegistry.builtIn.merging(AccountKeyRegistry(values.keys + options.additionalKeys))
@@ -102,13 +132,28 @@ public final class AccountStore: Sendable {
 
     /// The account's current details from the details cache (never the password), or nil.
     public func details(of accountId: String) throws -> AccountDetails? {
-        guard let state = try AccountDetailsProjection.state(of: accountId, in: projections), !state.isDeleted else { return nil }
+        guard let state = try cachedState(of: accountId), !state.isDeleted else { return nil }
         return try details(from: state)
+    }
+
+    /// The account's state in the details cache (deleted accounts included), or nil.
+    public func cachedState(of accountId: String) throws -> AccountState? {
+        try AccountDetailsProjection.state(of: accountId, in: projections, vault: accounts.vault)
+    }
+
+    /// Calls `body` with every account's cached state, in account-id order.
+    public func forEachCachedAccount(_ body: (AccountState) throws -> Void) throws {
+        try AccountDetailsProjection.forEachAccount(in: projections, vault: accounts.vault, body)
+    }
+
+    /// The values the storage provider keeps for the account (the external-details view).
+    public func externalValues(of accountId: String) throws -> EncodedAccountValues {
+        try ExternalDetailsProjection.values(of: accountId, in: projections, vault: accounts.vault)
     }
 
     /// The account id for an account id or a user id (case-insensitive), or nil.
     public func resolve(_ accountOrUserId: String) throws -> String? {
-        if let state = try AccountDetailsProjection.state(of: accountOrUserId, in: projections), !state.isDeleted {
+        if let state = try cachedState(of: accountOrUserId), !state.isDeleted {
             return state.accountId
         }
         return try accounts.accountId(forUserId: accountOrUserId)
@@ -133,13 +178,30 @@ public final class AccountStore: Sendable {
     }
 
     /// Values to log for these details: every key but the account id, user id and password, which
-    /// travel in the events' own fields (the password only as a hash).
+    /// travel in the events' own fields (the password only as a hash). Checks the size limits.
     func loggedValues(_ details: AccountDetails) throws -> EncodedAccountValues {
+        try checkLimits(details, keyCount: details.count + details.unknownValues.count)
         var values = try details.encodedPerKey()
         for identifier in [AccountDetails.__Key_accountId.identifier, AccountDetails.__Key_userId.identifier, AccountDetails.__Key_password.identifier] {
             values[identifier] = nil
         }
+        let limit = options.limits.maxValueBytes
+        if let (identifier, value) = values.first(where: { $0.value.count > limit }) {
+            throw AccountStoreError.valueTooLarge(key: identifier, bytes: value.count, limit: limit)
+        }
         return values
+    }
+
+    /// Refuses too many keys, and user ids or passwords past their limits, before any work is done.
+    func checkLimits(_ details: AccountDetails, keyCount: Int) throws {
+        let limits = options.limits
+        if keyCount > limits.maxKeys { throw AccountStoreError.tooManyKeys(count: keyCount, limit: limits.maxKeys) }
+        if let userId = details[AccountDetails.__Key_userId.self], userId.utf8.count > limits.maxUserIdBytes {
+            throw AccountStoreError.valueTooLarge(key: AccountDetails.__Key_userId.identifier, bytes: userId.utf8.count, limit: limits.maxUserIdBytes)
+        }
+        if let password = details.password, password.utf8.count > limits.maxPasswordBytes {
+            throw AccountStoreError.valueTooLarge(key: AccountDetails.__Key_password.identifier, bytes: password.utf8.count, limit: limits.maxPasswordBytes)
+        }
     }
 
     var timingDecoyHash: String {

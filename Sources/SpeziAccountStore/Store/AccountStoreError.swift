@@ -17,6 +17,10 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case tooMuchContention(accountId: String, attempts: Int)
     /// Too many failed logins in a row: wait until the given time.
     case lockedOut(until: Date)
+    /// A value is larger than the store accepts (see ``AccountStoreLimits``); nothing was written.
+    case valueTooLarge(key: String, bytes: Int, limit: Int)
+    /// More keys in one operation than the store accepts; nothing was written.
+    case tooManyKeys(count: Int, limit: Int)
 
     public var description: String {
         switch self {
@@ -25,6 +29,8 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .notAnonymous(id): "account \"\(id)\" is not anonymous"
         case let .tooMuchContention(id, attempts): "account \"\(id)\" kept changing under \(attempts) attempts; nothing was written"
         case let .lockedOut(until): "too many failed logins; try again after \(ISO8601DateFormatter().string(from: until))"
+        case let .valueTooLarge(key, bytes, limit): "the value of \(key) has \(bytes) bytes; at most \(limit) are accepted"
+        case let .tooManyKeys(count, limit): "\(count) keys in one operation; at most \(limit) are accepted"
         }
     }
 }

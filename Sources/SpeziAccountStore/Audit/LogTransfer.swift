@@ -1,0 +1,192 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Synchronization
+
+/// One log record as a line of JSON: every field the hash chain covers, plus the chain hash.
+public struct ExportedRecord: Codable, Sendable, Equatable {
+    public let position: UInt64
+    public let stream: String
+    public let streamVersion: UInt64
+    public let eventID: UUID
+    public let type: String
+    public let schemaVersion: UInt32
+    public let timestampMicros: Int64
+    public let actor: String?
+    public let correlationID: String?
+    public let causationID: String?
+    public let extra: [String: String]
+    /// The payload, base64 (sealed payloads stay sealed).
+    public let payload: Data
+    /// The chain hash, hex.
+    public let hash: String
+
+    public init(_ record: RecordedEvent) {
+        position = record.position
+        stream = record.streamID
+        streamVersion = record.streamVersion
+        eventID = record.eventID
+        type = record.type
+        schemaVersion = record.schemaVersion
+        timestampMicros = Int64((record.timestamp.timeIntervalSince1970 * 1_000_000).rounded())
+        actor = record.metadata.actor
+        correlationID = record.metadata.correlationID
+        causationID = record.metadata.causationID
+        extra = record.metadata.extra
+        payload = record.payload
+        hash = record.hash.description
+    }
+}
+
+/// What can go wrong moving a log.
+public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notEmpty(String)
+    case badLine(Int, String)
+    case outOfOrder(line: Int, position: UInt64, expected: UInt64)
+    case hashMismatch(position: UInt64)
+
+    public var description: String {
+        switch self {
+        case let .notEmpty(path): "\(path) already holds a log; import needs an empty store"
+        case let .badLine(line, reason): "line \(line): \(reason)"
+        case let .outOfOrder(line, position, expected): "line \(line): position \(position), expected \(expected)"
+        case let .hashMismatch(position): "position \(position): the imported record's chain hash differs from the exported one"
+        }
+    }
+}
+
+/// Export of a whole log to JSON Lines, and import into a new store that verifies with the same
+/// hash chain. The key vault is not exported (it holds the keys that make sealed payloads
+/// readable): copy `keys/vault` beside the export, and give it to the import, or the copy's
+/// accounts read as redacted.
+public enum LogTransfer {
+    /// Writes every record, oldest first, one JSON object per line; returns the number written.
+    public static func export(_ log: EventLog, to output: FileHandle, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> UInt64 {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let total = try log.lastPosition()
+        var count: UInt64 = 0
+        var buffer = Data()
+        try log.replay(from: 1) { record in
+            buffer += try encoder.encode(ExportedRecord(record))
+            buffer.append(UInt8(ascii: "\n"))
+            count += 1
+            if buffer.count > 1 << 20 {
+                output.write(buffer)
+                buffer.removeAll(keepingCapacity: true)
+                progress?(count, total)
+            }
+            return true
+        }
+        output.write(buffer)
+        progress?(count, total)
+        return count
+    }
+
+    /// Rebuilds a log from an export in `directory` (which must hold no log yet): same positions,
+    /// event ids, times, metadata and payloads, so every chain hash matches the exported one (checked
+    /// record by record). User-id claims are re-made from the events, using `vault` (a copy of the
+    /// original store's `keys/vault`, put in place first) to read sealed user ids.
+    public static func importLog(from input: URL, into directory: String, vault vaultFile: URL?,
+                                 progress: ((UInt64) -> Void)? = nil) async throws -> UInt64 {
+        let root = URL(fileURLWithPath: directory)
+        let logPath = root.appendingPathComponent("log").path
+        if FileManager.default.fileExists(atPath: logPath + "/data.mdb") { throw LogTransferError.notEmpty(directory) }
+        if let vaultFile {
+            let target = root.appendingPathComponent("keys/vault")
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: vaultFile, to: target)
+        }
+        let vault = try KeyVault(path: root.appendingPathComponent("keys/vault").path)
+        let now = Mutex(Date())
+        var options = EventLogOptions()
+        options.sync = .relaxed
+        options.clock = { now.withLock { $0 } }
+        let log = try EventLog(path: logPath, options: options)
+        defer { log.close() }
+        let accounts = AccountLog(log: log, vault: vault)
+        let decoder = JSONDecoder()
+        var userIds: [String: String] = [:]
+        var expected: UInt64 = 1
+        var lineNumber = 0
+        let reader = try LineReader(url: input)
+        while let line = try reader.next() {
+            lineNumber += 1
+            guard !line.isEmpty else { continue }
+            let record: ExportedRecord
+            do { record = try decoder.decode(ExportedRecord.self, from: line) } catch {
+                throw LogTransferError.badLine(lineNumber, "not an exported record")
+            }
+            guard record.position == expected else { throw LogTransferError.outOfOrder(line: lineNumber, position: record.position, expected: expected) }
+            now.withLock { $0 = Date(timeIntervalSince1970: Double(record.timestampMicros) / 1_000_000) }
+            var claims: Set<String> = []
+            var releases: Set<String> = []
+            let event = record.payload.withUnsafeBytes {
+                try? AccountEvent.decode(type: record.type, payload: $0, accountId: record.stream, vault: vault)
+            }
+            switch event {
+            case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
+                if !userId.isEmpty { claims.insert(accounts.claim(forUserId: userId)) }
+                userIds[record.stream] = userId
+            case let .userIdChanged(old, new):
+                claims.insert(accounts.claim(forUserId: new))
+                if !old.isEmpty, accounts.claim(forUserId: old) != accounts.claim(forUserId: new) { releases.insert(accounts.claim(forUserId: old)) }
+                userIds[record.stream] = new
+            case .accountDeleted:
+                if let userId = userIds[record.stream], !userId.isEmpty { releases.insert(accounts.claim(forUserId: userId)) }
+                userIds[record.stream] = nil
+            default:
+                break
+            }
+            let metadata = EventMetadata(actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
+            let proposed = ProposedEvent(eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: metadata, payload: record.payload)
+            let result = try await log.append([proposed], to: record.stream,
+                                              expectedVersion: record.streamVersion == 1 ? .noStream : .exact(record.streamVersion - 1),
+                                              claims: claims, releases: releases)
+            guard result.positions.upperBound == record.position,
+                  try log.record(at: record.position)?.hash.description == record.hash else {
+                throw LogTransferError.hashMismatch(position: record.position)
+            }
+            expected += 1
+            if expected % 10_000 == 0 { progress?(expected - 1) }
+        }
+        try log.sync()
+        progress?(expected - 1)
+        return expected - 1
+    }
+}
+
+/// Reads a file line by line in 1 MiB chunks (no whole-file buffer).
+final class LineReader {
+    private let handle: FileHandle
+    private var buffer = Data()
+    private var atEnd = false
+
+    init(url: URL) throws {
+        handle = try FileHandle(forReadingFrom: url)
+    }
+
+    deinit { try? handle.close() }
+
+    /// The next line without its newline, or nil at the end.
+    func next() throws -> Data? {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer = buffer[(newline + 1)...]
+                return Data(line)
+            }
+            if atEnd {
+                guard !buffer.isEmpty else { return nil }
+                defer { buffer = Data() }
+                return Data(buffer)
+            }
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { atEnd = true } else { buffer = Data(buffer) + chunk }
+        }
+    }
+}

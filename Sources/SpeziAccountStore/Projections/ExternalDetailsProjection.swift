@@ -1,0 +1,80 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Projections
+
+/// The external-storage view: per account, the values of the keys its account service does not
+/// store itself, folded from the `external.*` events that ``EventSourcedStorageProvider`` appends.
+/// An account's deletion (either `external.details-erased` or `account.deleted`) removes its entry.
+public struct ExternalDetailsProjection: Projection {
+    public static let projectionName = "external-details"
+    /// Bump when the stored form or the folding changes.
+    static let version = 1
+
+    public let evolution: SchemaEvolution
+    /// The per-account keys: stored values are sealed with them.
+    public let vault: KeyVault?
+
+    public init(evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
+        self.evolution = evolution
+        self.vault = vault
+    }
+
+    public var name: String { Self.projectionName }
+    public var fingerprint: String { "external-details v\(Self.version); keys: \(evolution.fingerprint)" }
+    public var databaseNames: [String] { ["external"] }
+
+    public func apply(_ record: RecordView, to state: ProjectionState) throws {
+        let type = record.type
+        guard type == "external.details-modified" || type == "external.details-erased" || type == "account.deleted" else { return }
+        let keysVersion = evolution.currentVersion > 1 ? record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1 : 1
+        let accountId = record.streamID
+        let decoded = try AccountEvent.decode(type: type, payload: record.payload, accountId: accountId, vault: vault)
+        let event = try evolution.upcast(decoded, writtenAt: keysVersion)
+        let key = Array(record.streamIDBytes)
+        switch event {
+        case let .externalDetailsModified(modified, removed):
+            var values = try state.get("external", key: key).map { try Self.decodeValues($0, accountId: accountId, vault: vault) } ?? [:]
+            values.merge(modified) { _, new in new }
+            for identifier in removed { values[identifier] = nil }
+            try state.put("external", key: key, value: try Self.encodeValues(values, accountId: accountId, vault: vault))
+        case .externalDetailsErased, .accountDeleted:
+            try state.delete("external", key: key)
+        default:
+            return
+        }
+    }
+
+    /// The externally stored values of one account (empty when none are stored).
+    public static func values(of accountId: String, in store: ProjectionStore, vault: KeyVault? = nil) throws -> EncodedAccountValues {
+        try store.read(projectionName) { state in
+            try state.get("external", key: Array(accountId.utf8)).map { try decodeValues($0, accountId: accountId, vault: vault) } ?? [:]
+        }
+    }
+
+    static func encodeValues(_ values: EncodedAccountValues, accountId: String, vault: KeyVault?) throws -> [UInt8] {
+        var writer = PayloadWriter()
+        writer.values(values)
+        guard let key = vault?.key(for: accountId) else { return writer.bytes }
+        return try Sealing.seal(writer.bytes, key: key, accountId: accountId, label: "external")
+    }
+
+    /// Reads stored values; sealed values whose key was destroyed read as none.
+    static func decodeValues(_ stored: [UInt8], accountId: String, vault: KeyVault?) throws -> EncodedAccountValues {
+        var bytes = stored
+        if stored.first == Sealing.version {
+            guard let key = vault?.key(for: accountId) else { return [:] }
+            bytes = try stored.withUnsafeBytes { try Sealing.open($0, key: key, accountId: accountId, label: "external") }
+        }
+        return try bytes.withUnsafeBytes { raw in
+            var reader = try PayloadReader(raw)
+            let values = try reader.values("values")
+            try reader.finish()
+            return values
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import SpeziAccount
+
+/// One `AccountNotifications` event derived from the log, with the position it came from.
+public struct LoggedNotification: Sendable, Equatable {
+    /// The log position of the event it was derived from.
+    public let position: UInt64
+    /// The account it concerns.
+    public let accountId: String
+    /// The notification, as the seed's `AccountNotifications` reports it.
+    public let event: AccountNotifications.Event
+}
+
+/// The notification stream of the whole store, derived from the log: for every account event the
+/// `AccountNotifications.Event`s a signed-in session would report, in the seed's order.
+///
+/// | log event | notifications |
+/// | --- | --- |
+/// | `account.created`, `auth.login-succeeded` | `associatedAccount(details)` |
+/// | `account.details-modified`, `account.userid-changed`, `account.anonymous-upgraded` | `detailsChanged(before, after)` |
+/// | `account.deleted` | `deletingAccount(id)`, then `disassociatingAccount(details before)` |
+/// | `auth.logged-out` | `disassociatingAccount(details)` |
+///
+/// Password changes, failed logins and the storage provider's `external.*` events change no
+/// details and report nothing. Events of a deleted account read after its key was destroyed carry
+/// no details (crypto-shredding): a consumer that needs them must keep up with the log. It is pull-based: the log is read in short batches only as fast as
+/// the consumer iterates, so a slow consumer never makes memory grow. It ends when the log closes
+/// or the consuming task is cancelled, and throws when a record cannot be decoded.
+public struct AccountNotificationFeed: AsyncSequence, Sendable {
+    public typealias Element = LoggedNotification
+
+    let store: AccountStore
+    let after: UInt64
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(store: store, records: store.log.subscribe(after: after).makeAsyncIterator())
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let store: AccountStore
+        var records: EventSubscription.Iterator
+        var pending: [LoggedNotification] = []
+
+        public mutating func next() async throws -> LoggedNotification? {
+            while pending.isEmpty {
+                guard let record = try await records.next() else { return nil }
+                pending = try store.notifications(for: record)
+            }
+            return pending.removeFirst()
+        }
+    }
+}
+
+extension AccountStore {
+    /// The notifications derived from the log after `position` (default: from now on), live.
+    public func notifications(after position: UInt64? = nil) throws -> AccountNotificationFeed {
+        AccountNotificationFeed(store: self, after: try position ?? log.lastPosition())
+    }
+
+    /// The notifications one record stands for (none for most security and external events).
+    func notifications(for record: RecordedEvent) throws -> [LoggedNotification] {
+        guard AccountEvent.currentSchemaVersions[record.type] != nil else { return [] }
+        let event = try accounts.event(from: record)
+        let accountId = record.streamID
+        func notification(_ event: AccountNotifications.Event) -> LoggedNotification {
+            LoggedNotification(position: record.position, accountId: accountId, event: event)
+        }
+        func detailsAt(_ version: UInt64) throws -> AccountDetails? {
+            try accounts.load(accountId, throughVersion: version).map { try self.details(from: $0) }
+        }
+        switch event {
+        case .accountCreated, .loginSucceeded:
+            guard var after = try detailsAt(record.streamVersion) else { return [] }
+            if case .accountCreated = event { after.isNewUser = true }
+            return [notification(.associatedAccount(after))]
+        case .detailsModified, .userIdChanged, .anonymousAccountUpgraded:
+            guard let before = try detailsAt(record.streamVersion - 1),
+                  let after = try detailsAt(record.streamVersion) else { return [] }
+            return [notification(.detailsChanged(before, after))]
+        case .accountDeleted:
+            guard let before = try detailsAt(record.streamVersion - 1) else { return [] }
+            return [notification(.deletingAccount(accountId)), notification(.disassociatingAccount(before))]
+        case .loggedOut:
+            guard let current = try detailsAt(record.streamVersion) else { return [] }
+            return [notification(.disassociatingAccount(current))]
+        case .passwordChanged, .loginFailed, .externalDetailsModified, .externalDetailsErased, .redacted:
+            return []
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Spezi
+import SpeziAccount
+
+/// An `AccountService` on the event log: configured like `InMemoryAccountService`, but every
+/// signup, change, deletion and login outcome is an event in an ``AccountStore``'s log, and the
+/// details it supplies to `Account` come from the store's details cache (read-your-writes: when an
+/// operation returns, `Account.details` and the cache already show it).
+///
+/// ```swift
+/// Configuration {
+///     AccountConfiguration(
+///         service: try EventSourcedAccountService(directory: "/var/lib/accounts"),
+///         configuration: [.requires(\.userId), .requires(\.name), .collects(\.dateOfBirth)]
+///     )
+/// }
+/// ```
+///
+/// By default it stores any key (`.arbitrary`), so no storage provider is needed. With
+/// `supportedKeys: .exactly(...)`, the other configured keys go to the configured
+/// `AccountStorageProvider` (``EventSourcedStorageProvider`` keeps them in the same log).
+///
+/// Every operation validates first (required keys, `FieldValidationRules`, supported keys) against
+/// the app's `AccountValueConfiguration`; a rejected operation appends nothing.
+public actor EventSourcedAccountService: AccountService {
+    public nonisolated let configuration: AccountServiceConfiguration
+    /// The store underneath (also readable directly: history, rebuilds, verification).
+    public nonisolated let store: AccountStore
+    /// Recorded as the actor of the events this service appends.
+    private let actorName: String
+
+    @Dependency(Account.self) private var account
+    @Dependency(AccountNotifications.self) private var notifications
+    @Dependency(ExternalAccountStorage.self) private var externalStorage
+
+    @IdentityProvider(section: .primary) private var userIdPassword = UserIdPasswordSetup()
+    @IdentityProvider private var anonymousSignup: AnonymousSignupSetup
+    @SecurityRelatedModifier private var securityModifier: any SecurityRelatedAuthentication
+
+    private var updatesTask: Task<Void, Never>?
+
+    /// A service on an open store.
+    ///
+    /// - Parameters:
+    ///   - store: the store (its own validation configuration is not used: the service validates
+    ///     against the app's configuration).
+    ///   - supportedKeys: the keys kept in the store; `.exactly` sends the others to the storage provider.
+    ///   - userIdType: the kind of user id.
+    ///   - supportsAnonymousSignIn: whether anonymous sign-in is offered as a setup option.
+    ///   - security: the step-up re-authentication hook that delete and credential changes pass.
+    ///   - validationRules: validation rules overriding the defaults.
+    ///   - actorName: written as the actor of every event (e.g. the server's name).
+    public init(
+        store: AccountStore,
+        supportedKeys: SupportedAccountKeys = .arbitrary,
+        userIdType: UserIdConfiguration = .emailAddress,
+        supportsAnonymousSignIn: Bool = false,
+        security: any SecurityRelatedAuthentication = AlwaysAuthenticated(),
+        validationRules: [FieldValidationRules] = [],
+        actorName: String = "account-service"
+    ) {
+        self.store = store
+        self.actorName = actorName
+        self.configuration = AccountServiceConfiguration(supportedKeys: supportedKeys) {
+            userIdType
+            RequiredAccountKeys {
+                \.userId
+                \.password
+            }
+        }.adding(validationRules)
+        self._securityModifier = SecurityRelatedModifier(wrappedValue: security)
+        self._anonymousSignup = IdentityProvider(wrappedValue: AnonymousSignupSetup(), enabled: supportsAnonymousSignIn, section: .singleSignOn)
+    }
+
+    /// A service on a store it opens in `directory` (created when missing).
+    public init(
+        directory: String,
+        supportedKeys: SupportedAccountKeys = .arbitrary,
+        userIdType: UserIdConfiguration = .emailAddress,
+        supportsAnonymousSignIn: Bool = false,
+        options: AccountStoreOptions = AccountStoreOptions()
+    ) throws {
+        let store = try AccountStore(directory: directory, options: options)
+        self.init(store: store, supportedKeys: supportedKeys, userIdType: userIdType, supportsAnonymousSignIn: supportsAnonymousSignIn)
+    }
+
+    /// Subscribes to details the storage provider delivers later.
+    public func configure() {
+        let updates = externalStorage.updatedDetails
+        updatesTask = Task { [weak self] in
+            for await update in updates {
+                await self?.handleExternalUpdate(update)
+            }
+        }
+    }
+
+    private var context: AccountStore.Context {
+        AccountStore.Context(actor: actorName, correlationID: UUID.random().uuidString.lowercased())
+    }
+
+    private var externallyStoredKeys: [any AccountKey.Type] {
+        AccountConfiguration.externallyStoredKeys(service: configuration, values: account.configuration)
+    }
+
+    private func isStored(_ key: any AccountKey.Type) -> Bool {
+        configuration.supportedKeys.canStore(key)
+    }
+
+    /// Splits details into what the store keeps and what goes to the storage provider.
+    private func split(_ details: AccountDetails) -> (stored: AccountDetails, external: AccountDetails) {
+        guard case .exactly = configuration.supportedKeys else { return (details, AccountDetails()) }
+        let external = details.keys.filter { !isStored($0) }
+        var externalDetails = details.filtered(to: external)
+        externalDetails.isNewUser = false
+        return (details.removing(external), externalDetails)
+    }
+
+    private func handleExternalUpdate(_ update: ExternalAccountStorage.ExternallyStoredDetails) async {
+        guard let current = account.details, current.accountId == update.accountId else { return }
+        var details = current.merging(update.details, allowOverwrite: true)
+        details.isIncomplete = false
+        try? await account.supplyUserDetails(details)
+    }
+
+    /// The details of the account as the app sees them: the cache's plus the storage provider's.
+    private func sessionDetails(_ stored: AccountDetails) async throws -> AccountDetails {
+        let external = try await externalStorage.retrieveExternalStorage(for: stored.accountId, externallyStoredKeys)
+        return stored.merging(external)
+    }
+
+    /// Logs in with a user id and password. The outcome is recorded in the log either way.
+    ///
+    /// - Throws: `AccountServiceError.wrongCredentials`, ``AccountStoreError/lockedOut(until:)``.
+    public func login(userId: String, password: String) async throws {
+        let stored = try await store.login(userId: userId, password: password, context: context)
+        try await account.supplyUserDetails(try await sessionDetails(stored))
+    }
+
+    /// Creates an account (or upgrades the signed-in anonymous account, keeping its account id).
+    ///
+    /// - Throws: `AccountOperationError` when validation fails, `AccountServiceError.credentialsTaken`.
+    public func signup(_ signupDetails: AccountDetails) async throws {
+        try AccountValidation.validateSignup(signupDetails, values: account.configuration, service: configuration)
+        let (local, external) = split(signupDetails)
+        if !external.isEmpty && externalStorage.provider == nil {
+            throw AccountConfigurationError.noStorageProviderConfigured
+        }
+        let stored: AccountDetails
+        if let current = account.details, current.isAnonymous {
+            stored = try await store.upgrade(current.accountId, with: local, context: context, validating: false)
+        } else {
+            stored = try await store.signup(local, context: context, validating: false)
+        }
+        try await externalStorage.requestExternalStorage(of: external, for: stored.accountId)
+        var details = stored.merging(external)
+        details.isNewUser = true
+        details.isAnonymous = false
+        try await account.supplyUserDetails(details)
+    }
+
+    /// Signs in with a new anonymous account (marked anonymous and new).
+    public func signInAnonymously() async throws {
+        let details = try await store.signInAnonymously(context: context)
+        try await account.supplyUserDetails(details)
+    }
+
+    /// Requests a password reset. There is no mail delivery on a server: this only checks that the
+    /// user id belongs to an account (silently, so that it cannot be used to probe for accounts).
+    public func resetPassword(userId: String) async throws {}
+
+    /// Changes the signed-in account's details (values, user id, password). Credential changes pass
+    /// the step-up hook first.
+    public func updateAccountDetails(_ modifications: AccountModifications) async throws {
+        guard let current = account.details else { throw AccountServiceError.notSignedIn }
+        try AccountValidation.validateModifications(modifications, values: account.configuration, service: configuration)
+        if modifications.touches(AccountDetails.__Key_userId.self) {
+            try await securityModifier.ensureAuthenticated(for: .changeUserId)
+        }
+        if modifications.touches(AccountDetails.__Key_password.self) {
+            try await securityModifier.ensureAuthenticated(for: .changePassword)
+        }
+        let touched = modifications.modifiedKeys + modifications.removedKeys
+        let local = modifications.filtered(to: touched.filter(isStored))
+        let external = modifications.filtered(to: touched.filter { !isStored($0) })
+        let (currentStored, currentExternal) = split(current)
+        let stored = local.isEmpty ? currentStored
+            : try await store.modify(current.accountId, local, context: context, validating: false)
+        try await externalStorage.updateExternalStorage(with: external, for: current.accountId)
+        var updated = stored.merging(external.applied(to: currentExternal))
+        updated.isNewUser = false
+        updated.isIncomplete = current.isIncomplete
+        try await account.supplyUserDetails(updated)
+    }
+
+    /// Records the logout in the log, then disassociates the account.
+    public func logout() async throws {
+        if let current = account.details, !current.isAnonymous {
+            try await store.logout(current.accountId, context: context)
+        }
+        await account.removeUserDetails()
+    }
+
+    /// Deletes the signed-in account: step-up re-authentication, `deletingAccount` (the storage
+    /// provider's error aborts here, before anything is appended), `account.deleted` in the log,
+    /// then `removeUserDetails()` (which reports `disassociatingAccount`).
+    public func delete() async throws {
+        guard let details = account.details else { throw AccountServiceError.notSignedIn }
+        try await securityModifier.ensureAuthenticated(for: .deleteAccount)
+        try await notifications.reportEvent(.deletingAccount(details.accountId))
+        try await store.delete(details.accountId, context: context)
+        await account.removeUserDetails()
+    }
+}

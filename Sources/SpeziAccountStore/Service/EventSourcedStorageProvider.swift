@@ -1,0 +1,138 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Spezi
+import SpeziAccount
+
+/// An `AccountStorageProvider` on the event log: the values of the keys an account service does
+/// not store itself become `external.details-modified` / `external.details-erased` events in the
+/// account's stream, and reads come from the external-storage view (``ExternalDetailsProjection``).
+///
+/// ```swift
+/// let store = try AccountStore(directory: path)
+/// AccountConfiguration(
+///     service: EventSourcedAccountService(store: store, supportedKeys: .exactly(serviceKeys)),
+///     storageProvider: EventSourcedStorageProvider(store: store),
+///     configuration: [.requires(\.userId), .collects(\.biography)]
+/// )
+/// ```
+///
+/// Writes are read-your-writes. `load` answers from the view at once when it has caught up with
+/// the log, and otherwise returns `nil` and delivers the values through
+/// `ExternalAccountStorage.notifyAboutUpdatedDetails` as soon as it has. Changes that other
+/// writers (another process, `accountctl`) append to the log reach
+/// `ExternalAccountStorage.updatedDetails` the same way.
+public actor EventSourcedStorageProvider: AccountStorageProvider {
+    /// The store whose log holds the values.
+    public nonisolated let store: AccountStore
+    /// Marks this instance's own events, so that its feed does not echo them back.
+    private nonisolated let origin = UUID.random().uuidString.lowercased()
+    /// How long `load` waits for the view to catch up before answering `nil`.
+    private let loadPatience: Duration
+
+    @Dependency(ExternalAccountStorage.self) private var externalStorage
+    /// For the app's keys, so that values fed from the log arrive typed.
+    @Dependency(Account.self) private var account: Account?
+    private var feedTask: Task<Void, Never>?
+
+    /// A provider writing to `store`'s log.
+    ///
+    /// - Parameter loadPatience: how long `load` may wait for the view to catch up with the log
+    ///   before it answers `nil` and delivers the values later.
+    public init(store: AccountStore, loadPatience: Duration = .milliseconds(50)) {
+        self.store = store
+        self.loadPatience = loadPatience
+    }
+
+    /// Starts feeding `ExternalAccountStorage.updatedDetails` from the log.
+    public func configure() async throws {
+        let start = try store.log.lastPosition()
+        let store = store
+        let storage = externalStorage
+        let origin = origin
+        let keys = account?.configuration.keys ?? []
+        feedTask = Task.detached {
+            do {
+                for try await record in store.log.subscribe(after: start) where record.type.hasPrefix("external.") {
+                    guard record.metadata.extra[Self.originKey] != origin else { continue }
+                    try await store.projections.waitUntilApplied(ExternalDetailsProjection.projectionName, position: record.position)
+                    let values = try store.externalValues(of: record.streamID)
+                    storage.notifyAboutUpdatedDetails(for: record.streamID, try store.details(perKey: values, keys: keys))
+                }
+            } catch {
+                // The log closed or the view failed: the feed ends (the view's status says why).
+            }
+        }
+    }
+
+    public func create(_ accountId: String, _ details: AccountDetails) async throws {
+        guard !details.isEmpty else { return }
+        try await append(.externalDetailsModified(modified: try details.encodedPerKey(), removed: []), to: accountId)
+    }
+
+    public func load(_ accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails? {
+        let head = try store.log.lastPosition()
+        let name = ExternalDetailsProjection.projectionName
+        let caughtUp = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { [store] in
+                try await store.projections.waitUntilApplied(name, position: head)
+                return true
+            }
+            group.addTask { [loadPatience] in
+                try? await Task.sleep(for: loadPatience)
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        guard caughtUp else {
+            let store = store
+            let storage = externalStorage
+            Task.detached {
+                try? await store.projections.waitUntilApplied(name, position: head)
+                if let values = try? store.externalValues(of: accountId),
+                   let details = try? store.details(perKey: values, keys: keys) {
+                    storage.notifyAboutUpdatedDetails(for: accountId, details)
+                }
+            }
+            return nil
+        }
+        return try store.details(perKey: try store.externalValues(of: accountId), keys: keys)
+    }
+
+    public func modify(_ accountId: String, _ modifications: AccountModifications) async throws {
+        guard !modifications.isEmpty else { return }
+        try await append(.externalDetailsModified(modified: try modifications.modifiedDetails.encodedPerKey(),
+                                                  removed: modifications.removedKeys.map { $0.identifier }), to: accountId)
+    }
+
+    /// Nothing to clear: the view is the store's, not a per-session cache.
+    public func disassociate(_ accountId: String) async {}
+
+    public func delete(_ accountId: String) async throws {
+        try await append(.externalDetailsErased, to: accountId)
+    }
+
+    private func append(_ event: AccountEvent, to accountId: String) async throws {
+        let metadata = EventMetadata(actor: "storage-provider", extra: [Self.originKey: origin])
+        let result = try await store.accounts.append([event], to: accountId, expectedVersion: .any, metadata: metadata)
+        try await store.projections.waitUntilApplied(ExternalDetailsProjection.projectionName, position: result.positions.upperBound)
+    }
+
+    static let originKey = "origin"
+}
+
+extension AccountStore {
+    /// Typed details from values by key identifier, limited to `keys` when given; keys neither the
+    /// registry nor `keys` know are kept as unknown values.
+    func details(perKey values: EncodedAccountValues, keys: [any AccountKey.Type]? = nil) throws -> AccountDetails {
+        guard let keys else { return try AccountDetails(perKey: values, registry: registry) }
+        let wanted = Set(keys.map { $0.identifier })
+        return try AccountDetails(perKey: values.filter { wanted.contains($0.key) }, registry: registry.merging(AccountKeyRegistry(keys)))
+    }
+}

@@ -1,0 +1,122 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Projections
+import SpeziAccount
+import SpeziAccountStore
+
+/// An event of one account, for building logs in tests.
+public struct StreamEvent: Sendable {
+    public let accountId: String
+    public let event: AccountEvent
+    public let actor: String?
+
+    public init(_ accountId: String, _ event: AccountEvent, actor: String? = nil) {
+        self.accountId = accountId
+        self.event = event
+        self.actor = actor
+    }
+}
+
+/// What a `when` step produced: the events it appended, or the error it threw (and then nothing appended).
+public struct Outcome: Sendable {
+    /// The appended events, decoded, in log order, with their accounts.
+    public let events: [StreamEvent]
+    /// The error the operation threw, if any.
+    public let error: (any Error)?
+
+    /// The appended events' type names.
+    public var types: [String] { events.map(\.event.typeName) }
+}
+
+/// A store on real LMDB files in a temporary directory, with a deterministic clock and account ids
+/// and cheap password hashing: the Linux counterpart of the seed's XCTSpeziAccount.
+///
+/// ```swift
+/// let scenario = try LogScenario()
+/// defer { scenario.remove() }
+/// try await scenario.given([StreamEvent("a1", .accountCreated(userId: "a@b.c", passwordHash: nil, isAnonymous: false, values: [:]))])
+/// let outcome = await scenario.when { try await $0.delete("a1") }
+/// #expect(outcome.types == ["account.deleted"])
+/// ```
+public final class LogScenario: Sendable {
+    /// The temporary directory (removed by ``remove()``).
+    public let directory: URL
+    public let clock: TestClock
+    public let ids: SequentialIDs
+    /// The store under test.
+    public let store: AccountStore
+
+    /// Opens a new store in a new temporary directory.
+    ///
+    /// - Parameters:
+    ///   - values: the app's key configuration for the store's validation.
+    ///   - configure: further changes to the options (the clock, ids and hashing are already set).
+    public init(values: AccountValueConfiguration = .default, configure: (inout AccountStoreOptions) -> Void = { _ in }) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("spezi-account-testing-\(UUID().uuidString)")
+        let clock = TestClock()
+        let ids = SequentialIDs()
+        var options = AccountStoreOptions()
+        options.sync = .relaxed
+        options.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
+        options.allowWeakPasswordParameters = true
+        options.clock = { clock.now() }
+        options.makeAccountId = { ids.make() }
+        configure(&options)
+        self.clock = clock
+        self.ids = ids
+        store = try AccountStore(directory: directory.path, values: values, options: options)
+    }
+
+    /// Closes the store and deletes the directory.
+    public func remove() async {
+        await store.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Appends events straight to the log (as an older version of the app, or another writer,
+    /// would have), then waits until the details cache has applied them.
+    public func given(_ events: [StreamEvent]) async throws {
+        for event in events {
+            try await store.accounts.append([event.event], to: event.accountId, expectedVersion: .any,
+                                            metadata: EventMetadata(actor: event.actor))
+        }
+        try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.log.lastPosition())
+    }
+
+    /// Runs an operation on the store and reports what it appended, or the error it threw.
+    public func when(_ operation: (AccountStore) async throws -> Void) async -> Outcome {
+        let before = (try? store.log.lastPosition()) ?? 0
+        var failure: (any Error)?
+        do { try await operation(store) } catch { failure = error }
+        let events = (try? appended(after: before)) ?? []
+        return Outcome(events: events, error: failure)
+    }
+
+    /// The events appended after `position`, decoded, in log order.
+    public func appended(after position: UInt64) throws -> [StreamEvent] {
+        try store.log.read(from: position + 1, limit: .max).map { record in
+            StreamEvent(record.streamID, try store.accounts.event(from: record), actor: record.metadata.actor)
+        }
+    }
+
+    /// Replays the whole log into `projection` in a fresh projection store beside the store's own,
+    /// and hands its state to `inspect` once it has caught up with the log.
+    public func replay<T>(into projection: some Projection, _ inspect: (ProjectionState) throws -> T) async throws -> T {
+        let path = directory.appendingPathComponent("replay-\(UUID().uuidString)").path
+        let replay = try ProjectionStore(path: path, log: store.log, projections: [projection])
+        do {
+            try await replay.waitUntilApplied(projection.name, position: try store.log.lastPosition())
+            let result = try replay.read(projection.name, inspect)
+            await replay.close()
+            return result
+        } catch {
+            await replay.close()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Testing
+
+/// What one run of the tool printed and returned.
+struct ToolRun {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+
+    /// No crash report, no stack trace, at most one line on standard error.
+    var failedCleanly: Bool {
+        status != 0 && !stderr.contains("Fatal error") && !stderr.contains("Stack dump")
+            && stderr.split(separator: "\n").count == 1 && stderr.hasPrefix("accountctl: ")
+    }
+}
+
+/// Runs the built `accountctl` next to the test bundle, with fast hashing, on temporary stores.
+struct Tool {
+    static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("accountctl")
+
+    let store: URL
+
+    init() throws {
+        store = FileManager.default.temporaryDirectory.appendingPathComponent("accountctl-test-\(UUID().uuidString)")
+    }
+
+    func run(_ arguments: [String], input: String? = nil, withStore: Bool = true) throws -> ToolRun {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("accountctl-io-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let outURL = scratch.appendingPathComponent("out")
+        let errURL = scratch.appendingPathComponent("err")
+        let inURL = scratch.appendingPathComponent("in")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: inURL.path, contents: Data((input ?? "").utf8))
+
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments + (withStore ? ["--store", store.path] : [])
+        var environment = ProcessInfo.processInfo.environment
+        environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
+        process.environment = environment
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        let inHandle = try FileHandle(forReadingFrom: inURL)
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = inHandle
+        try process.run()
+        process.waitUntilExit()
+        try out.close()
+        try err.close()
+        try inHandle.close()
+        return ToolRun(status: process.terminationStatus,
+                       stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+                       stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: store)
+    }
+}
+
+@Suite("accountctl", .serialized)
+struct AccountctlTests {
+    @Test("demo runs twice on one store, prints a history and where the store is; verify and stats then pass")
+    func demo() throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        let first = try tool.run(["demo"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("history of account"))
+        #expect(first.stdout.contains("account.created"))
+        #expect(first.stdout.contains("(redacted)"))
+        #expect(first.stdout.contains("store: \(tool.store.standardizedFileURL.path)"))
+        let second = try tool.run(["demo"])
+        #expect(second.status == 0, "\(second.stderr)")
+
+        let verify = try tool.run(["verify"])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stdout.contains("intact"))
+
+        let stats = try tool.run(["stats"])
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(stats.stdout.contains("accounts:       4 (and 2 deleted)"))
+        #expect(stats.stdout.contains("projection account-details: checkpoint"))
+        #expect(stats.stdout.contains("records:"))
+    }
+
+    @Test("history of a demo account shows its creation and the keys that changed")
+    func history() throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        let demo = try tool.run(["demo"])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        let line = try #require(demo.stdout.split(separator: "\n").first { $0.hasPrefix("signed up ada-") })
+        let userId = String(line.split(separator: " ")[2])
+        let history = try tool.run(["history", userId])
+        #expect(history.status == 0, "\(history.stderr)")
+        #expect(history.stdout.contains("account.created"))
+        #expect(history.stdout.contains("account.details-modified"))
+        #expect(history.stdout.contains("genderIdentity: (none) → \"female\""))
+        #expect(history.stdout.contains("password: (none) → ***"))
+        #expect(!history.stdout.contains("scrypt"))
+    }
+
+    @Test("errors are one line on standard error with a non-zero status")
+    func errors() throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        let missing = try tool.run(["history", "nobody@example.org"])
+        #expect(missing.failedCleanly, "\(missing)")
+        #expect(missing.status == 8)
+        #expect(missing.stderr.contains("no store at"))
+        #expect(!FileManager.default.fileExists(atPath: tool.store.path))
+
+        #expect(try tool.run(["demo"]).status == 0)
+        let badShow = try tool.run(["show", "no-such-account"])
+        #expect(badShow.failedCleanly, "\(badShow)")
+        #expect(badShow.status == 3)
+
+        let help = try tool.run(["--help"], withStore: false)
+        #expect(help.status == 0, "\(help.stderr)")
+        #expect(help.stdout.contains("Exit status"))
+
+        let usage = try tool.run(["show"])
+        #expect(usage.failedCleanly, "\(usage)")
+        #expect(usage.status == 2)
+
+        let badLogin = try tool.run(["login", "--user-id", "nobody@example.org", "--password-stdin"], input: "wrong password\n")
+        #expect(badLogin.failedCleanly, "\(badLogin)")
+        #expect(badLogin.status == 4)
+        // A store written by another format version (patched with Python's lmdb, when present).
+        let patch = Process()
+        patch.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        patch.arguments = ["python3", "-c", """
+            import lmdb, struct, sys
+            env = lmdb.open(sys.argv[1], max_dbs=8)
+            meta = env.open_db(b"meta")
+            with env.begin(write=True) as txn:
+                txn.put(b"format-version", struct.pack(">I", 99), db=meta)
+            """, tool.store.appendingPathComponent("log").path]
+        patch.standardError = FileHandle.nullDevice
+        try patch.run()
+        patch.waitUntilExit()
+        if patch.terminationStatus == 0 {
+            let foreign = try tool.run(["verify"])
+            #expect(foreign.failedCleanly, "\(foreign)")
+            #expect(foreign.status == 6)
+        }
+
+        // Something that is not a store at all.
+        let garbage = try Tool()
+        defer { garbage.remove() }
+        try FileManager.default.createDirectory(at: garbage.store.appendingPathComponent("log"), withIntermediateDirectories: true)
+        try Data(repeating: 0xAB, count: 64 * 1024).write(to: garbage.store.appendingPathComponent("log/data.mdb"))
+        let notAStore = try garbage.run(["stats"])
+        #expect(notAStore.failedCleanly, "\(notAStore)")
+    }
+
+    @Test("signup with --password-stdin, then login, show, modify, log and delete")
+    func accountCommands() throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        let signup = try tool.run(["signup", "--user-id", "leslie@example.org", "--name", "Leslie Lamport", "--password-stdin"],
+                                  input: "paxos made simple\n")
+        #expect(signup.status == 0, "\(signup.stderr)")
+        let login = try tool.run(["login", "--user-id", "LESLIE@example.org", "--password-stdin"], input: "paxos made simple\n")
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stdout.contains("logged in"))
+
+        let modify = try tool.run(["modify", "leslie@example.org", "--name", "Leslie B. Lamport"])
+        #expect(modify.status == 0, "\(modify.stderr)")
+        let show = try tool.run(["show", "leslie@example.org"])
+        #expect(show.status == 0, "\(show.stderr)")
+        #expect(show.stdout.contains("Leslie B."))
+        #expect(show.stdout.contains("leslie@example.org"))
+
+        let log = try tool.run(["log", "--json"])
+        #expect(log.status == 0, "\(log.stderr)")
+        #expect(log.stdout.split(separator: "\n").count == 3)
+        #expect(log.stdout.contains("\"type\":\"auth.login-succeeded\""))
+
+        let delete = try tool.run(["delete", "leslie@example.org"])
+        #expect(delete.status == 0, "\(delete.stderr)")
+        let again = try tool.run(["login", "--user-id", "leslie@example.org", "--password-stdin"], input: "paxos made simple\n")
+        #expect(again.failedCleanly, "\(again)")
+    }
+
+    @Test("export --jsonl, then import into a new store with the vault: the same head hash, user ids resolve, a second import is refused")
+    func exportImport() throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        let demo = try tool.run(["demo"])
+        #expect(demo.status == 0)
+        let userId = try #require(demo.stdout.firstMatch(of: /grace\.hopper-[0-9a-f]+@example\.org/).map { String($0.output) })
+        let original = try tool.run(["verify"])
+        #expect(original.status == 0)
+        let head = try #require(original.stdout.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
+        let export = tool.store.appendingPathComponent("export.jsonl")
+        let exported = try tool.run(["export", "--jsonl", "--output", export.path])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let lines = try String(contentsOf: export, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 6)
+
+        let copy = try Tool()
+        defer { copy.remove() }
+        let imported = try copy.run(["import", export.path, "--vault", tool.store.appendingPathComponent("keys/vault").path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains("log intact, head hash \(head)"))
+        let verified = try copy.run(["verify"])
+        #expect(verified.stdout.contains(head))
+        // The claims were re-made and the sealed details open with the copied vault.
+        let history = try copy.run(["history", userId])
+        #expect(history.status == 0, "\(history.stderr)")
+        #expect(history.stdout.contains("account.userid-changed"))
+        #expect(history.stdout.contains("\"Grace\""))
+        let again = try copy.run(["import", export.path])
+        #expect(again.failedCleanly)
+        #expect(again.stderr.contains("already holds a log"))
+        let missing = try copy.run(["import", "/nonexistent/export.jsonl"])
+        #expect(missing.failedCleanly)
+    }
+}

@@ -1,0 +1,116 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import SpeziAccount
+@testable import SpeziAccountStore
+import Testing
+
+private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+private let pythonHasLMDB: Bool = {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", "-c", "import lmdb"]
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
+    process.waitUntilExit()
+    return process.terminationStatus == 0
+}()
+
+@Suite("FORMAT.md is enough to read account events", .enabled(if: pythonHasLMDB, "needs python3 with the lmdb package"))
+struct AccountFormatTests {
+    @Test("Tools/format-check.py --accounts decodes every account event as the Swift decoder does (unsealed store)")
+    func pythonDecodesAccountEvents() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try fixture.open { $0.cryptoShredding = false }
+        let id = try await store.signup(leland()).accountId
+        var change = AccountDetails()
+        change.genderIdentity = .female
+        var removed = AccountDetails()
+        removed.dateOfBirth = Date()
+        try await store.modify(id, try AccountModifications(modifiedDetails: change, removedAccountDetails: removed))
+        var userId = AccountDetails()
+        userId.userId = "jane@stanford.edu"
+        userId.password = "StanfordRocks123!"
+        try await store.modify(id, try AccountModifications(modifiedDetails: userId))
+        _ = try? await store.login(userId: "jane@stanford.edu", password: "wrong")
+        _ = try await store.login(userId: "jane@stanford.edu", password: "StanfordRocks123!")
+        try await store.logout(id)
+        try await store.accounts.append([.externalDetailsModified(modified: ["biography": Data("\"ü ß\"".utf8)], removed: ["x"]), .externalDetailsErased],
+                                        to: id, expectedVersion: .any)
+        let anonymous = try await store.signInAnonymously()
+        try await store.upgrade(anonymous.accountId, with: leland(userId: "guest@stanford.edu"))
+        try await store.delete(id)
+        let records = try store.log.read()
+        await store.close()
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path, "--json", "--accounts",
+                             fixture.directory.appendingPathComponent("log").path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = data.split(separator: UInt8(ascii: "\n"))
+        #expect(lines.count == records.count)
+        #expect(Set(records.map(\.type)) == Set(AccountEvent.currentSchemaVersions.keys))
+
+        for (line, record) in zip(lines, records) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+            let python = try #require(object["event"] as? [String: Any], "no decoded event for \(record.type)")
+            let swift = try store.accounts.event(from: record)
+            #expect(Self.fields(of: swift) == Self.normalized(python), "\(record.type)")
+        }
+    }
+
+    /// The Swift event's fields in the Python decoder's shape (values as parsed JSON, normalized to strings).
+    static func fields(of event: AccountEvent) -> [String: String] {
+        func values(_ values: EncodedAccountValues) -> String {
+            values.keys.sorted().map { "\($0)=\(canonical(try? JSONSerialization.jsonObject(with: values[$0]!, options: .fragmentsAllowed)))" }.joined(separator: ",")
+        }
+        switch event {
+        case let .accountCreated(userId, passwordHash, isAnonymous, v):
+            return ["userId": userId, "passwordHash": passwordHash ?? "nil", "isAnonymous": "\(isAnonymous)", "values": values(v)]
+        case let .anonymousAccountUpgraded(userId, passwordHash, v):
+            return ["userId": userId, "passwordHash": passwordHash ?? "nil", "values": values(v)]
+        case let .detailsModified(modified, removed), let .externalDetailsModified(modified, removed):
+            return ["modified": values(modified), "removed": removed.joined(separator: ",")]
+        case let .passwordChanged(hash):
+            return ["passwordHash": hash]
+        case let .userIdChanged(old, new):
+            return ["old": old, "new": new]
+        case let .loginFailed(reason):
+            return ["reason": reason]
+        case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
+            return [:]
+        }
+    }
+
+    static func normalized(_ python: [String: Any]) -> [String: String] {
+        python.mapValues { value in
+            switch value {
+            case let values as [String: Any]: values.keys.sorted().map { "\($0)=\(canonical(values[$0]))" }.joined(separator: ",")
+            case let strings as [String]: strings.joined(separator: ",")
+            case let flag as Bool: "\(flag)"
+            case let string as String: string
+            case is NSNull: "nil"
+            default: "\(value)"
+            }
+        }
+    }
+
+    /// A JSON value re-serialized with sorted keys, so both sides compare as text.
+    static func canonical(_ value: Any?) -> String {
+        guard let value, let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed]) else { return "?" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

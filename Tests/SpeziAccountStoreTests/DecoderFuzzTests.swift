@@ -1,0 +1,187 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Crypto
+@testable import EventLog
+import Foundation
+@testable import SpeziAccountStore
+import Testing
+
+/// Property tests of every decoder that reads bytes from disk or from an import file: seeded
+/// mutations of valid encodings (bit flips, overwritten, inserted, removed and duplicated bytes,
+/// huge length prefixes, truncation) and pure noise. Each input must be refused with a typed
+/// error or decoded into a value that encodes back to itself: never a crash, a hang, or an
+/// allocation larger than the input allows (lengths are checked against the bytes left before
+/// anything is allocated; a violation would show here as a crash or an out-of-memory kill).
+@Suite("Hostile input: decoder fuzzing")
+struct DecoderFuzzTests {
+    /// Turns a valid encoding into a damaged one.
+    struct Mutator {
+        var generator: SplitMix64
+
+        mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &generator) }
+        mutating func byte() -> UInt8 { UInt8.random(in: 0...255, using: &generator) }
+
+        mutating func mutate(_ seed: [UInt8]) -> [UInt8] {
+            var bytes = seed
+            for _ in 0..<int(1...4) {
+                switch int(0...8) {
+                case 0 where !bytes.isEmpty: bytes[int(0...bytes.count - 1)] ^= 1 << UInt8(int(0...7))
+                case 1 where !bytes.isEmpty: bytes[int(0...bytes.count - 1)] = byte()
+                case 2: bytes.insert(contentsOf: (0..<int(1...16)).map { _ in byte() }, at: int(0...bytes.count))
+                case 3 where !bytes.isEmpty:
+                    let start = int(0...bytes.count - 1)
+                    bytes.removeSubrange(start..<min(bytes.count, start + int(1...16)))
+                case 4: bytes = Array(bytes.prefix(int(0...bytes.count)))
+                case 5 where !bytes.isEmpty:
+                    // A varint or length field turned huge.
+                    let start = int(0...bytes.count - 1)
+                    for index in start..<min(bytes.count, start + int(1...9)) { bytes[index] = 0xFF }
+                case 6 where bytes.count > 1:
+                    let start = int(0...bytes.count - 2)
+                    let chunk = bytes[start..<min(bytes.count, start + int(1...32))]
+                    bytes.insert(contentsOf: chunk, at: int(0...bytes.count))
+                case 7 where !bytes.isEmpty: bytes[int(0...bytes.count - 1)] = [0, 0x7F, 0x80, 0xFF][int(0...3)]
+                default: bytes = (0..<int(0...64)).map { _ in byte() }
+                }
+            }
+            return bytes
+        }
+    }
+
+    private static let values: EncodedAccountValues = [
+        "userId": Data("leland@stanford.edu".utf8), "name": Data(#"{"givenName":"Leland"}"#.utf8),
+        "dateOfBirth": Data([0x41, 0xC2, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]), "genderIdentity": Data("male".utf8)
+    ]
+
+    static let events: [AccountEvent] = [
+        .accountCreated(userId: "leland@stanford.edu", passwordHash: "$scrypt$ln=17,r=8,p=1$c2FsdA$aGFzaA", isAnonymous: false, values: values),
+        .anonymousAccountUpgraded(userId: "jane@stanford.edu", passwordHash: nil, values: values),
+        .detailsModified(modified: values, removed: ["biography", "phoneNumbers"]),
+        .passwordChanged(passwordHash: "$scrypt$ln=17,r=8,p=1$c2FsdA$aGFzaA"),
+        .userIdChanged(old: "a@b.c", new: "d@e.f"), .accountDeleted, .loginSucceeded,
+        .loginFailed(reason: "wrongPassword"), .loggedOut,
+        .externalDetailsModified(modified: values, removed: ["x"]), .externalDetailsErased
+        // (.redacted is what a shredded payload decodes to; it is never written.)
+    ]
+
+    @Test("account event payloads: 55,000 mutated inputs, each refused with a typed error or decoded canonically")
+    func accountEvents() throws {
+        var mutator = Mutator(generator: SplitMix64(seed: 0xACC0_0E7E))
+        var accepted = 0
+        var refused = 0
+        for event in Self.events {
+            let seed = event.encodedPayload()
+            #expect(try AccountEvent.decode(type: event.typeName, payload: seed) == event)
+            for _ in 0..<5_000 {
+                let input = mutator.mutate(seed)
+                do {
+                    let decoded = try AccountEvent.decode(type: event.typeName, payload: input)
+                    // What decodes must encode back into something that decodes to the same event.
+                    #expect(try AccountEvent.decode(type: event.typeName, payload: decoded.encodedPayload()) == decoded)
+                    accepted += 1
+                } catch is PayloadDecodingError {
+                    refused += 1
+                } catch {
+                    Issue.record("an untyped error: \(error)")
+                }
+            }
+        }
+        print("account event fuzz: \(accepted + refused) inputs, \(accepted) decoded, \(refused) refused")
+        #expect(accepted + refused == 55_000)
+    }
+
+    @Test("cached account states: 20,000 mutated inputs")
+    func accountStates() throws {
+        var mutator = Mutator(generator: SplitMix64(seed: 0x57A7_E5))
+        let state = AccountState(accountId: "A1", userId: "leland@stanford.edu", passwordHash: "$scrypt$x", isAnonymous: false,
+                                 values: Self.values, version: 7, at: Date(timeIntervalSince1970: 1_700_000_000))
+        let seed = state.encoded()
+        var refused = 0
+        for _ in 0..<20_000 {
+            let input = mutator.mutate(seed)
+            do {
+                let decoded = try AccountState(encoded: input)
+                #expect(try AccountState(encoded: decoded.encoded()) == decoded)
+            } catch is PayloadDecodingError {
+                refused += 1
+            } catch {
+                Issue.record("an untyped error: \(error)")
+            }
+        }
+        print("account state fuzz: 20000 inputs, \(refused) refused")
+        #expect(refused > 10_000)
+    }
+
+    @Test("sealed envelopes: every changed one of 20,000 mutated inputs is refused by authentication")
+    func sealedEnvelopes() throws {
+        var mutator = Mutator(generator: SplitMix64(seed: 0x5EA1))
+        let key = SymmetricKey(size: .bits256)
+        let seed = try Sealing.seal(Array("Leland Stanford".utf8), key: key, accountId: "A1", label: "account.created")
+        var refused = 0
+        var tried = 0
+        for _ in 0..<20_000 {
+            let input = mutator.mutate(seed)
+            guard input != seed else { continue }
+            tried += 1
+            let opened = try? input.withUnsafeBytes { try Sealing.open($0, key: key, accountId: "A1", label: "account.created") }
+            if opened == nil { refused += 1 }
+        }
+        print("sealed envelope fuzz: \(tried) changed envelopes, \(refused) refused")
+        #expect(refused == tried && tried > 19_000)
+    }
+
+    /// A valid log record at position 9, as the log writes it.
+    static func validRecord() throws -> [UInt8] {
+        let event = ProposedEvent(type: "account.created", metadata: EventMetadata(actor: "service", correlationID: "c-1", extra: ["origin": "test"]),
+                                  payload: Data(events[0].encodedPayload()))
+        let pairs = [("actor", "service"), ("origin", "test")]
+        let size = try RecordFormat.encodedSize(streamID: "account-A1", event: event, pairs: pairs, maxPayload: 1 << 20)
+        var record = [UInt8](repeating: 0, count: size)
+        record.withUnsafeMutableBytes { buffer in
+            _ = RecordFormat.write(into: buffer, position: 9, streamVersion: 3, timestampMicros: 1_700_000_000_000_000,
+                                   streamID: "account-A1", event: event, pairs: pairs, previous: .genesis)
+        }
+        return record
+    }
+
+    @Test("log records: 40,000 mutated records, half with a recomputed checksum so the layout checks are reached")
+    func records() throws {
+        var mutator = Mutator(generator: SplitMix64(seed: 0x2EC0_2D))
+        let seed = try Self.validRecord()
+        #expect(throws: Never.self) { try seed.withUnsafeBytes { try RecordView($0, position: 9, path: "fuzz").decoded() } }
+        var accepted = 0
+        var refused = 0
+        for iteration in 0..<40_000 {
+            var input = mutator.mutate(seed)
+            if iteration % 2 == 0, input.count >= 4 {
+                let checksum = CRC32C.checksum(Array(input[4...]))
+                input.replaceSubrange(0..<4, with: withUnsafeBytes(of: checksum.bigEndian) { Array($0) })
+            }
+            do {
+                let decoded = try input.withUnsafeBytes { try RecordView($0, position: 9, path: "fuzz").decoded() }
+                _ = (decoded.streamID, decoded.type, decoded.metadata, decoded.payload.count)
+                accepted += 1
+            } catch {
+                refused += 1
+            }
+        }
+        print("record fuzz: 40000 inputs, \(accepted) decoded, \(refused) refused")
+        #expect(refused > 20_000)
+    }
+
+    @Test("export lines: 10,000 mutated JSON lines are refused or decoded, never a crash")
+    func exportLines() throws {
+        var mutator = Mutator(generator: SplitMix64(seed: 0x150_17E5))
+        let record = ExportedRecord(try Self.validRecord().withUnsafeBytes { try RecordView($0, position: 9, path: "fuzz").decoded() })
+        let seed = Array(try JSONEncoder().encode(record))
+        var refused = 0
+        for _ in 0..<10_000 {
+            if (try? JSONDecoder().decode(ExportedRecord.self, from: Data(mutator.mutate(seed)))) == nil { refused += 1 }
+        }
+        print("export line fuzz: 10000 inputs, \(refused) refused")
+        #expect(refused > 5_000)
+    }
+}

@@ -1,0 +1,105 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import SpeziAccount
+import SpeziAccountStore
+
+/// The store as the crash test opens it: durable appends, cheap password hashing (the test is about
+/// durability, not hashing cost).
+func openStore(_ directory: String) throws -> AccountStore {
+    var options = AccountStoreOptions()
+    options.sync = .durable
+    options.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
+    options.allowWeakPasswordParameters = true
+    return try AccountStore(directory: directory, options: options)
+}
+
+/// The child's work: signups, modifications and deletions from several tasks until it is killed.
+/// After each operation returns it appends `<correlation id> <kind> <account id>` to the ack file:
+/// the operation was acknowledged, so its events must survive any crash from then on.
+struct ChildWorkload {
+    let directory: String
+    let ackPath: String
+    let seed: UInt64
+    let writers: Int
+
+    func run() async throws -> Never {
+        let store = try openStore(directory)
+        let acks = try AckFile(path: ackPath)
+        var existing: [String] = []
+        try store.forEachCachedAccount { state in
+            if !state.isDeleted { existing.append(state.accountId) }
+        }
+        let known = existing
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    var random = SplitMix64(seed: seed &* 31 &+ UInt64(writer))
+                    var mine = known.enumerated().filter { $0.offset % writers == writer }.map(\.element)
+                    var step = 0
+                    while true {
+                        step += 1
+                        let correlation = "c\(seed)-\(writer)-\(step)"
+                        let context = AccountStore.Context(actor: "crash-test", correlationID: correlation)
+                        let dice = random.next() % 100
+                        if mine.isEmpty || dice < 40 {
+                            var details = AccountDetails()
+                            details.userId = "u\(seed)-\(writer)-\(step)@example.org"
+                            details.password = "crash-test-\(step)"
+                            details.name = PersonNameComponents(givenName: "Writer \(writer)", familyName: "Step \(step)")
+                            let id = try await store.signup(details, context: context).accountId
+                            mine.append(id)
+                            acks.write("\(correlation) signup \(id)")
+                        } else if dice < 85 {
+                            let id = mine[Int(random.next() % UInt64(mine.count))]
+                            var change = AccountDetails()
+                            change.name = PersonNameComponents(givenName: "Changed \(step)", familyName: "Writer \(writer)")
+                            change.genderIdentity = .preferNotToState
+                            try await store.modify(id, try AccountModifications(modifiedDetails: change), context: context)
+                            acks.write("\(correlation) modify \(id)")
+                        } else {
+                            let index = Int(random.next() % UInt64(mine.count))
+                            let id = mine.remove(at: index)
+                            try await store.delete(id, context: context)
+                            acks.write("\(correlation) delete \(id)")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        fatalError("the workload ends only when the process is killed")
+    }
+}
+
+/// An append-only file of acknowledgement lines; each line goes out in one `write`, so a kill
+/// leaves at most one partial last line (which the parent ignores).
+final class AckFile: Sendable {
+    let descriptor: Int32
+
+    init(path: String) throws {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+    }
+
+    func write(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+    }
+}
+
+/// A small, fast, seedable generator, so a run can be repeated.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,167 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import SpeziAccountStore
+import SpeziAccountTesting
+
+/// What the rounds found.
+struct CrashSummary {
+    var crashes = 0
+    /// With power loss: the unflushed writes undone after the kills.
+    var writesUndone: Int?
+    var acknowledged = 0
+    var lost = 0
+    var mismatches = 0
+    var records: UInt64 = 0
+    var accounts = 0
+    var problems: [String] = []
+
+    var report: String {
+        var lines = [
+            "crashes: \(crashes)",
+            "operations acknowledged: \(acknowledged)",
+            "lost: \(lost)",
+            "mismatches: \(mismatches)",
+            "log records: \(records), accounts: \(accounts)"
+        ]
+        if let writesUndone { lines.insert("unflushed writes undone (power loss): \(writesUndone)", at: 1) }
+        lines += problems.prefix(20).map { "problem: \($0)" }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Runs the child, kills it, and checks the store after every kill.
+struct CrashHarness {
+    let directory: String
+    let writers: Int
+    var random: SplitMix64
+    let seed: UInt64
+    /// The child's environment: under the fault shim when power losses are simulated.
+    let childEnvironment: [String: String]?
+    var ackPath: String { directory + "/acks.txt" }
+    /// The correlation ids found in the log so far, and the log position read up to.
+    private var logged: Set<String> = []
+    private var readUpTo: UInt64 = 0
+
+    init(directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false) throws {
+        self.childEnvironment = powerLoss ? try FaultShim.environment(["IOFAULT_FILES": "data.mdb,vault", "IOFAULT_POWER_LOSS": "1"]) : nil
+        self.directory = directory
+        self.writers = writers
+        self.seed = seed
+        self.random = SplitMix64(seed: seed)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    mutating func run(crashes: Int, progress: (Int, CrashSummary) -> Void) async throws -> CrashSummary {
+        var summary = CrashSummary()
+        for round in 1...max(crashes, 1) {
+            try await crashOnce(round: round, summary: &summary)
+            try await check(&summary, rebuild: round == crashes)
+            progress(round, summary)
+        }
+        return summary
+    }
+
+    /// Starts the workload, lets it run for a random 20–250 ms, and kills it with SIGKILL.
+    private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["child", "--store", directory, "--acks", ackPath, "--seed", "\(seed &+ UInt64(round))", "--writers", "\(writers)"]
+        if let childEnvironment { process.environment = childEnvironment }
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        try await Task.sleep(for: .milliseconds(20 + Int(random.next() % 231)))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        if process.terminationReason == .exit {
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            summary.mismatches += 1
+            summary.problems.append("round \(round): the workload stopped by itself (\(process.terminationStatus)): \(message)")
+        } else {
+            summary.crashes += 1
+        }
+        if childEnvironment != nil {
+            // The ack file is the clients' memory, not the store's: it is not watched and keeps all.
+            let outcome = try PowerLoss.strike(directory)
+            summary.writesUndone = (summary.writesUndone ?? 0) + outcome.writesUndone
+        }
+    }
+
+    /// Reopens the store and checks it against the acknowledgements and a replay of the log.
+    private mutating func check(_ summary: inout CrashSummary, rebuild: Bool) async throws {
+        let acks = try readAcks()
+        summary.acknowledged = acks.count
+        let store = try openStore(directory)
+        let head = try store.log.lastPosition()
+        summary.records = head
+
+        // Every acknowledged operation left its events (found by their correlation ids).
+        try store.log.replay(from: readUpTo + 1) { record in
+            if let id = record.metadata.correlationID { logged.insert(id) }
+            return true
+        }
+        readUpTo = head
+        let lost = acks.filter { !logged.contains($0.correlation) }
+        summary.lost = lost.count
+        summary.problems += lost.prefix(5).map { "acknowledged \($0.kind) \($0.correlation) of \($0.account) is not in the log" }
+
+        let report = try store.log.verify()
+        if !report.isIntact {
+            summary.mismatches += 1
+            summary.problems.append("verify: \(report.problem.map(String.init(describing:)) ?? "?")")
+        }
+
+        try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
+        if rebuild {
+            try await store.projections.rebuild(AccountDetailsProjection.projectionName)
+        }
+        var userIds: [String: String] = [:]
+        var accounts = 0
+        try store.forEachCachedAccount { cached in
+            accounts += 1
+            let folded = try store.accounts.load(cached.accountId)
+            if folded != cached {
+                summary.mismatches += 1
+                summary.problems.append("account \(cached.accountId): the cache differs from the fold of its stream")
+            }
+            guard !cached.isDeleted else { return }
+            let claim = AccountLog.userIdClaim(cached.userId)
+            if let other = userIds[claim] {
+                summary.mismatches += 1
+                summary.problems.append("user id \(cached.userId) belongs to \(other) and \(cached.accountId)")
+            }
+            userIds[claim] = cached.accountId
+            if try store.accounts.accountId(forUserId: cached.userId) != cached.accountId {
+                summary.mismatches += 1
+                summary.problems.append("the claim of \(cached.userId) does not point to \(cached.accountId)")
+            }
+        }
+        let signedUp = Set(acks.filter { $0.kind == "signup" }.map(\.account))
+        let missing = try signedUp.filter { try store.cachedState(of: $0) == nil }
+        summary.lost += missing.count
+        summary.accounts = accounts
+        await store.close()
+    }
+
+    struct Ack {
+        let correlation: String
+        let kind: String
+        let account: String
+    }
+
+    /// The complete lines of the ack file (a kill can leave a partial last line: not acknowledged).
+    private func readAcks() throws -> [Ack] {
+        guard let data = FileManager.default.contents(atPath: ackPath) else { return [] }
+        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        lines.removeLast()  // empty after a final newline, or a partial line
+        return lines.compactMap { line in
+            let fields = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+            return fields.count == 3 ? Ack(correlation: fields[0], kind: fields[1], account: fields[2]) : nil
+        }
+    }
+}
