@@ -99,6 +99,9 @@ struct PayloadWriter {
 }
 
 /// Reads the payload encoding with bounds checks on every field; never traps on bad input.
+///
+/// Field names are taken as autoclosures: they are only made into strings when a field is bad, so
+/// that decoding a good payload builds no error text (this is on every replay's hot path).
 struct PayloadReader {
     /// No single field may claim more than this many bytes or elements.
     static let maximumFieldLength: UInt64 = 16 << 20
@@ -116,22 +119,22 @@ struct PayloadReader {
         offset = 1
     }
 
-    mutating func byte(_ field: String) throws -> UInt8 {
+    mutating func byte(_ field: @autoclosure () -> String) throws -> UInt8 {
         guard offset < bytes.count else {
-            throw PayloadDecodingError.truncated(field: field, offset: offset)
+            throw PayloadDecodingError.truncated(field: field(), offset: offset)
         }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    mutating func varint(_ field: String) throws -> UInt64 {
+    mutating func varint(_ field: @autoclosure () -> String) throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         let start = offset
         while true {
-            let next = try byte(field)
+            let next = try byte(field())
             guard shift < 64, !(shift == 63 && next > 1) else {
-                throw PayloadDecodingError.lengthOutOfRange(field: field, length: .max, offset: start)
+                throw PayloadDecodingError.lengthOutOfRange(field: field(), length: .max, offset: start)
             }
             result |= UInt64(next & 0x7F) << shift
             if next & 0x80 == 0 {
@@ -141,57 +144,76 @@ struct PayloadReader {
         }
     }
 
-    mutating func bool(_ field: String) throws -> Bool {
+    mutating func bool(_ field: @autoclosure () -> String) throws -> Bool {
         let start = offset
-        switch try byte(field) {
+        switch try byte(field()) {
         case 0: return false
         case 1: return true
-        case let tag: throw PayloadDecodingError.invalidTag(field: field, tag: tag, offset: start)
+        case let tag: throw PayloadDecodingError.invalidTag(field: field(), tag: tag, offset: start)
         }
     }
 
-    mutating func length(_ field: String) throws -> Int {
+    mutating func length(_ field: @autoclosure () -> String) throws -> Int {
         let start = offset
-        let length = try varint(field)
+        let length = try varint(field())
         guard length <= Self.maximumFieldLength, length <= UInt64(bytes.count - offset) else {
-            throw PayloadDecodingError.lengthOutOfRange(field: field, length: length, offset: start)
+            throw PayloadDecodingError.lengthOutOfRange(field: field(), length: length, offset: start)
         }
         return Int(length)
     }
 
-    mutating func blob(_ field: String) throws -> Data {
-        let count = try length(field)
+    /// The next `count` bytes, in place (`length` has checked that they are there).
+    private mutating func take(_ count: Int) -> UnsafeBufferPointer<UInt8> {
         defer { offset += count }
-        return Data(bytes[offset..<(offset + count)])
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]).assumingMemoryBound(to: UInt8.self)
     }
 
-    mutating func string(_ field: String) throws -> String {
+    mutating func blob(_ field: @autoclosure () -> String) throws -> Data {
+        let count = try length(field())
+        let units = take(count)
+        guard let base = units.baseAddress, count > 0 else { return Data() }
+        return Data(bytes: base, count: count)
+    }
+
+    mutating func string(_ field: @autoclosure () -> String) throws -> String {
         let start = offset
-        let count = try length(field)
-        defer { offset += count }
-        guard let string = String(validating: bytes[offset..<(offset + count)], as: UTF8.self) else {
-            throw PayloadDecodingError.invalidUTF8(field: field, offset: start)
+        let count = try length(field())
+        let units = take(count)
+        // Decoding repairs bad UTF-8 with U+FFFD, so the string holds exactly the input's bytes only
+        // when they were valid UTF-8. (Cheaper than `String(validating:)`, which is not specialized.)
+        let string = String(decoding: units, as: UTF8.self)
+        var same = string.utf8.count == count
+        if same {
+            same = string.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(units) } ?? string.utf8.elementsEqual(units)
+        }
+        guard same else {
+            throw PayloadDecodingError.invalidUTF8(field: field(), offset: start)
         }
         return string
     }
 
-    mutating func optionalString(_ field: String) throws -> String? {
-        try bool(field) ? try string(field) : nil
+    mutating func optionalString(_ field: @autoclosure () -> String) throws -> String? {
+        try bool(field()) ? try string(field()) : nil
     }
 
-    mutating func strings(_ field: String) throws -> [String] {
+    mutating func strings(_ field: @autoclosure () -> String) throws -> [String] {
         // Each element takes at least one byte, so the count is bounded by what is left.
-        let count = try length(field)
-        return try (0..<count).map { _ in try string(field) }
+        let count = try length(field())
+        var result: [String] = []
+        result.reserveCapacity(count)
+        for _ in 0..<count {
+            result.append(try string(field()))
+        }
+        return result
     }
 
-    mutating func values(_ field: String) throws -> [String: Data] {
-        let count = try length(field)
+    mutating func values(_ field: @autoclosure () -> String) throws -> [String: Data] {
+        let count = try length(field())
         var result: [String: Data] = [:]
         result.reserveCapacity(count)
         for _ in 0..<count {
-            let identifier = try string("\(field) identifier")
-            result[identifier] = try blob("\(field)[\(identifier)]")
+            let identifier = try string("\(field()) identifier")
+            result[identifier] = try blob("\(field())[\(identifier)]")
         }
         return result
     }

@@ -39,20 +39,47 @@ public struct AccountDetailsProjection: Projection {
         let event = try AccountEvent.decode(type: type, payload: record.payload, accountId: accountId, vault: vault)
         let keysVersion = keysVersion(of: record)
         let upcast = try evolution.upcast(event, writtenAt: keysVersion)
-        let key = Array(record.streamIDBytes)
         // States are decoded once per batch and written back in finishBatch.
-        let previous = try (state.scratch.values[key] as? AccountState)
-            ?? state.get("accounts", key: key).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
+        let key = StreamKey(bytes: Array(record.streamIDBytes))
+        let batch = Self.batch(state)
+        let previous = try batch.states[key]
+            ?? state.get("accounts", key: key.bytes).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
         guard let next = AccountState.applying(upcast, to: previous, accountId: accountId,
                                                version: record.streamVersion, at: record.timestamp) else { return }
-        state.scratch.values[key] = next
+        batch.states[key] = next
     }
 
     public func finishBatch(_ state: ProjectionState) throws {
-        for case let (key, next as AccountState) in state.scratch.values {
-            try state.put("accounts", key: key, value: try Self.encodeState(next, vault: vault))
+        guard let batch = state.scratch.values[Self.batchKey] as? BatchStates else { return }
+        for (key, next) in batch.states {
+            try state.put("accounts", key: key.bytes, value: try Self.encodeState(next, vault: vault))
         }
         state.scratch.values.removeAll()
+    }
+
+    /// The states changed in the current batch, by stream id: one typed table in the scratch
+    /// space (under the empty key, which no stream id is), so that a record costs one lookup with
+    /// the id's bytes hashed at once, and no boxing of the state into `Any`.
+    final class BatchStates {
+        var states: [StreamKey: AccountState] = [:]
+    }
+
+    /// A stream id's bytes, hashed in one go (an array of bytes hashes byte by byte).
+    struct StreamKey: Hashable {
+        let bytes: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
+
+    private static let batchKey: [UInt8] = []
+
+    private static func batch(_ state: ProjectionState) -> BatchStates {
+        if let batch = state.scratch.values[batchKey] as? BatchStates { return batch }
+        let batch = BatchStates()
+        state.scratch.values[batchKey] = batch
+        return batch
     }
 
     private func keysVersion(of record: RecordView) -> Int {
