@@ -39,8 +39,6 @@ final class AppendWriter: @unchecked Sendable {
     private var owner = Owner.none
     private var stopping = false
     private var stopped = false
-    /// While the thread waits for a group's appenders to come back: how many it waits for (else 0).
-    private var regrouping = 0
 
     private let environment: Environment
     private let databases: LogDatabases
@@ -105,7 +103,7 @@ final class AppendWriter: @unchecked Sendable {
         var queued = request
         queued.continuation = continuation
         pending.append(queued)
-        if owner == .none || (regrouping > 0 && pending.count >= regrouping) { condition.broadcast() }
+        if owner == .none { condition.broadcast() }
         condition.unlock()
     }
 
@@ -140,31 +138,14 @@ final class AppendWriter: @unchecked Sendable {
                 bytes += next.byteCount
             }
             condition.unlock()
-            let started = ContinuousClock.now
             let outcomes = process(batch)
-            let took = ContinuousClock.now - started
-            // The thread keeps the writer while it answers, so that an appender coming straight
-            // back queues instead of committing alone on its own thread ahead of the others.
+            condition.lock()
+            owner = .none
+            condition.unlock()
             for (request, outcome) in zip(batch, outcomes) {
                 request.continuation?.resume(with: outcome)
             }
-            condition.lock()
-            if batch.count > 1 { regroup(expecting: batch.count, for: took / 2) }
-            owner = .none
-            condition.unlock()
         }
-    }
-
-    /// After a group commit its appenders usually return at once with their next appends. Waits
-    /// (holding the writer, the lock held on entry) until as many requests are queued as the
-    /// group had, or for at most `limit` (half the group's transaction: a short commit waits
-    /// little), so that they share the next commit instead of splitting into a lone append and a
-    /// smaller group.
-    private func regroup(expecting count: Int, for limit: Duration) {
-        let deadline = Date().addingTimeInterval(Double(limit.components.attoseconds) / 1e18 + Double(limit.components.seconds))
-        regrouping = count
-        while pending.count < count && !stopping && condition.wait(until: deadline) {}
-        regrouping = 0
     }
 
     /// Runs `batch` in one write transaction and returns each request's outcome. A request that
