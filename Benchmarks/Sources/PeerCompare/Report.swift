@@ -108,6 +108,11 @@ func targets(_ figures: [Figure], records: Int) -> [Target] {
         target("rebuild peak memory < 200 MB (max RSS of the process)", rebuild?.maxRSSMiB.map { $0 * 1.048576 }, { $0 < 200 }, {
             String(format: "%.0f MB max RSS (anonymous: %.0f MB)", $0, (rebuild?.peakAnonMiB ?? 0) * 1.048576)
         }),
+        // The same peak without the pages of the memory-mapped files (the log and the cache),
+        // which the kernel counts in RSS while they stay mapped but can drop at any time.
+        target("rebuild peak memory < 200 MB (anonymous RSS: heap and stacks)", rebuild?.peakAnonMiB.map { $0 * 1.048576 }, { $0 < 200 }, {
+            String(format: "%.0f MB", $0)
+        }),
         target("point read p99 < 20 µs", find("point")?.latency?.p99, { $0 < 20 }, { String(format: "%.1f µs", $0) })
     ]
     if records != 1_000_000 {

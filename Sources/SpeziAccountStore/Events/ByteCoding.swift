@@ -181,10 +181,12 @@ struct PayloadReader {
         let units = take(count)
         // Decoding repairs bad UTF-8 with U+FFFD, so the string holds exactly the input's bytes only
         // when they were valid UTF-8. (Cheaper than `String(validating:)`, which is not specialized.)
+        guard let base = units.baseAddress, count > 0 else { return "" }
         let string = String(decoding: units, as: UTF8.self)
         var same = string.utf8.count == count
         if same {
-            same = string.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(units) } ?? string.utf8.elementsEqual(units)
+            same = string.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, base, count) == 0 }
+                ?? string.utf8.elementsEqual(units)
         }
         guard same else {
             throw PayloadDecodingError.invalidUTF8(field: field(), offset: start)
