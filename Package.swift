@@ -24,7 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
-        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0")
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
+        // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
     targets: [
         // LMDB, the C library (Debian: liblmdb-dev).

@@ -16,6 +16,7 @@ extension EventLog {
     /// - Parameters:
     ///   - position: deliver records with positions greater than this (0: from the start).
     ///   - streamID: only this stream's records; `position` still counts global positions.
+    ///   - batchSize: how many records one read transaction fetches (at least 1).
     public func subscribe(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
         EventSubscription(log: self, after: position, streamID: streamID, batchSize: max(1, batchSize))
     }

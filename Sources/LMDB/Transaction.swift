@@ -5,7 +5,7 @@
 
 import CLMDB
 
-/// Flags for ``Transaction/put(_:key:value:flags:)``.
+/// Flags for `Transaction.put(_:key:value:flags:)`.
 public struct PutFlags: OptionSet, Sendable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }

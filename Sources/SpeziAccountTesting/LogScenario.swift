@@ -38,10 +38,10 @@ public struct Outcome: Sendable {
 ///
 /// ```swift
 /// let scenario = try LogScenario()
-/// defer { scenario.remove() }
 /// try await scenario.given([StreamEvent("a1", .accountCreated(userId: "a@b.c", passwordHash: nil, isAnonymous: false, values: [:]))])
 /// let outcome = await scenario.when { try await $0.delete("a1") }
 /// #expect(outcome.types == ["account.deleted"])
+/// await scenario.remove()
 /// ```
 public final class LogScenario: Sendable {
     /// The temporary directory (removed by ``remove()``).

@@ -41,8 +41,10 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
 
     /// A provider writing to `store`'s log.
     ///
-    /// - Parameter loadPatience: how long `load` may wait for the view to catch up with the log
-    ///   before it answers `nil` and delivers the values later.
+    /// - Parameters:
+    ///   - store: the store whose log keeps the values, as `external.*` events in each account's stream.
+    ///   - loadPatience: how long `load` may wait for the view to catch up with the log before it
+    ///     answers `nil` and delivers the values later.
     public init(store: AccountStore, loadPatience: Duration = .milliseconds(50)) {
         self.store = store
         self.loadPatience = loadPatience
