@@ -98,8 +98,10 @@ let package = Package(
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",
-            dependencies: ["SpeziAccountStore", "EventLog", "SpeziAccount", "SpeziAccountTesting",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "SpeziAccountStore", "EventLog", "SpeziAccount", "SpeziAccountTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ],
             path: "Tools/crash-test"
         ),
         // The subject of the constant-time test (run under valgrind's callgrind by the test).
@@ -107,8 +109,10 @@ let package = Package(
         // The command-line tool: a demo, histories, verification, statistics and account commands on a store.
         .executableTarget(
             name: "accountctl",
-            dependencies: ["SpeziAccountStore", "EventLog", "Projections", "SpeziAccount",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "SpeziAccountStore", "EventLog", "Projections", "SpeziAccount",
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ],
             path: "Tools/accountctl"
         ),
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "SpeziAccountTesting"]),
@@ -122,7 +126,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
-        .testTarget(name: "SpeziAccountStoreTests", dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting"]),
+        .testTarget(
+            name: "SpeziAccountStoreTests",
+            dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting"]),
         .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])
     ],
     swiftLanguageModes: [.v6]

@@ -48,8 +48,10 @@ final class AppendWriter: @unchecked Sendable {
     private let onCommit: @Sendable (UInt64) -> Void
     private let path: String
 
-    init(environment: Environment, databases: LogDatabases, clock: @escaping @Sendable () -> Date,
-         maxBatchEvents: Int, maxBatchBytes: Int, onCommit: @escaping @Sendable (UInt64) -> Void) {
+    init(
+        environment: Environment, databases: LogDatabases, clock: @escaping @Sendable () -> Date,
+        maxBatchEvents: Int, maxBatchBytes: Int, onCommit: @escaping @Sendable (UInt64) -> Void
+    ) {
         self.environment = environment
         self.databases = databases
         self.clock = clock
@@ -130,9 +132,11 @@ final class AppendWriter: @unchecked Sendable {
             }
             owner = .thread
             var batch: [AppendRequest] = []
-            var events = 0, bytes = 0
+            var events = 0
+            var bytes = 0
             while let next = pending.first,
-                  batch.isEmpty || (events + next.events.count <= maxBatchEvents && bytes + next.byteCount <= maxBatchBytes) {
+                batch.isEmpty || (events + next.events.count <= maxBatchEvents && bytes + next.byteCount <= maxBatchBytes)
+            {
                 batch.append(pending.removeFirst())
                 events += next.events.count
                 bytes += next.byteCount
@@ -190,7 +194,8 @@ final class AppendWriter: @unchecked Sendable {
         if let firstFound = found.first {
             let positions = found.map(\.position)
             guard found.count == request.events.count, let first = positions.first, let last = positions.last,
-                  last >= first, positions == Array(first...last) else {
+                last >= first, positions == Array(first...last)
+            else {
                 throw EventLogError.duplicateEventID(request.events[firstFound.index].eventID, existingPosition: firstFound.position)
             }
             let version = try txn.withCursor(databases.records) { cursor -> UInt64 in
@@ -205,7 +210,9 @@ final class AppendWriter: @unchecked Sendable {
         case .any:
             break
         case .noStream:
-            guard current == 0 else { throw EventLogError.wrongExpectedVersion(stream: request.streamID, expected: request.expected, actual: current) }
+            guard current == 0 else {
+                throw EventLogError.wrongExpectedVersion(stream: request.streamID, expected: request.expected, actual: current)
+            }
         case let .exact(expected):
             guard current == expected else {
                 throw EventLogError.wrongExpectedVersion(stream: request.streamID, expected: request.expected, actual: current == 0 ? nil : current)
@@ -238,8 +245,9 @@ final class AppendWriter: @unchecked Sendable {
             var hash = head.hash
             try positionKey.withUnsafeBytes { key in
                 try txn.reserve(databases.records, key: key, count: request.sizes[index], flags: .append) { buffer in
-                    hash = RecordFormat.write(into: buffer, position: position, streamVersion: version, timestampMicros: timestamp,
-                                              streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
+                    hash = RecordFormat.write(
+                        into: buffer, position: position, streamVersion: version, timestampMicros: timestamp,
+                        streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
                 }
             }
             try txn.put(databases.streams, key: LogDatabases.streamKey(request.streamID, version: version), value: positionKey, flags: .noOverwrite)

@@ -41,7 +41,7 @@ final class CommitNotifier: Sendable {
             }
             return ready
         }
-        ready.forEach { $0.resume() }
+        for waiter in ready { waiter.resume() }
     }
 
     /// Wakes everyone for good: the log closed.
@@ -51,7 +51,7 @@ final class CommitNotifier: Sendable {
             defer { state.waiters.removeAll() }
             return state.waiters.values.map(\.continuation)
         }
-        all.forEach { $0.resume() }
+        for waiter in all { waiter.resume() }
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
@@ -92,7 +92,10 @@ final class CommitNotifier: Sendable {
             while true {
                 try? await Task.sleep(for: pollInterval)
                 let keepGoing = state.withLock { state in
-                    if state.waiters.isEmpty || state.closed { state.polling = false; return false }
+                    if state.waiters.isEmpty || state.closed {
+                        state.polling = false
+                        return false
+                    }
                     return true
                 }
                 guard keepGoing else { return }

@@ -102,11 +102,14 @@ public final class EventLog: Sendable {
             try? environment.read { txn in try databases.lastPosition(txn) }
         }
         self.notifier = notifier
-        writer = options.readOnly ? nil : AppendWriter(
-            environment: environment, databases: databases, clock: options.clock,
-            maxBatchEvents: options.maxBatchEvents, maxBatchBytes: options.maxBatchBytes,
-            onCommit: { notifier.publish($0) }
-        )
+        writer =
+            options.readOnly
+            ? nil
+            : AppendWriter(
+                environment: environment, databases: databases, clock: options.clock,
+                maxBatchEvents: options.maxBatchEvents, maxBatchBytes: options.maxBatchBytes,
+                onCommit: { notifier.publish($0) }
+            )
     }
 
     deinit {
@@ -116,14 +119,16 @@ public final class EventLog: Sendable {
     private static func openDatabases(_ environment: Environment, readOnly: Bool) throws -> (LogDatabases, UUID) {
         let names = try environment.databaseNames()
         if !names.isEmpty && !names.contains(LogDatabases.names.meta) {
-            throw EventLogError.notAnEventLog(path: environment.path, reason: "it holds LMDB databases (\(names.joined(separator: ", "))) but no \"meta\" database")
+            throw EventLogError.notAnEventLog(
+                path: environment.path, reason: "it holds LMDB databases (\(names.joined(separator: ", "))) but no \"meta\" database")
         }
         if names.isEmpty {
             if readOnly { throw EventLogError.notAnEventLog(path: environment.path, reason: "the log is empty and was never initialized") }
             try environment.write { txn in
                 let meta = try txn.openDatabase(LogDatabases.names.meta, create: true)
                 if try txn.get(meta, key: Array("format-version".utf8)) == nil {
-                    try txn.put(meta, key: Array("format-version".utf8), value: withUnsafeBytes(of: RecordFormat.formatVersion.bigEndian) { Array($0) })
+                    try txn.put(
+                        meta, key: Array("format-version".utf8), value: withUnsafeBytes(of: RecordFormat.formatVersion.bigEndian) { Array($0) })
                     try txn.put(meta, key: Array("log-id".utf8), value: LogDatabases.eventIDKey(UUID()))
                     let created = Int64(Date().timeIntervalSince1970 * 1_000_000)
                     try txn.put(meta, key: Array("created".utf8), value: BigEndian.bytes(UInt64(bitPattern: created)))
@@ -176,8 +181,10 @@ public final class EventLog: Sendable {
     /// `claims` are unique keys (a user id, say) that the stream takes in the same transaction: if
     /// another stream holds one, the append throws ``EventLogError/claimTaken(_:owner:)`` and writes
     /// nothing. `releases` are keys the stream gives up. ``claimOwner(_:)`` looks them up.
-    public func append(_ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any,
-                       claims: Set<String> = [], releases: Set<String> = []) async throws -> AppendResult {
+    public func append(
+        _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any,
+        claims: Set<String> = [], releases: Set<String> = []
+    ) async throws -> AppendResult {
         try RecordFormat.validate(streamID: streamID)
         for claim in claims.union(releases) where claim.utf8.isEmpty || claim.utf8.count > 500 {
             throw EventLogError.invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
@@ -197,13 +204,17 @@ public final class EventLog: Sendable {
             pairs.append(eventPairs)
         }
         guard let writer else { throw EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path)) }
-        return try await writer.append(AppendRequest(streamID: streamID, expected: expectedVersion, events: events,
-                                                     metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases))
+        return try await writer.append(
+            AppendRequest(
+                streamID: streamID, expected: expectedVersion, events: events,
+                metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases))
     }
 
     /// Appends one event.
-    public func append(_ event: ProposedEvent, to streamID: String, expectedVersion: ExpectedVersion = .any,
-                       claims: Set<String> = [], releases: Set<String> = []) async throws -> AppendResult {
+    public func append(
+        _ event: ProposedEvent, to streamID: String, expectedVersion: ExpectedVersion = .any,
+        claims: Set<String> = [], releases: Set<String> = []
+    ) async throws -> AppendResult {
         try await append([event], to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases)
     }
 
@@ -286,7 +297,8 @@ public final class EventLog: Sendable {
             var entry = try cursor.seek(atOrAfter: LogDatabases.streamKey(streamID, version: max(version, 1)))
             while let current = entry, positions.count < limit, current.key.count == prefix.count + 8, current.key.starts(with: prefix) {
                 guard current.value.count == 8 else {
-                    throw EventLogError.notAnEventLog(path: path, reason: "a streams entry of \"\(streamID)\" has a \(current.value.count)-byte value")
+                    throw EventLogError.notAnEventLog(
+                        path: path, reason: "a streams entry of \"\(streamID)\" has a \(current.value.count)-byte value")
                 }
                 positions.append(BigEndian.uint64(current.value))
                 entry = try cursor.next()
@@ -296,7 +308,8 @@ public final class EventLog: Sendable {
         return try positions.map { position in
             try BigEndian.bytes(position).withUnsafeBytes { key in
                 guard let value = try txn.get(databases.records, key: key) else {
-                    throw EventLogError.corruptRecord(position: position, reason: "the stream index of \"\(streamID)\" points to a missing record", path: path)
+                    throw EventLogError.corruptRecord(
+                        position: position, reason: "the stream index of \"\(streamID)\" points to a missing record", path: path)
                 }
                 return try RecordFormat.decode(value, position: position, path: path)
             }
@@ -328,8 +341,9 @@ public final class EventLog: Sendable {
     public func statistics() throws -> LogStatistics {
         do {
             let records = try environment.statistics(of: databases.records)
-            return LogStatistics(records: records.entries, lastPosition: try lastPosition(),
-                                 fileBytes: environment.fileSize, mapBytes: environment.mapSize)
+            return LogStatistics(
+                records: records.entries, lastPosition: try lastPosition(),
+                fileBytes: environment.fileSize, mapBytes: environment.mapSize)
         } catch {
             throw EventLogError.wrapping(error, path: path)
         }

@@ -53,7 +53,8 @@ enum RecordFormat {
         }
         var size = fixedSize + 2 + streamID.utf8.count + 2 + typeCount + 2 + 4 + event.payload.count
         for (key, value) in pairs {
-            let keyCount = key.utf8.count, valueCount = value.utf8.count
+            let keyCount = key.utf8.count
+            let valueCount = value.utf8.count
             if keyCount > maxMetadataFieldBytes || valueCount > maxMetadataFieldBytes {
                 throw .invalidEvent(reason: "metadata entry \"\(key.prefix(40))\" is longer than \(maxMetadataFieldBytes) bytes")
             }
@@ -63,8 +64,10 @@ enum RecordFormat {
     }
 
     /// Writes a record into `buffer` (exactly `encodedSize` bytes), chaining it to `previous`.
-    static func write(into buffer: UnsafeMutableRawBufferPointer, position: UInt64, streamVersion: UInt64, timestampMicros: Int64,
-                      streamID: String, event: ProposedEvent, pairs: [(String, String)], previous: ChainHash) -> ChainHash {
+    static func write(
+        into buffer: UnsafeMutableRawBufferPointer, position: UInt64, streamVersion: UInt64, timestampMicros: Int64,
+        streamID: String, event: ProposedEvent, pairs: [(String, String)], previous: ChainHash
+    ) -> ChainHash {
         var writer = ByteWriter(buffer: buffer, offset: bodyOffset)
         writer.u8(layoutVersion)
         writer.u8(0)
@@ -114,10 +117,22 @@ struct ByteWriter {
     let buffer: UnsafeMutableRawBufferPointer
     var offset: Int
 
-    mutating func u8(_ value: UInt8) { buffer[offset] = value; offset += 1 }
-    mutating func u16(_ value: UInt16) { buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt16.self); offset += 2 }
-    mutating func u32(_ value: UInt32) { buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt32.self); offset += 4 }
-    mutating func u64(_ value: UInt64) { buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt64.self); offset += 8 }
+    mutating func u8(_ value: UInt8) {
+        buffer[offset] = value
+        offset += 1
+    }
+    mutating func u16(_ value: UInt16) {
+        buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt16.self)
+        offset += 2
+    }
+    mutating func u32(_ value: UInt32) {
+        buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt32.self)
+        offset += 4
+    }
+    mutating func u64(_ value: UInt64) {
+        buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt64.self)
+        offset += 8
+    }
     mutating func uuid(_ value: UUID) {
         withUnsafeBytes(of: value.uuid) { bytes(UnsafeRawBufferPointer($0)) }
     }

@@ -37,14 +37,16 @@ public struct RecordView {
         guard storedPosition == position else { throw corrupt("the record says position \(storedPosition) but is stored under \(position)") }
         var reader = ByteReader(buffer: record, offset: RecordFormat.fixedSize)
         guard let streamLength = reader.u16(), let stream = reader.range(count: Int(streamLength)),
-              let typeLength = reader.u16(), let type = reader.range(count: Int(typeLength)) else {
+            let typeLength = reader.u16(), let type = reader.range(count: Int(typeLength))
+        else {
             throw corrupt("the record ends inside its header")
         }
         let metadataStart = reader.offset
         guard let pairs = reader.u16() else { throw corrupt("the record ends inside its header") }
         for _ in 0..<pairs {
             guard let keyLength = reader.u16(), reader.range(count: Int(keyLength)) != nil,
-                  let valueLength = reader.u16(), reader.range(count: Int(valueLength)) != nil else {
+                let valueLength = reader.u16(), reader.range(count: Int(valueLength)) != nil
+            else {
                 throw corrupt("the record ends inside its metadata")
             }
         }
@@ -112,8 +114,9 @@ public struct RecordView {
 
     /// The whole record, decoded and copied.
     public func decoded() -> RecordedEvent {
-        RecordedEvent(position: position, streamID: streamID, streamVersion: streamVersion, eventID: eventID, type: type,
-                      schemaVersion: schemaVersion, timestamp: timestamp, metadata: metadata, payload: Data(payload), hash: hash)
+        RecordedEvent(
+            position: position, streamID: streamID, streamVersion: streamVersion, eventID: eventID, type: type,
+            schemaVersion: schemaVersion, timestamp: timestamp, metadata: metadata, payload: Data(payload), hash: hash)
     }
 }
 

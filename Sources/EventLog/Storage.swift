@@ -79,8 +79,9 @@ struct LogHead: Sendable {
             }
             let position = BigEndian.uint64(entry.key)
             let record = try RecordView(entry.value, position: position, path: path)
-            return LogHead(position: position, hash: record.hash,
-                           timestampMicros: Int64(bitPattern: BigEndian.uint64(entry.value, at: 54)))
+            return LogHead(
+                position: position, hash: record.hash,
+                timestampMicros: Int64(bitPattern: BigEndian.uint64(entry.value, at: 54)))
         }
     }
 }

@@ -22,8 +22,11 @@ extension EventLog {
     }
 
     /// Reads the next batch of a subscription and the log's last position seen by the same transaction.
-    func subscriptionBatch(after position: UInt64, streamID: String?, streamVersion: UInt64, limit: Int) throws
-        -> (records: [RecordedEvent], lastPosition: UInt64, streamVersionRead: UInt64) {
+    func subscriptionBatch(
+        after position: UInt64, streamID: String?, streamVersion: UInt64, limit: Int
+    ) throws
+        -> (records: [RecordedEvent], lastPosition: UInt64, streamVersionRead: UInt64)
+    {
         try reading { txn in
             let last = try databases.lastPosition(txn)
             guard last > position else { return ([], last, streamVersion) }

@@ -97,8 +97,9 @@ extension EventLog {
             }
             let records = Int(expected - 1)
             if indexed.streams != records || indexed.ids != records {
-                problem = IntegrityProblem(position: expected - 1, kind: .indexMismatch,
-                                           detail: "\(records) records but \(indexed.streams) stream index entries and \(indexed.ids) event-id entries")
+                problem = IntegrityProblem(
+                    position: expected - 1, kind: .indexMismatch,
+                    detail: "\(records) records but \(indexed.streams) stream index entries and \(indexed.ids) event-id entries")
             }
         }
         return VerificationReport(recordsChecked: expected - 1, lastPosition: expected - 1, headHash: previous, problem: problem)
@@ -110,7 +111,8 @@ extension EventLog {
         }
         let position = BigEndian.uint64(entry.key)
         guard position == expected else {
-            return IntegrityProblem(position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)")
+            return IntegrityProblem(
+                position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)")
         }
         let record: RecordView
         do {
@@ -121,20 +123,23 @@ extension EventLog {
         let body = UnsafeRawBufferPointer(rebasing: entry.value[RecordFormat.bodyOffset...])
         let computed = RecordFormat.chainHash(previous: previous, body: body)
         guard computed == record.hash else {
-            return IntegrityProblem(position: position, kind: .hashMismatch,
-                                    detail: "the chain hash is \(record.hash) but SHA-256 of the previous hash and this record is \(computed)")
+            return IntegrityProblem(
+                position: position, kind: .hashMismatch,
+                detail: "the chain hash is \(record.hash) but SHA-256 of the previous hash and this record is \(computed)")
         }
         previous = computed
         do {
             let streamEntry = try txn.get(databases.streams, key: LogDatabases.streamKey(record.streamID, version: record.streamVersion))
             guard streamEntry == BigEndian.bytes(position) else {
-                return IntegrityProblem(position: position, kind: .indexMismatch,
-                                        detail: "the stream index has no entry for \"\(record.streamID)\" version \(record.streamVersion) pointing here")
+                return IntegrityProblem(
+                    position: position, kind: .indexMismatch,
+                    detail: "the stream index has no entry for \"\(record.streamID)\" version \(record.streamVersion) pointing here")
             }
             let idEntry = try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(record.eventID))
             guard idEntry == BigEndian.bytes(position) else {
-                return IntegrityProblem(position: position, kind: .indexMismatch,
-                                        detail: "the event-id index has no entry for \(record.eventID.uuidString) pointing here")
+                return IntegrityProblem(
+                    position: position, kind: .indexMismatch,
+                    detail: "the event-id index has no entry for \(record.eventID.uuidString) pointing here")
             }
         } catch {
             return IntegrityProblem(position: position, kind: .indexMismatch, detail: "reading the indexes failed: \(error)")

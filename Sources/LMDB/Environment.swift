@@ -99,7 +99,9 @@ public final class Environment: @unchecked Sendable {
         let dataFile = url.appendingPathComponent("data.mdb").path
         let actualBytes = ((try? FileManager.default.attributesOfItem(atPath: dataFile))?[.size] as? NSNumber)?.intValue ?? 0
         if actualBytes < expectedBytes {
-            throw LMDBError(code: MDB_INVALID, operation: "open (the data file has \(actualBytes) bytes but its pages need \(expectedBytes): it was truncated)", path: url.path)
+            throw LMDBError(
+                code: MDB_INVALID, operation: "open (the data file has \(actualBytes) bytes but its pages need \(expectedBytes): it was truncated)",
+                path: url.path)
         }
         var dead: Int32 = 0
         try check(mdb_reader_check(envPointer, &dead), "mdb_reader_check", path: url.path)
@@ -117,8 +119,10 @@ public final class Environment: @unchecked Sendable {
 
     /// Creates an LMDB environment handle in `envPointer` and opens it at `path`. On failure
     /// `envPointer` may hold a handle that the caller must close.
-    private static func openEnvironment(_ envPointer: inout OpaquePointer?, path: String, options: EnvironmentOptions,
-                                        mapSize: Int) throws {
+    private static func openEnvironment(
+        _ envPointer: inout OpaquePointer?, path: String, options: EnvironmentOptions,
+        mapSize: Int
+    ) throws {
         try check(mdb_env_create(&envPointer), "mdb_env_create", path: path)
         guard let envPointer else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create", path: path) }
         try check(mdb_env_set_maxdbs(envPointer, MDB_dbi(options.maxDatabases)), "mdb_env_set_maxdbs", path: path)
@@ -174,7 +178,11 @@ public final class Environment: @unchecked Sendable {
                 let code = mdb_dbi_open(txn, name, 0, &dbi)
                 guard code == MDB_SUCCESS, dbi == handle else {
                     mdb_txn_abort(txn)
-                    throw LMDBError(code: MDB_PANIC, operation: "reopen after a fatal write error (database \"\(name)\" can't get its handle back; close and open the environment)", path: path)
+                    throw LMDBError(
+                        code: MDB_PANIC,
+                        operation:
+                            "reopen after a fatal write error (database \"\(name)\" can't get its handle back; close and open the environment)",
+                        path: path)
                 }
             }
             try check(mdb_txn_commit(txn), "mdb_txn_commit (reopen)", path: path)
@@ -350,8 +358,9 @@ public final class Environment: @unchecked Sendable {
         try read { txn in
             var stat = MDB_stat()
             try check(mdb_stat(txn.pointer, database.handle, &stat), "mdb_stat", path: path)
-            return DatabaseStatistics(entries: stat.ms_entries, depth: Int(stat.ms_depth), pageSize: Int(stat.ms_psize),
-                                      pages: stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
+            return DatabaseStatistics(
+                entries: stat.ms_entries, depth: Int(stat.ms_depth), pageSize: Int(stat.ms_psize),
+                pages: stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
         }
     }
 

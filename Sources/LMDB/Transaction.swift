@@ -58,12 +58,15 @@ public struct Transaction {
     }
 
     /// Reserves `count` bytes under `key` and lets `fill` write them in place (`MDB_RESERVE`).
-    public func reserve(_ database: Database, key: UnsafeRawBufferPointer, count: Int, flags: PutFlags = [],
-                        fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
+    public func reserve(
+        _ database: Database, key: UnsafeRawBufferPointer, count: Int, flags: PutFlags = [],
+        fill: (UnsafeMutableRawBufferPointer) throws -> Void
+    ) throws {
         var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var valueVal = MDB_val(mv_size: count, mv_data: nil)
-        try check(mdb_put(pointer, database.handle, &keyVal, &valueVal, flags.rawValue | UInt32(MDB_RESERVE)),
-                  "mdb_put (reserve) \"\(database.name)\"", path: path)
+        try check(
+            mdb_put(pointer, database.handle, &keyVal, &valueVal, flags.rawValue | UInt32(MDB_RESERVE)),
+            "mdb_put (reserve) \"\(database.name)\"", path: path)
         try fill(UnsafeMutableRawBufferPointer(start: valueVal.mv_data, count: count))
     }
 
@@ -130,8 +133,10 @@ public struct Cursor {
         let code = mdb_cursor_get(pointer, &keyVal, &value, operation)
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_cursor_get \"\(database.name)\"", path: path)
-        return (UnsafeRawBufferPointer(start: keyVal.mv_data, count: keyVal.mv_size),
-                UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+        return (
+            UnsafeRawBufferPointer(start: keyVal.mv_data, count: keyVal.mv_size),
+            UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+        )
     }
 
     /// The first entry.

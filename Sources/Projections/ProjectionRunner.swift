@@ -32,12 +32,13 @@ extension ProjectionStore {
                 await Task.yield()
                 continue
             }
-            let lowest = state.withLock { state in
-                order.compactMap { name -> UInt64? in
-                    guard state.failures[name] == nil else { return nil }
-                    return [state.active[name]?.checkpoint, state.building[name]?.checkpoint].compactMap { $0 }.min()
-                }.min()
-            } ?? UInt64.max
+            let lowest =
+                state.withLock { state in
+                    order.compactMap { name -> UInt64? in
+                        guard state.failures[name] == nil else { return nil }
+                        return [state.active[name]?.checkpoint, state.building[name]?.checkpoint].compactMap { $0 }.min()
+                    }.min()
+                } ?? UInt64.max
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [log] in await log.waitForCommit(beyond: lowest == .max ? (try? log.lastPosition()) ?? 0 : lowest) }
                 group.addTask { [kick] in await kick.wait() }
@@ -92,10 +93,13 @@ extension ProjectionStore {
                 state.active[name] = generation
             }
             if let failure { state.failures[name] = failure }
-            return (takeReadyWaiters(&state), failure.map { takeFailedWaiters(&state, name: name, error: $0) } ?? [], building ? state.progress[name] : nil)
+            return (
+                takeReadyWaiters(&state), failure.map { takeFailedWaiters(&state, name: name, error: $0) } ?? [],
+                building ? state.progress[name] : nil
+            )
         }
-        ready.forEach { $0.resume() }
-        failed.forEach { $0.resume(throwing: failure!) }
+        for waiter in ready { waiter.resume() }
+        for waiter in failed { waiter.resume(throwing: failure!) }
         progress?(reached, last)
         return reached > start
     }
@@ -175,7 +179,7 @@ extension ProjectionStore {
             }
             return (done, takeReadyWaiters(&state))
         }
-        done.forEach { $0.resume() }
-        ready.forEach { $0.resume() }
+        for waiter in done { waiter.resume() }
+        for waiter in ready { waiter.resume() }
     }
 }

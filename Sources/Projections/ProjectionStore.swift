@@ -86,8 +86,11 @@ public final class ProjectionStore: Sendable {
         runner.withLock { $0 = task }
     }
 
-    private static func openGenerations(_ projections: [any Projection], catalog: GenerationCatalog)
-        throws -> (active: [String: Generation], building: [String: Generation]) {
+    private static func openGenerations(
+        _ projections: [any Projection], catalog: GenerationCatalog
+    )
+        throws -> (active: [String: Generation], building: [String: Generation])
+    {
         var active: [String: Generation] = [:]
         var building: [String: Generation] = [:]
         let txn = catalog.transaction
@@ -125,10 +128,13 @@ public final class ProjectionStore: Sendable {
     public func close() async {
         let pending = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             state.closed = true
-            defer { state.appliedWaiters.removeAll(); state.rebuildWaiters.removeAll() }
+            defer {
+                state.appliedWaiters.removeAll()
+                state.rebuildWaiters.removeAll()
+            }
             return state.appliedWaiters.map(\.continuation) + state.rebuildWaiters.map(\.continuation)
         }
-        pending.forEach { $0.resume(throwing: ProjectionError.closed) }
+        for waiter in pending { waiter.resume(throwing: ProjectionError.closed) }
         let task = runner.withLock { $0 }
         task?.cancel()
         kick.signal()
@@ -163,9 +169,10 @@ public final class ProjectionStore: Sendable {
             order.compactMap { name in
                 guard let active = state.active[name] else { return nil }
                 let building = state.building[name].map { (generation: $0.number, checkpoint: $0.checkpoint) }
-                return ProjectionStatus(name: name, generation: active.number, checkpoint: active.checkpoint,
-                                        lag: last > active.checkpoint ? last - active.checkpoint : 0,
-                                        rebuilding: building, failure: state.failures[name]?.description)
+                return ProjectionStatus(
+                    name: name, generation: active.number, checkpoint: active.checkpoint,
+                    lag: last > active.checkpoint ? last - active.checkpoint : 0,
+                    rebuilding: building, failure: state.failures[name]?.description)
             }
         }
     }

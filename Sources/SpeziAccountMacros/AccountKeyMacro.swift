@@ -158,8 +158,9 @@ struct AccountKeyDeclaration {
         if let identifier = type.as(IdentifierTypeSyntax.self), identifier.name.text == "Optional" {
             genericArguments = identifier.genericArgumentClause
         } else if let member = type.as(MemberTypeSyntax.self),
-                  member.name.text == "Optional",
-                  member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "Swift" {
+            member.name.text == "Optional",
+            member.baseType.as(IdentifierTypeSyntax.self)?.name.text == "Swift"
+        {
             genericArguments = member.genericArgumentClause
         } else {
             return nil
@@ -216,9 +217,10 @@ private struct AccountKeyArguments {
                 options = argument.expression.trimmedDescription
             case "as":
                 guard let member = argument.expression.as(MemberAccessExprSyntax.self),
-                      member.declName.baseName.tokenKind == .keyword(.self),
-                      member.declName.argumentNames == nil,
-                      let base = member.base else {
+                    member.declName.baseName.tokenKind == .keyword(.self),
+                    member.declName.argumentNames == nil,
+                    let base = member.base
+                else {
                     throw DiagnosticsError(AccountKeyDiagnostic.invalidValueType, at: argument.expression)
                 }
                 valueType = base

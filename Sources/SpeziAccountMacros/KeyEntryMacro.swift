@@ -66,22 +66,24 @@ public struct KeyEntryMacro: MemberMacro {
         if let root = keyPath.root, !isType(root, named: "AccountDetails") {
             // `\SpeziAccount.AccountDetails.name` parses as root `SpeziAccount` with two components.
             guard root.as(IdentifierTypeSyntax.self)?.name.text == "SpeziAccount",
-                  root.as(IdentifierTypeSyntax.self)?.genericArgumentClause == nil,
-                  components.count == 2,
-                  case let .property(first) = components[0].component,
-                  first.declName.baseName.text == "AccountDetails",
-                  first.declName.argumentNames == nil,
-                  first.genericArgumentClause == nil else {
+                root.as(IdentifierTypeSyntax.self)?.genericArgumentClause == nil,
+                components.count == 2,
+                case let .property(first) = components[0].component,
+                first.declName.baseName.text == "AccountDetails",
+                first.declName.argumentNames == nil,
+                first.genericArgumentClause == nil
+            else {
                 return nil
             }
             components.removeFirst()
         }
         guard components.count == 1,
-              let component = components.first,
-              component.period != nil,
-              case let .property(property) = component.component,
-              property.genericArgumentClause == nil,
-              property.declName.argumentNames == nil else {
+            let component = components.first,
+            component.period != nil,
+            case let .property(property) = component.component,
+            property.genericArgumentClause == nil,
+            property.declName.argumentNames == nil
+        else {
             return nil
         }
         return MacroSupport.plainName(of: property.declName.baseName)

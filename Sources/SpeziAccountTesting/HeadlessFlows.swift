@@ -12,8 +12,10 @@ import SpeziAccountStore
 /// in what the form would have and calls the service.
 extension EventSourcedAccountService {
     /// Signs up as the seed's signup form would.
-    public func signup(email: String, password: String, name: PersonNameComponents,
-                       genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil) async throws {
+    public func signup(
+        email: String, password: String, name: PersonNameComponents,
+        genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil
+    ) async throws {
         try await signup(Self.signupDetails(email: email, password: password, name: name, genderIdentity: genderIdentity, dateOfBirth: dateOfBirth))
     }
 
@@ -37,8 +39,10 @@ extension EventSourcedAccountService {
     }
 
     /// The details the signup form collects.
-    public static func signupDetails(email: String, password: String, name: PersonNameComponents,
-                                     genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil) -> AccountDetails {
+    public static func signupDetails(
+        email: String, password: String, name: PersonNameComponents,
+        genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil
+    ) -> AccountDetails {
         var details = AccountDetails()
         details.userId = email
         details.password = password
@@ -52,10 +56,14 @@ extension EventSourcedAccountService {
 extension AccountStore {
     /// Signs up as the seed's signup form would; returns the new account's details.
     @discardableResult
-    public func signup(email: String, password: String, name: PersonNameComponents,
-                       genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil) async throws -> AccountDetails {
-        try await signup(EventSourcedAccountService.signupDetails(email: email, password: password, name: name,
-                                                                  genderIdentity: genderIdentity, dateOfBirth: dateOfBirth))
+    public func signup(
+        email: String, password: String, name: PersonNameComponents,
+        genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil
+    ) async throws -> AccountDetails {
+        try await signup(
+            EventSourcedAccountService.signupDetails(
+                email: email, password: password, name: name,
+                genderIdentity: genderIdentity, dateOfBirth: dateOfBirth))
     }
 
     /// Changes an account's gender identity.

@@ -82,8 +82,9 @@ public final class LogScenario: Sendable {
     /// would have), then waits until the details cache has applied them.
     public func given(_ events: [StreamEvent]) async throws {
         for event in events {
-            try await store.accounts.append([event.event], to: event.accountId, expectedVersion: .any,
-                                            metadata: EventMetadata(actor: event.actor))
+            try await store.accounts.append(
+                [event.event], to: event.accountId, expectedVersion: .any,
+                metadata: EventMetadata(actor: event.actor))
         }
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.log.lastPosition())
     }

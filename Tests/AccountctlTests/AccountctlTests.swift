@@ -58,9 +58,10 @@ struct Tool {
         try out.close()
         try err.close()
         try inHandle.close()
-        return ToolRun(status: process.terminationStatus,
-                       stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                       stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+        return ToolRun(
+            status: process.terminationStatus,
+            stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
 
     func remove() {
@@ -140,13 +141,16 @@ struct AccountctlTests {
         // A store written by another format version (patched with Python's lmdb, when present).
         let patch = Process()
         patch.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        patch.arguments = ["python3", "-c", """
+        patch.arguments = [
+            "python3", "-c",
+            """
             import lmdb, struct, sys
             env = lmdb.open(sys.argv[1], max_dbs=8)
             meta = env.open_db(b"meta")
             with env.begin(write=True) as txn:
                 txn.put(b"format-version", struct.pack(">I", 99), db=meta)
-            """, tool.store.appendingPathComponent("log").path]
+            """, tool.store.appendingPathComponent("log").path
+        ]
         patch.standardError = FileHandle.nullDevice
         try patch.run()
         patch.waitUntilExit()
@@ -169,8 +173,9 @@ struct AccountctlTests {
     func accountCommands() throws {
         let tool = try Tool()
         defer { tool.remove() }
-        let signup = try tool.run(["signup", "--user-id", "leslie@example.org", "--name", "Leslie Lamport", "--password-stdin"],
-                                  input: "paxos made simple\n")
+        let signup = try tool.run(
+            ["signup", "--user-id", "leslie@example.org", "--name", "Leslie Lamport", "--password-stdin"],
+            input: "paxos made simple\n")
         #expect(signup.status == 0, "\(signup.stderr)")
         let login = try tool.run(["login", "--user-id", "LESLIE@example.org", "--password-stdin"], input: "paxos made simple\n")
         #expect(login.status == 0, "\(login.stderr)")

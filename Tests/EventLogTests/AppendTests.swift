@@ -3,9 +3,10 @@
 // SPDX-License-Identifier: MIT
 //
 
-@testable import EventLog
 import Foundation
 import Testing
+
+@testable import EventLog
 
 @Suite("Appending and reading")
 struct AppendTests {
@@ -14,8 +15,10 @@ struct AppendTests {
         try await withTemporaryLog { log, _ in
             let id = UUID()
             let metadata = EventMetadata(actor: "admin", correlationID: "req-1", causationID: "cmd-9", extra: ["ip": "10.0.0.1"])
-            let first = try await log.append(ProposedEvent(eventID: id, type: "account.created", schemaVersion: 3, metadata: metadata,
-                                                           payload: Data([0, 1, 2, 255])), to: "alice", expectedVersion: .noStream)
+            let first = try await log.append(
+                ProposedEvent(
+                    eventID: id, type: "account.created", schemaVersion: 3, metadata: metadata,
+                    payload: Data([0, 1, 2, 255])), to: "alice", expectedVersion: .noStream)
             #expect(first == AppendResult(positions: 1...1, streamVersion: 1, wasDuplicate: false))
             let second = try await log.append([event("a"), event("b")], to: "bob")
             #expect(second.positions == 2...3)
@@ -130,15 +133,18 @@ struct AppendTests {
     @Test("8 concurrent appenders × 1,000 appends: gap-free positions, per-stream order kept")
     func concurrentAppenders() async throws {
         try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
-            let writers = 8, perWriter = 1_000
+            let writers = 8
+            let perWriter = 1_000
             let results = try await withThrowingTaskGroup(of: [AppendResult].self) { group in
                 for writer in 0..<writers {
                     group.addTask {
                         var results: [AppendResult] = []
                         for index in 0..<perWriter {
                             // Each writer checks its own stream's version: no conflicts expected.
-                            results.append(try await log.append(event("e", "\(writer)-\(index)"), to: "writer-\(writer)",
-                                                                expectedVersion: index == 0 ? .noStream : .exact(UInt64(index))))
+                            results.append(
+                                try await log.append(
+                                    event("e", "\(writer)-\(index)"), to: "writer-\(writer)",
+                                    expectedVersion: index == 0 ? .noStream : .exact(UInt64(index))))
                         }
                         return results
                     }
@@ -199,7 +205,8 @@ struct ClaimTests {
             }
             #expect(try log.streamVersion("account-2") == nil)
             // The holder may claim it again (a no-op) and move to another key.
-            _ = try await log.append(event("renamed"), to: "account-1", claims: ["userid:jane@stanford.edu"], releases: ["userid:leland@stanford.edu"])
+            _ = try await log.append(
+                event("renamed"), to: "account-1", claims: ["userid:jane@stanford.edu"], releases: ["userid:leland@stanford.edu"])
             #expect(try log.claimOwner("userid:leland@stanford.edu") == nil)
             #expect(try log.claimOwner("userid:jane@stanford.edu") == "account-1")
             // Another stream cannot release what it does not hold.

@@ -50,7 +50,8 @@ struct CrashTests {
             for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
                 let fields = line.split(separator: " ")
                 guard fields.count == 5, let position = UInt64(fields[1]), let id = UUID(uuidString: String(fields[2])),
-                      let version = UInt64(fields[4]) else { continue }
+                    let version = UInt64(fields[4])
+                else { continue }
                 acknowledged.append(Ack(position: position, eventID: id, stream: String(fields[3]), version: version))
             }
 

@@ -77,7 +77,10 @@ struct DurabilityTests {
             do {
                 _ = try EventLog(path: path)
             } catch let error as EventLogError {
-                guard case .notAnEventLog = error else { Issue.record("unexpected \(error)"); continue }
+                guard case .notAnEventLog = error else {
+                    Issue.record("unexpected \(error)")
+                    continue
+                }
             }
         }
         // Truncated: a real log cut to a third of its size.
@@ -174,7 +177,10 @@ final class ManagedIndex: @unchecked Sendable {
     private var value = 0
     func next() -> Int {
         lock.lock()
-        defer { value += 1; lock.unlock() }
+        defer {
+            value += 1
+            lock.unlock()
+        }
         return value
     }
 }

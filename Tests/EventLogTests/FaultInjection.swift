@@ -17,8 +17,10 @@ struct ChildRun {
 
     /// Starts `log-crash-child` on `path`, lets it work for `milliseconds`, kills it with SIGKILL
     /// and parses what it said.
-    static func run(path: String, run: Int, writers: Int = 4, mode: String = "durable",
-                    environment: [String: String], milliseconds: Int) async throws -> ChildRun {
+    static func run(
+        path: String, run: Int, writers: Int = 4, mode: String = "durable",
+        environment: [String: String], milliseconds: Int
+    ) async throws -> ChildRun {
         let process = Process()
         process.executableURL = builtExecutable("log-crash-child")
         process.arguments = [path, "\(run)", "\(writers)", mode]
@@ -35,7 +37,8 @@ struct ChildRun {
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ")
             if fields.first == "ack", fields.count == 5, let position = UInt64(fields[1]),
-               let id = UUID(uuidString: String(fields[2])), let version = UInt64(fields[4]) {
+                let id = UUID(uuidString: String(fields[2])), let version = UInt64(fields[4])
+            {
                 result.acknowledged.append(CrashTests.Ack(position: position, eventID: id, stream: String(fields[3]), version: version))
                 result.acknowledgedAfterLastFailure += 1
             } else if fields.first == "fail" {

@@ -28,7 +28,8 @@ func runFormatCheck(_ arguments: [String]) throws -> (status: Int32, output: Str
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path] + arguments
-    let output = Pipe(), errors = Pipe()
+    let output = Pipe()
+    let errors = Pipe()
     process.standardOutput = output
     process.standardError = errors
     try process.run()
@@ -47,7 +48,8 @@ struct FormatDocumentTests {
         let path = directory.path("log")
         let log = try EventLog(path: path, options: relaxed)
         let metadata = EventMetadata(actor: "admin@example.org", correlationID: "req-7", causationID: nil, extra: ["ip": "192.0.2.1", "ü": "ß"])
-        _ = try await log.append(ProposedEvent(type: "account.created", schemaVersion: 2, metadata: metadata, payload: Data([0, 1, 2, 0xFF])), to: "alice")
+        _ = try await log.append(
+            ProposedEvent(type: "account.created", schemaVersion: 2, metadata: metadata, payload: Data([0, 1, 2, 0xFF])), to: "alice")
         _ = try await log.append([event("b", "second"), event("c", "")], to: "bob")
         _ = try await log.append(event("d", String(repeating: "long ", count: 1_000)), to: "alice")
         let swiftRecords = try log.read()

@@ -43,8 +43,9 @@ struct FullDiskTests {
         }
     }
 
-    @Test("appends on a full disk fail with a clear error; the log stays intact and appends resume once space is freed",
-          .enabled(if: FullDiskTests.mountable, "needs root to mount a tmpfs"))
+    @Test(
+        "appends on a full disk fail with a clear error; the log stays intact and appends resume once space is freed",
+        .enabled(if: FullDiskTests.mountable, "needs root to mount a tmpfs"))
     func fullDisk() async throws {
         let mountPoint = TemporaryDirectory("tmpfs")
         defer { mountPoint.cleanup() }

@@ -183,8 +183,9 @@ struct ProjectionStoreTests {
         let log = try fixture.openLog()
         defer { log.close() }
         try await append(log, 10, stream: { _ in "s" })
-        let store = try ProjectionStore(path: fixture.projectionsPath, log: log,
-                                        projections: [StreamCounts(failAtPayload: "6"), StreamCounts(name: "healthy")])
+        let store = try ProjectionStore(
+            path: fixture.projectionsPath, log: log,
+            projections: [StreamCounts(failAtPayload: "6"), StreamCounts(name: "healthy")])
         await #expect(throws: ProjectionError.failed(projection: "stream-counts", position: 7, reason: "cannot apply 6")) {
             try await store.waitUntilApplied("stream-counts", position: 10)
         }

@@ -34,10 +34,10 @@ final class AccountKeyMacroDiagnosticTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                \(declaration)
-            }
-            """,
+                extension AccountDetails {
+                    \(declaration)
+                }
+                """,
             diagnostics: [DiagnosticSpec(message: message, line: line, column: column)],
             macros: macros,
             file: file,
@@ -86,10 +86,10 @@ final class AccountKeyMacroDiagnosticTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                var first: String?, last: String?
-            }
-            """,
+                extension AccountDetails {
+                    var first: String?, last: String?
+                }
+                """,
             diagnostics: [
                 DiagnosticSpec(message: "accessor macro can only be applied to a single variable", line: 2, column: 5),
                 DiagnosticSpec(message: "peer macro can only be applied to a single variable", line: 2, column: 5)
@@ -100,9 +100,9 @@ final class AccountKeyMacroDiagnosticTests: XCTestCase {
         // ... and the macro itself reports it too, should it be called anyway.
         let source = Parser.parse(
             source: """
-            @AccountKey(name: "Name", as: String.self)
-            var first: String?, last: String?
-            """
+                @AccountKey(name: "Name", as: String.self)
+                var first: String?, last: String?
+                """
         )
         let variable = try XCTUnwrap(source.statements.first?.item.as(VariableDeclSyntax.self))
         let attribute = try XCTUnwrap(variable.attributes.first?.as(AttributeSyntax.self))
@@ -173,10 +173,10 @@ final class AccountKeyMacroDiagnosticTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                var name: String? { nil }
-            }
-            """,
+                extension AccountDetails {
+                    var name: String? { nil }
+                }
+                """,
             diagnostics: [
                 DiagnosticSpec(
                     message: "'@AccountKey' property 'name' must not declare its own accessors; the macro generates them",

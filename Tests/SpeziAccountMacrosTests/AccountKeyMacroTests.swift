@@ -20,28 +20,28 @@ final class AccountKeyMacroTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                public var biography: String? {
-                    get {
-                        self[__Key_biography.self]
+                extension AccountDetails {
+                    public var biography: String? {
+                        get {
+                            self[__Key_biography.self]
+                        }
+                        set {
+                            self[__Key_biography.self] = newValue
+                        }
                     }
-                    set {
-                        self[__Key_biography.self] = newValue
-                    }
-                }
 
-                public struct __Key_biography: AccountKey {
-                    public typealias Value = String
-                    public static let identifier: String = "bio"
-                    public static let name: String = "Biography"
-                    public static let category: AccountKeyCategory = .personalDetails
-                    public static let options: AccountKeyOptions = .default
-                    public static var initialValue: InitialValue<Value> {
-                        .empty("")
+                    public struct __Key_biography: AccountKey {
+                        public typealias Value = String
+                        public static let identifier: String = "bio"
+                        public static let name: String = "Biography"
+                        public static let category: AccountKeyCategory = .personalDetails
+                        public static let options: AccountKeyOptions = .default
+                        public static var initialValue: InitialValue<Value> {
+                            .empty("")
+                        }
                     }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }
@@ -55,25 +55,25 @@ final class AccountKeyMacroTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                var nickname: String? {
-                    get {
-                        self[__Key_nickname.self]
+                extension AccountDetails {
+                    var nickname: String? {
+                        get {
+                            self[__Key_nickname.self]
+                        }
+                        set {
+                            self[__Key_nickname.self] = newValue
+                        }
                     }
-                    set {
-                        self[__Key_nickname.self] = newValue
-                    }
-                }
 
-                struct __Key_nickname: AccountKey {
-                    typealias Value = String
-                    static let identifier: String = "nickname"
-                    static let name: String = "Nickname"
-                    static let category: AccountKeyCategory = .other
-                    static let options: AccountKeyOptions = .default
+                    struct __Key_nickname: AccountKey {
+                        typealias Value = String
+                        static let identifier: String = "nickname"
+                        static let name: String = "Nickname"
+                        static let category: AccountKeyCategory = .other
+                        static let options: AccountKeyOptions = .default
+                    }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }
@@ -87,28 +87,28 @@ final class AccountKeyMacroTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                public var scores: Optional<[String : Int]> {
-                    get {
-                        self[__Key_scores.self]
+                extension AccountDetails {
+                    public var scores: Optional<[String : Int]> {
+                        get {
+                            self[__Key_scores.self]
+                        }
+                        set {
+                            self[__Key_scores.self] = newValue
+                        }
                     }
-                    set {
-                        self[__Key_scores.self] = newValue
-                    }
-                }
 
-                public struct __Key_scores: AccountKey {
-                    public typealias Value = [String : Int]
-                    public static let identifier: String = "scores"
-                    public static let name: String = "Scores"
-                    public static let category: AccountKeyCategory = .init(title: "Scores")
-                    public static let options: AccountKeyOptions = [.read, .write]
-                    public static var initialValue: InitialValue<Value> {
-                        .default([:])
+                    public struct __Key_scores: AccountKey {
+                        public typealias Value = [String : Int]
+                        public static let identifier: String = "scores"
+                        public static let name: String = "Scores"
+                        public static let category: AccountKeyCategory = .init(title: "Scores")
+                        public static let options: AccountKeyOptions = [.read, .write]
+                        public static var initialValue: InitialValue<Value> {
+                            .default([:])
+                        }
                     }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }
@@ -122,28 +122,28 @@ final class AccountKeyMacroTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                package var `default`: Swift.Optional<Date> {
-                    get {
-                        self[__Key_default.self]
+                extension AccountDetails {
+                    package var `default`: Swift.Optional<Date> {
+                        get {
+                            self[__Key_default.self]
+                        }
+                        set {
+                            self[__Key_default.self] = newValue
+                        }
                     }
-                    set {
-                        self[__Key_default.self] = newValue
-                    }
-                }
 
-                package struct __Key_default: AccountKey {
-                    package typealias Value = Date
-                    package static let identifier: String = "user.date-of_birth2"
-                    package static let name: String = "Birthday"
-                    package static let category: AccountKeyCategory = .other
-                    package static let options: AccountKeyOptions = .default
-                    package static var initialValue: InitialValue<Value> {
-                        .empty(Date())
+                    package struct __Key_default: AccountKey {
+                        package typealias Value = Date
+                        package static let identifier: String = "user.date-of_birth2"
+                        package static let name: String = "Birthday"
+                        package static let category: AccountKeyCategory = .other
+                        package static let options: AccountKeyOptions = .default
+                        package static var initialValue: InitialValue<Value> {
+                            .empty(Date())
+                        }
                     }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }
@@ -157,25 +157,25 @@ final class AccountKeyMacroTests: XCTestCase {
             }
             """,
             expandedSource: """
-            extension AccountDetails {
-                var tags: [String]? {
-                    get {
-                        self[__Key_tags.self]
+                extension AccountDetails {
+                    var tags: [String]? {
+                        get {
+                            self[__Key_tags.self]
+                        }
+                        set {
+                            self[__Key_tags.self] = newValue
+                        }
                     }
-                    set {
-                        self[__Key_tags.self] = newValue
-                    }
-                }
 
-                struct __Key_tags: AccountKey {
-                    typealias Value = [String]
-                    static let identifier: String = "tags"
-                    static let name: String = "Tags"
-                    static let category: AccountKeyCategory = .other
-                    static let options: AccountKeyOptions = .default
+                    struct __Key_tags: AccountKey {
+                        typealias Value = [String]
+                        static let identifier: String = "tags"
+                        static let name: String = "Tags"
+                        static let category: AccountKeyCategory = .other
+                        static let options: AccountKeyOptions = .default
+                    }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }

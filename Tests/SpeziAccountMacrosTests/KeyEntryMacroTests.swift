@@ -18,17 +18,17 @@ final class KeyEntryMacroTests: XCTestCase {
             extension AccountKeys {}
             """,
             expandedSource: """
-            extension AccountKeys {
+                extension AccountKeys {
 
-                var biography: AccountDetails.__Key_biography.Type {
-                    AccountDetails.__Key_biography.self
-                }
+                    var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
 
-                var nickname: AccountDetails.__Key_nickname.Type {
-                    AccountDetails.__Key_nickname.self
+                    var nickname: AccountDetails.__Key_nickname.Type {
+                        AccountDetails.__Key_nickname.self
+                    }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }
@@ -40,13 +40,13 @@ final class KeyEntryMacroTests: XCTestCase {
             public extension AccountKeys {}
             """,
             expandedSource: """
-            public extension AccountKeys {
+                public extension AccountKeys {
 
-                public var biography: AccountDetails.__Key_biography.Type {
-                    AccountDetails.__Key_biography.self
+                    public var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }
@@ -58,13 +58,13 @@ final class KeyEntryMacroTests: XCTestCase {
             extension SpeziAccount.AccountKeys {}
             """,
             expandedSource: """
-            extension SpeziAccount.AccountKeys {
+                extension SpeziAccount.AccountKeys {
 
-                var `default`: AccountDetails.__Key_default.Type {
-                    AccountDetails.__Key_default.self
+                    var `default`: AccountDetails.__Key_default.Type {
+                        AccountDetails.__Key_default.self
+                    }
                 }
-            }
-            """,
+                """,
             macros: macros
         )
     }
@@ -78,8 +78,8 @@ final class KeyEntryMacroTests: XCTestCase {
             struct AccountKeys {}
             """,
             expandedSource: """
-            struct AccountKeys {}
-            """,
+                struct AccountKeys {}
+                """,
             diagnostics: [
                 DiagnosticSpec(message: "'@KeyEntry' can only be attached to an extension of 'AccountKeys'", line: 1, column: 1)
             ],
@@ -94,8 +94,8 @@ final class KeyEntryMacroTests: XCTestCase {
             extension AccountDetails {}
             """,
             expandedSource: """
-            extension AccountDetails {}
-            """,
+                extension AccountDetails {}
+                """,
             diagnostics: [
                 DiagnosticSpec(
                     message: "'@KeyEntry' can only be attached to an extension of 'AccountKeys', not of 'AccountDetails'",
@@ -116,8 +116,8 @@ final class KeyEntryMacroTests: XCTestCase {
                 extension AccountKeys {}
                 """,
                 expandedSource: """
-                extension AccountKeys {}
-                """,
+                    extension AccountKeys {}
+                    """,
                 diagnostics: [DiagnosticSpec(message: message, line: 1, column: 1)],
                 macros: macros
             )
@@ -125,7 +125,8 @@ final class KeyEntryMacroTests: XCTestCase {
     }
 
     func testInvalidArgumentsAreReportedAndValidOnesExpanded() {
-        let message = "'@KeyEntry' arguments must be key paths to a single 'AccountDetails' property, "
+        let message =
+            "'@KeyEntry' arguments must be key paths to a single 'AccountDetails' property, "
             + "written '\\.name' or '\\AccountDetails.name'"
         assertMacroExpansion(
             """
@@ -133,13 +134,13 @@ final class KeyEntryMacroTests: XCTestCase {
             extension AccountKeys {}
             """,
             expandedSource: """
-            extension AccountKeys {
+                extension AccountKeys {
 
-                var biography: AccountDetails.__Key_biography.Type {
-                    AccountDetails.__Key_biography.self
+                    var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
                 }
-            }
-            """,
+                """,
             diagnostics: [
                 DiagnosticSpec(message: message, line: 1, column: 11),
                 DiagnosticSpec(message: message, line: 1, column: 25),
@@ -159,13 +160,13 @@ final class KeyEntryMacroTests: XCTestCase {
             extension AccountKeys {}
             """,
             expandedSource: """
-            extension AccountKeys {
+                extension AccountKeys {
 
-                var biography: AccountDetails.__Key_biography.Type {
-                    AccountDetails.__Key_biography.self
+                    var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
                 }
-            }
-            """,
+                """,
             diagnostics: [
                 DiagnosticSpec(message: "'@KeyEntry' lists the key path '\\.biography' more than once", line: 1, column: 24)
             ],

@@ -5,16 +5,19 @@
 
 import Foundation
 import Testing
+
 @testable import SpeziAccountStore
 
 @Suite("Account event payload coding")
 struct AccountEventCodingTests {
     static let samples: [AccountEvent] = [
-        .accountCreated(userId: "lelandstanford@stanford.edu", passwordHash: "$scrypt$ln=10,r=8,p=1$AAAA$BBBB", isAnonymous: false, values: [
-            "name": Data(#"{"givenName":"Leland","familyName":"Stanford"}"#.utf8),
-            "genderIdentity": Data(#""male""#.utf8),
-            "a-key-from-the-future": Data(#"[1,2,3]"#.utf8)
-        ]),
+        .accountCreated(
+            userId: "lelandstanford@stanford.edu", passwordHash: "$scrypt$ln=10,r=8,p=1$AAAA$BBBB", isAnonymous: false,
+            values: [
+                "name": Data(#"{"givenName":"Leland","familyName":"Stanford"}"#.utf8),
+                "genderIdentity": Data(#""male""#.utf8),
+                "a-key-from-the-future": Data(#"[1,2,3]"#.utf8)
+            ]),
         .accountCreated(userId: "anon", passwordHash: nil, isAnonymous: true, values: [:]),
         .anonymousAccountUpgraded(userId: "jane@example.org", passwordHash: "$scrypt$x", values: ["dateOfBirth": Data("712108800".utf8)]),
         .detailsModified(modified: ["biography": Data(#""hi""#.utf8)], removed: ["dateOfBirth", "genderIdentity"]),
@@ -35,11 +38,13 @@ struct AccountEventCodingTests {
     func deterministic() {
         let event = Self.samples[0]
         #expect(event.encodedPayload() == event.encodedPayload())
-        let reordered = AccountEvent.accountCreated(userId: "lelandstanford@stanford.edu", passwordHash: "$scrypt$ln=10,r=8,p=1$AAAA$BBBB", isAnonymous: false, values: [
-            "a-key-from-the-future": Data(#"[1,2,3]"#.utf8),
-            "genderIdentity": Data(#""male""#.utf8),
-            "name": Data(#"{"givenName":"Leland","familyName":"Stanford"}"#.utf8)
-        ])
+        let reordered = AccountEvent.accountCreated(
+            userId: "lelandstanford@stanford.edu", passwordHash: "$scrypt$ln=10,r=8,p=1$AAAA$BBBB", isAnonymous: false,
+            values: [
+                "a-key-from-the-future": Data(#"[1,2,3]"#.utf8),
+                "genderIdentity": Data(#""male""#.utf8),
+                "name": Data(#"{"givenName":"Leland","familyName":"Stanford"}"#.utf8)
+            ])
         #expect(reordered.encodedPayload() == event.encodedPayload())
     }
 

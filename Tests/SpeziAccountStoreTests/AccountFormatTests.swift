@@ -6,8 +6,9 @@
 import EventLog
 import Foundation
 import SpeziAccount
-@testable import SpeziAccountStore
 import Testing
+
+@testable import SpeziAccountStore
 
 private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -41,8 +42,9 @@ struct AccountFormatTests {
         _ = try? await store.login(userId: "jane@stanford.edu", password: "wrong")
         _ = try await store.login(userId: "jane@stanford.edu", password: "StanfordRocks123!")
         try await store.logout(id)
-        try await store.accounts.append([.externalDetailsModified(modified: ["biography": Data("\"ü ß\"".utf8)], removed: ["x"]), .externalDetailsErased],
-                                        to: id, expectedVersion: .any)
+        try await store.accounts.append(
+            [.externalDetailsModified(modified: ["biography": Data("\"ü ß\"".utf8)], removed: ["x"]), .externalDetailsErased],
+            to: id, expectedVersion: .any)
         let anonymous = try await store.signInAnonymously()
         try await store.upgrade(anonymous.accountId, with: leland(userId: "guest@stanford.edu"))
         try await store.delete(id)
@@ -51,8 +53,10 @@ struct AccountFormatTests {
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path, "--json", "--accounts",
-                             fixture.directory.appendingPathComponent("log").path]
+        process.arguments = [
+            "python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path, "--json", "--accounts",
+            fixture.directory.appendingPathComponent("log").path
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -75,7 +79,8 @@ struct AccountFormatTests {
     /// The Swift event's fields in the Python decoder's shape (values as parsed JSON, normalized to strings).
     static func fields(of event: AccountEvent) -> [String: String] {
         func values(_ values: EncodedAccountValues) -> String {
-            values.keys.sorted().map { "\($0)=\(canonical(try? JSONSerialization.jsonObject(with: values[$0]!, options: .fragmentsAllowed)))" }.joined(separator: ",")
+            values.keys.sorted().map { "\($0)=\(canonical(try? JSONSerialization.jsonObject(with: values[$0]!, options: .fragmentsAllowed)))" }
+                .joined(separator: ",")
         }
         switch event {
         case let .accountCreated(userId, passwordHash, isAnonymous, v):

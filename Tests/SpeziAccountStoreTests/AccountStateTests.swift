@@ -6,8 +6,9 @@
 import EventLog
 import Foundation
 import Projections
-@testable import SpeziAccountStore
 import Testing
+
+@testable import SpeziAccountStore
 
 private func json(_ text: String) -> Data { Data(text.utf8) }
 
@@ -16,9 +17,12 @@ struct AccountStateTests {
     @Test("folding a stream: signup, modify, password, user id, logins, delete")
     func fold() throws {
         let time = Date(timeIntervalSince1970: 1_000)
-        var state = try #require(AccountState.applying(
-            .accountCreated(userId: "leland@stanford.edu", passwordHash: "$scrypt$x", isAnonymous: false, values: ["name": json("{}"), "dateOfBirth": json("0")]),
-            to: nil, accountId: "a1", version: 1, at: time))
+        var state = try #require(
+            AccountState.applying(
+                .accountCreated(
+                    userId: "leland@stanford.edu", passwordHash: "$scrypt$x", isAnonymous: false,
+                    values: ["name": json("{}"), "dateOfBirth": json("0")]),
+                to: nil, accountId: "a1", version: 1, at: time))
         state.apply(.detailsModified(modified: ["genderIdentity": json("\"female\"")], removed: ["dateOfBirth"]), version: 2, at: time + 10)
         state.apply(.passwordChanged(passwordHash: "$scrypt$y"), version: 3, at: time + 20)
         state.apply(.userIdChanged(old: "leland@stanford.edu", new: "jane@stanford.edu"), version: 4, at: time + 30)
@@ -54,15 +58,19 @@ struct AccountStateTests {
     func upcasting() throws {
         var evolution = SchemaEvolution()
         evolution.add(version: 2, .renamed(from: "biography", to: "bio"))
-        evolution.add(version: 3, .retyped("dateOfBirth", label: "ISO date string to seconds") { data in
-            let text = try JSONDecoder().decode(String.self, from: data)
-            guard let date = ISO8601DateFormatter().date(from: text) else { throw CocoaError(.coderInvalidValue) }
-            return try JSONEncoder().encode(date.timeIntervalSince1970)
-        })
+        evolution.add(
+            version: 3,
+            .retyped("dateOfBirth", label: "ISO date string to seconds") { data in
+                let text = try JSONDecoder().decode(String.self, from: data)
+                guard let date = ISO8601DateFormatter().date(from: text) else { throw CocoaError(.coderInvalidValue) }
+                return try JSONEncoder().encode(date.timeIntervalSince1970)
+            })
         evolution.add(version: 4, .removed("faxNumber"))
         #expect(evolution.currentVersion == 4)
-        let old: EncodedAccountValues = ["biography": json("\"hi\""), "dateOfBirth": json("\"1970-01-02T00:00:00Z\""),
-                                         "faxNumber": json("\"123\""), "futureKey": json("[1,2]")]
+        let old: EncodedAccountValues = [
+            "biography": json("\"hi\""), "dateOfBirth": json("\"1970-01-02T00:00:00Z\""),
+            "faxNumber": json("\"123\""), "futureKey": json("[1,2]")
+        ]
         let v1 = try evolution.upcast(old, writtenAt: 1)
         #expect(v1 == ["bio": json("\"hi\""), "dateOfBirth": try JSONEncoder().encode(86_400.0), "futureKey": json("[1,2]")])
         // Written under version 3: only the removal applies.
@@ -96,14 +104,17 @@ struct AccountLogTests {
         let log = try fixture.openLog()
         defer { log.close() }
         let accounts = AccountLog(log: log)
-        try await accounts.append([.accountCreated(userId: "Leland@Stanford.edu", passwordHash: "h", isAnonymous: false, values: ["name": json("{}")])],
-                                  to: "a1", expectedVersion: .noStream, claims: [AccountLog.userIdClaim("Leland@Stanford.edu")])
+        try await accounts.append(
+            [.accountCreated(userId: "Leland@Stanford.edu", passwordHash: "h", isAnonymous: false, values: ["name": json("{}")])],
+            to: "a1", expectedVersion: .noStream, claims: [AccountLog.userIdClaim("Leland@Stanford.edu")])
         await #expect(throws: EventLogError.claimTaken("userid:leland@stanford.edu", owner: "a1")) {
-            try await accounts.append([.accountCreated(userId: "leland@stanford.edu ", passwordHash: "h", isAnonymous: false, values: [:])],
-                                      to: "a2", expectedVersion: .noStream, claims: [AccountLog.userIdClaim("leland@stanford.edu ")])
+            try await accounts.append(
+                [.accountCreated(userId: "leland@stanford.edu ", passwordHash: "h", isAnonymous: false, values: [:])],
+                to: "a2", expectedVersion: .noStream, claims: [AccountLog.userIdClaim("leland@stanford.edu ")])
         }
         #expect(try accounts.accountId(forUserId: "LELAND@stanford.edu") == "a1")
-        try await accounts.append([.detailsModified(modified: ["genderIdentity": json("\"male\"")], removed: [])], to: "a1", expectedVersion: .exact(1))
+        try await accounts.append(
+            [.detailsModified(modified: ["genderIdentity": json("\"male\"")], removed: [])], to: "a1", expectedVersion: .exact(1))
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection()])
         try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: try log.lastPosition())
         let folded = try #require(try accounts.load("a1"))
@@ -121,9 +132,13 @@ struct AccountLogTests {
         defer { log.close() }
         let oldLog = AccountLog(log: log)
         for index in 0..<50 {
-            try await oldLog.append([.accountCreated(userId: "user\(index)", passwordHash: nil, isAnonymous: false,
-                                                     values: ["biography": json("\"bio \(index)\""), "unknownFutureKey": json("true")])],
-                                    to: "a\(index)", expectedVersion: .noStream)
+            try await oldLog.append(
+                [
+                    .accountCreated(
+                        userId: "user\(index)", passwordHash: nil, isAnonymous: false,
+                        values: ["biography": json("\"bio \(index)\""), "unknownFutureKey": json("true")])
+                ],
+                to: "a\(index)", expectedVersion: .noStream)
         }
         var store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection()])
         try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: 50)

@@ -7,9 +7,10 @@ import EventLog
 import Foundation
 import Projections
 import SpeziAccount
-@testable import SpeziAccountStore
 import Synchronization
 import Testing
+
+@testable import SpeziAccountStore
 
 /// A store in a temporary directory with fast (insecure) password hashing.
 struct StoreFixture {
@@ -109,7 +110,10 @@ struct AccountStoreTests {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
         let now = Mutex(Date(timeIntervalSince1970: 1_000_000))
-        var store = try fixture.open { $0.clock = { now.withLock { $0 } }; $0.lockout = (attempts: 3, duration: .seconds(60)) }
+        var store = try fixture.open {
+            $0.clock = { now.withLock { $0 } }
+            $0.lockout = (attempts: 3, duration: .seconds(60))
+        }
         let created = try await store.signup(leland())
         let loggedIn = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         #expect(loggedIn.accountId == created.accountId)
@@ -126,12 +130,18 @@ struct AccountStoreTests {
         now.withLock { $0 = $0.addingTimeInterval(61) }
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         let types = try store.log.readStream(created.accountId).map(\.type)
-        #expect(types == ["account.created", "auth.login-succeeded", "auth.login-failed", "auth.login-failed", "auth.login-failed",
-                          "auth.login-failed", "auth.login-succeeded"])
+        #expect(
+            types == [
+                "account.created", "auth.login-succeeded", "auth.login-failed", "auth.login-failed", "auth.login-failed",
+                "auth.login-failed", "auth.login-succeeded"
+            ])
         await store.close()
 
         // Raising the parameters: the next login stores a new hash.
-        store = try fixture.open { $0.passwordParameters = ScryptParameters(logN: 11, blockSize: 8, parallelism: 1); $0.clock = { now.withLock { $0 } } }
+        store = try fixture.open {
+            $0.passwordParameters = ScryptParameters(logN: 11, blockSize: 8, parallelism: 1)
+            $0.clock = { now.withLock { $0 } }
+        }
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         let last = try store.log.readStream(created.accountId).suffix(2).map(\.type)
         #expect(last == ["account.password-changed", "auth.login-succeeded"])
@@ -163,16 +173,23 @@ struct AccountStoreTests {
         let other = try await store.signup(leland()).accountId
         var steal = AccountDetails()
         steal.userId = "leland@stanford.edu"
-        await #expect(throws: AccountServiceError.credentialsTaken) { try await store.modify(other, try AccountModifications(modifiedDetails: steal)) }
+        await #expect(throws: AccountServiceError.credentialsTaken) {
+            try await store.modify(other, try AccountModifications(modifiedDetails: steal))
+        }
 
         try await store.delete(id)
         #expect(try store.details(of: id) == nil)
-        await #expect(throws: AccountServiceError.wrongCredentials) { try await store.login(userId: "leland@stanford.edu", password: "NewPassword456!") }
+        await #expect(throws: AccountServiceError.wrongCredentials) {
+            try await store.login(userId: "leland@stanford.edu", password: "NewPassword456!")
+        }
         await #expect(throws: AccountStoreError.accountNotFound(id)) { try await store.delete(id) }
         _ = try await store.signup(leland(userId: "leland@stanford.edu"))
         let types = try store.log.readStream(id).map(\.type)
-        #expect(types == ["account.created", "account.userid-changed", "account.password-changed", "account.details-modified",
-                          "auth.login-succeeded", "account.deleted"])
+        #expect(
+            types == [
+                "account.created", "account.userid-changed", "account.password-changed", "account.details-modified",
+                "auth.login-succeeded", "account.deleted"
+            ])
         await store.close()
     }
 
@@ -187,7 +204,9 @@ struct AccountStoreTests {
         #expect(upgraded.accountId == anonymous.accountId)
         #expect(!upgraded.isAnonymous)
         #expect(try store.resolve("lelandstanford@stanford.edu") == anonymous.accountId)
-        await #expect(throws: AccountStoreError.notAnonymous(anonymous.accountId)) { try await store.upgrade(anonymous.accountId, with: leland(userId: "x@y.z")) }
+        await #expect(throws: AccountStoreError.notAnonymous(anonymous.accountId)) {
+            try await store.upgrade(anonymous.accountId, with: leland(userId: "x@y.z"))
+        }
         await store.close()
     }
 

@@ -36,8 +36,10 @@ struct ConstantTimeTests {
         let subject = try Self.subject.get()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["valgrind", "--tool=callgrind", "--callgrind-out-file=\(output.path)", "--toggle-collect=*\(function)*",
-                             subject, mode, "40"]
+        process.arguments = [
+            "valgrind", "--tool=callgrind", "--callgrind-out-file=\(output.path)", "--toggle-collect=*\(function)*",
+            subject, mode, "40"
+        ]
         process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_DETERMINISTIC_HASHING": "1"]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -49,7 +51,9 @@ struct ConstantTimeTests {
         return try #require(Int(summary.split(separator: " ")[1]))
     }
 
-    @Test("the key comparison runs the same instructions whether the stored key matches, differs first or differs last; an early-exit comparison does not")
+    @Test(
+        "the key comparison runs the same instructions whether the stored key matches, differs first or differs last; an early-exit comparison does not"
+    )
     func sameInstructions() throws {
         let equal = try instructions("equal", inside: "constantTimeEquals")
         let first = try instructions("first", inside: "constantTimeEquals")

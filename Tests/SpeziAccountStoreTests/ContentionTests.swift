@@ -6,9 +6,10 @@
 import EventLog
 import Foundation
 import SpeziAccount
-@testable import SpeziAccountStore
 import Synchronization
 import Testing
+
+@testable import SpeziAccountStore
 
 /// A value that concurrent tasks change under a lock.
 final class Shared<Value: Sendable>: Sendable {
@@ -25,7 +26,9 @@ struct ContentionTests {
         let token: String
     }
 
-    @Test("48 tasks sign up, modify and delete the accounts of 4 user ids at once: nothing acknowledged lost, never two live accounts for one user id, cache = fold = rebuild")
+    @Test(
+        "48 tasks sign up, modify and delete the accounts of 4 user ids at once: nothing acknowledged lost, never two live accounts for one user id, cache = fold = rebuild"
+    )
     func signupModifyDelete() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
@@ -61,12 +64,13 @@ struct ContentionTests {
                             }
                         } catch {
                             // Refusals must be the typed ones: taken user id, account gone, too much contention.
-                            let kind: String = switch error {
-                            case AccountServiceError.credentialsTaken: "user id taken"
-                            case AccountStoreError.accountNotFound: "account gone"
-                            case AccountStoreError.tooMuchContention: "contention"
-                            default: "unexpected: \(error)"
-                            }
+                            let kind: String =
+                                switch error {
+                                case AccountServiceError.credentialsTaken: "user id taken"
+                                case AccountStoreError.accountNotFound: "account gone"
+                                case AccountStoreError.tooMuchContention: "contention"
+                                default: "unexpected: \(error)"
+                                }
                             refusals.withLock { $0[kind, default: 0] += 1 }
                         }
                     }

@@ -4,10 +4,11 @@
 //
 
 import Crypto
-@testable import EventLog
 import Foundation
-@testable import SpeziAccountStore
 import Testing
+
+@testable import EventLog
+@testable import SpeziAccountStore
 
 /// Property tests of every decoder that reads bytes from disk or from an import file: seeded
 /// mutations of valid encodings (bit flips, overwritten, inserted, removed and duplicated bytes,
@@ -96,8 +97,9 @@ struct DecoderFuzzTests {
     @Test("cached account states: 20,000 mutated inputs")
     func accountStates() throws {
         var mutator = Mutator(generator: SplitMix64(seed: 0x57A7_E5))
-        let state = AccountState(accountId: "A1", userId: "leland@stanford.edu", passwordHash: "$scrypt$x", isAnonymous: false,
-                                 values: Self.values, version: 7, at: Date(timeIntervalSince1970: 1_700_000_000))
+        let state = AccountState(
+            accountId: "A1", userId: "leland@stanford.edu", passwordHash: "$scrypt$x", isAnonymous: false,
+            values: Self.values, version: 7, at: Date(timeIntervalSince1970: 1_700_000_000))
         let seed = state.encoded()
         var refused = 0
         for _ in 0..<20_000 {
@@ -135,14 +137,16 @@ struct DecoderFuzzTests {
 
     /// A valid log record at position 9, as the log writes it.
     static func validRecord() throws -> [UInt8] {
-        let event = ProposedEvent(type: "account.created", metadata: EventMetadata(actor: "service", correlationID: "c-1", extra: ["origin": "test"]),
-                                  payload: Data(events[0].encodedPayload()))
+        let event = ProposedEvent(
+            type: "account.created", metadata: EventMetadata(actor: "service", correlationID: "c-1", extra: ["origin": "test"]),
+            payload: Data(events[0].encodedPayload()))
         let pairs = [("actor", "service"), ("origin", "test")]
         let size = try RecordFormat.encodedSize(streamID: "account-A1", event: event, pairs: pairs, maxPayload: 1 << 20)
         var record = [UInt8](repeating: 0, count: size)
         record.withUnsafeMutableBytes { buffer in
-            _ = RecordFormat.write(into: buffer, position: 9, streamVersion: 3, timestampMicros: 1_700_000_000_000_000,
-                                   streamID: "account-A1", event: event, pairs: pairs, previous: .genesis)
+            _ = RecordFormat.write(
+                into: buffer, position: 9, streamVersion: 3, timestampMicros: 1_700_000_000_000_000,
+                streamID: "account-A1", event: event, pairs: pairs, previous: .genesis)
         }
         return record
     }

@@ -7,8 +7,9 @@ import EventLog
 import Foundation
 import Spezi
 import SpeziAccount
-@testable import SpeziAccountStore
 import Testing
+
+@testable import SpeziAccountStore
 
 extension AccountDetails {
     @AccountKey(id: "biography", name: "Biography", category: .personalDetails, as: String.self)
@@ -29,10 +30,13 @@ struct ServiceHarness {
     let notifications: AccountNotifications
     let service: EventSourcedAccountService
 
-    init(store: AccountStore, supportedKeys: SupportedAccountKeys = .arbitrary,
-         configuration: AccountValueConfiguration = storeSeedConfiguration, withProvider: Bool = false) async throws {
+    init(
+        store: AccountStore, supportedKeys: SupportedAccountKeys = .arbitrary,
+        configuration: AccountValueConfiguration = storeSeedConfiguration, withProvider: Bool = false
+    ) async throws {
         let service = EventSourcedAccountService(store: store, supportedKeys: supportedKeys, supportsAnonymousSignIn: true)
-        let accountConfiguration = withProvider
+        let accountConfiguration =
+            withProvider
             ? AccountConfiguration(service: service, storageProvider: EventSourcedStorageProvider(store: store), configuration: configuration)
             : AccountConfiguration(service: service, configuration: configuration)
         runtime = SpeziRuntime(configuration: Configuration { accountConfiguration })
@@ -127,8 +131,10 @@ struct EventSourcedServiceTests {
         let store = try AccountStore(directory: fixture.directory.path, options: fixture.options())
         let configuration = AccountConfiguration(
             service: EventSourcedAccountService(store: store),
-            configuration: [.requires(\.userId), .requires(\.password), .requires(\.name),
-                            .collects(\.dateOfBirth), .collects(\.genderIdentity)]
+            configuration: [
+                .requires(\.userId), .requires(\.password), .requires(\.name),
+                .collects(\.dateOfBirth), .collects(\.genderIdentity)
+            ]
         )
         let runtime = SpeziRuntime(configuration: Configuration { configuration })
         try await runtime.boot()
@@ -161,9 +167,10 @@ struct EventSourcedServiceTests {
         await #expect(throws: AccountOperationError.missingAccountValue(["Name"])) { try await harness.service.signup(missingName) }
         await #expect(throws: AccountServiceError.credentialsTaken) { try await harness.service.signup(leland()) }
         await #expect(throws: AccountOperationError.self) { try await harness.service.signup(leland(userId: "jane@stanford.edu", password: "short")) }
-        #expect(try store.log.read().map(\.type) == [
-            "account.created", "auth.logged-out", "auth.login-failed", "auth.login-succeeded", "auth.logged-out"
-        ])
+        #expect(
+            try store.log.read().map(\.type) == [
+                "account.created", "auth.logged-out", "auth.login-failed", "auth.login-succeeded", "auth.logged-out"
+            ])
         #expect(try store.log.lastPosition() == before + 1)
         await store.close()
     }
@@ -229,8 +236,9 @@ struct EventSourcedServiceTests {
         // Another writer (another process, accountctl) changes an external value: it reaches Account.
         var other = AccountDetails()
         other.biography = "Senator"
-        try await store.accounts.append([.externalDetailsModified(modified: try other.encodedPerKey(), removed: [])],
-                                        to: accountId, expectedVersion: .any, metadata: EventMetadata(actor: "admin"))
+        try await store.accounts.append(
+            [.externalDetailsModified(modified: try other.encodedPerKey(), removed: [])],
+            to: accountId, expectedVersion: .any, metadata: EventMetadata(actor: "admin"))
         for _ in 0..<500 where harness.account.details?.biography != "Senator" { try await Task.sleep(for: .milliseconds(2)) }
         #expect(harness.account.details?.biography == "Senator")
 

@@ -6,8 +6,9 @@
 import EventLog
 import Foundation
 import SpeziAccount
-@testable import SpeziAccountStore
 import Testing
+
+@testable import SpeziAccountStore
 
 @Suite("Hostile input: oversized values are refused with a clear error and leave the store unchanged")
 struct HostileInputTests {

@@ -4,6 +4,7 @@
 //
 
 import Testing
+
 @testable import SpeziAccountStore
 
 @Suite("Password hashing")
@@ -27,7 +28,8 @@ struct PasswordHasherTests {
 
     @Test("derivation matches an independent scrypt (Python's hashlib, RFC 7914 vector)")
     func knownVectors() throws {
-        let rfc = try PasswordHasher.derive("password", salt: Array("NaCl".utf8), parameters: ScryptParameters(logN: 10, blockSize: 8, parallelism: 16))
+        let rfc = try PasswordHasher.derive(
+            "password", salt: Array("NaCl".utf8), parameters: ScryptParameters(logN: 10, blockSize: 8, parallelism: 16))
         #expect(rfc.map { String(format: "%02x", $0) }.joined() == "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162")
         let stored = try hasher.hash("hunter2-hunter2", salt: Array(0..<16))
         #expect(stored == "$scrypt$ln=10,r=8,p=1$AAECAwQFBgcICQoLDA0ODw$5NsfMIT8asUJZ+RdpvtVRgZq1ib0vznDpJO9TjRJvkw")
@@ -56,10 +58,12 @@ struct PasswordHasherTests {
         #expect(try stronger.verify("pw-123456", against: weak))
     }
 
-    @Test("malformed stored hashes are typed errors", arguments: [
-        "", "plaintext", "$scrypt$ln=10,r=8$AAAA$AAAA", "$bcrypt$ln=10,r=8,p=1$AAAA$AAAA",
-        "$scrypt$ln=10,r=8,p=1$!!!$AAAA", "$scrypt$ln=99,r=8,p=1$AAAA$5NsfMIT8asUJZ+RdpvtVRgZq1ib0vznDpJO9TjRJvkw"
-    ])
+    @Test(
+        "malformed stored hashes are typed errors",
+        arguments: [
+            "", "plaintext", "$scrypt$ln=10,r=8$AAAA$AAAA", "$bcrypt$ln=10,r=8,p=1$AAAA$AAAA",
+            "$scrypt$ln=10,r=8,p=1$!!!$AAAA", "$scrypt$ln=99,r=8,p=1$AAAA$5NsfMIT8asUJZ+RdpvtVRgZq1ib0vznDpJO9TjRJvkw"
+        ])
     func malformed(stored: String) {
         #expect(throws: PasswordHashingError.self) {
             try hasher.verify("x", against: stored)

@@ -7,8 +7,9 @@ import EventLog
 import Foundation
 import Projections
 import SpeziAccount
-@testable import SpeziAccountStore
 import Testing
+
+@testable import SpeziAccountStore
 
 /// Every account's state in the serving generation of the details cache.
 func cachedStates(_ store: AccountStore) throws -> [String: AccountState] {
@@ -50,8 +51,12 @@ struct ReplayTests {
                 var change = AccountDetails()
                 var removed = AccountDetails()
                 change.name = PersonNameComponents(givenName: "Given \(step)", familyName: "Family \(dice)")
-                if Bool.random(using: &random) { change.genderIdentity = [.female, .male, .transgender, .nonBinary][Int.random(in: 0..<4, using: &random)] }
-                if Bool.random(using: &random) { removed.dateOfBirth = Date() } else {
+                if Bool.random(using: &random) {
+                    change.genderIdentity = [.female, .male, .transgender, .nonBinary][Int.random(in: 0..<4, using: &random)]
+                }
+                if Bool.random(using: &random) {
+                    removed.dateOfBirth = Date()
+                } else {
                     change.dateOfBirth = Date(timeIntervalSince1970: Double(Int.random(in: 0..<1_000_000_000, using: &random)))
                 }
                 try await store.modify(id, try AccountModifications(modifiedDetails: change, removedAccountDetails: removed))
@@ -98,7 +103,8 @@ struct ReplayTests {
         for index in 0..<1_000 {
             let userId = "member\(index)@stanford.edu"
             let password = "\(Self.passwordMarker)\(index)"
-            members.append(Member(id: try await store.signup(leland(userId: userId, password: password)).accountId, userId: userId, password: password))
+            members.append(
+                Member(id: try await store.signup(leland(userId: userId, password: password)).accountId, userId: userId, password: password))
         }
         let ids = members.map(\.id)
         let workers = 4
@@ -143,8 +149,9 @@ struct ReplayTests {
         let ids = (0..<50).map { "acct-\($0)" }
         // Failed logins are counters in the cached state: applying one twice or skipping one shows.
         for id in ids {
-            try await store.accounts.append([.accountCreated(userId: "\(id)@example.org", passwordHash: nil, isAnonymous: false, values: [:])],
-                                            to: id, expectedVersion: .noStream)
+            try await store.accounts.append(
+                [.accountCreated(userId: "\(id)@example.org", passwordHash: nil, isAnonymous: false, values: [:])],
+                to: id, expectedVersion: .noStream)
         }
         for round in 0..<40 {
             for id in ids where (round + id.count) % 3 != 0 {
@@ -184,23 +191,30 @@ struct ReplayTests {
                 "nickname": json("\"nick \(index)\""), "dateOfBirth": json("\"1990-05-\(String(format: "%02d", index + 1))T00:00:00Z\""),
                 "faxNumber": json("\"+1 650 000 \(index)\""), "fromTheFuture": json("{\"x\":\(index)}")
             ]
-            try await store.accounts.append([.accountCreated(userId: "v1-\(index)@example.org", passwordHash: nil, isAnonymous: false, values: values)],
-                                            to: "v1-\(index)", expectedVersion: .noStream)
+            try await store.accounts.append(
+                [.accountCreated(userId: "v1-\(index)@example.org", passwordHash: nil, isAnonymous: false, values: values)],
+                to: "v1-\(index)", expectedVersion: .noStream)
         }
-        try await store.accounts.append([.detailsModified(modified: ["nickname": json("\"renamed later\"")], removed: ["faxNumber"])],
-                                        to: "v1-3", expectedVersion: .exact(1))
+        try await store.accounts.append(
+            [.detailsModified(modified: ["nickname": json("\"renamed later\"")], removed: ["faxNumber"])],
+            to: "v1-3", expectedVersion: .exact(1))
         await store.close()
 
         // Version 2: nickname became biography, dates are real dates, the fax number is gone.
         var evolution = SchemaEvolution()
         evolution.add(version: 2, .renamed(from: "nickname", to: "biography"))
-        evolution.add(version: 2, .retyped("dateOfBirth", label: "ISO-8601 string to Date") { data in
-            let text = try JSONDecoder().decode(String.self, from: data)
-            guard let date = ISO8601DateFormatter().date(from: text) else { throw CocoaError(.coderInvalidValue) }
-            return try JSONEncoder().encode(date)
-        })
+        evolution.add(
+            version: 2,
+            .retyped("dateOfBirth", label: "ISO-8601 string to Date") { data in
+                let text = try JSONDecoder().decode(String.self, from: data)
+                guard let date = ISO8601DateFormatter().date(from: text) else { throw CocoaError(.coderInvalidValue) }
+                return try JSONEncoder().encode(date)
+            })
         evolution.add(version: 2, .removed("faxNumber"))
-        store = try fixture.open { $0.evolution = evolution; $0.additionalKeys = [AccountDetails.__Key_biography.self] }
+        store = try fixture.open {
+            $0.evolution = evolution
+            $0.additionalKeys = [AccountDetails.__Key_biography.self]
+        }
         try await store.projections.rebuild(AccountDetailsProjection.projectionName)
         let cached = try cachedStates(store)
         #expect(cached.count == 20)

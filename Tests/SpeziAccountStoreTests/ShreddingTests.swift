@@ -6,8 +6,9 @@
 import EventLog
 import Foundation
 import SpeziAccount
-@testable import SpeziAccountStore
 import Testing
+
+@testable import SpeziAccountStore
 
 /// Every file of the store (log, projections, key vault), concatenated.
 func storeBytes(_ directory: URL) throws -> Data {
@@ -85,7 +86,8 @@ struct ShreddingTests {
         // As if the process died after appending the deletion but before destroying the key...
         let vault = try #require(store.accounts.vault)
         try vault.markShredding(deleted)
-        try await store.accounts.append([.accountDeleted], to: deleted, expectedVersion: .any, releases: [store.accounts.claim(forUserId: "gone@example.org")])
+        try await store.accounts.append(
+            [.accountDeleted], to: deleted, expectedVersion: .any, releases: [store.accounts.claim(forUserId: "gone@example.org")])
         // ...and one that died after marking, before appending.
         try vault.markShredding(kept)
         await store.close()

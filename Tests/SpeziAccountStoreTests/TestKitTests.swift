@@ -64,7 +64,8 @@ struct TestKitTests {
     @Test("a log built from events replays into any projection")
     func replayIntoAnyProjection() async throws {
         let scenario = try LogScenario()
-        try await scenario.given((1...5).map { StreamEvent("a\($0)", .accountCreated(userId: "u\($0)@example.org", passwordHash: nil, isAnonymous: false, values: [:])) })
+        try await scenario.given(
+            (1...5).map { StreamEvent("a\($0)", .accountCreated(userId: "u\($0)@example.org", passwordHash: nil, isAnonymous: false, values: [:])) })
         try await scenario.given([StreamEvent("a2", .loginFailed(reason: "wrongPassword")), StreamEvent("a3", .accountDeleted)])
         let counts = try await scenario.replay(into: TypeCounter()) { state in
             try ["account.created", "auth.login-failed", "account.deleted"].map { type in
@@ -82,8 +83,9 @@ struct TestKitTests {
         let configuration = AccountConfiguration(service: service, configuration: storeSeedConfiguration)
         try await SpeziRuntime(configuration: Configuration { configuration }).boot()
         let birthday = Date(timeIntervalSince1970: -1_000_000_000)
-        try await service.signup(email: "leland@stanford.edu", password: "StanfordRocks123!", name: PersonNameComponents(givenName: "Leland", familyName: "Stanford"),
-                                 genderIdentity: .male, dateOfBirth: birthday)
+        try await service.signup(
+            email: "leland@stanford.edu", password: "StanfordRocks123!", name: PersonNameComponents(givenName: "Leland", familyName: "Stanford"),
+            genderIdentity: .male, dateOfBirth: birthday)
         try await service.updateGenderIdentity(to: .preferNotToState)
         try await service.changeDateOfBirth(to: birthday.addingTimeInterval(86_400))
         try await service.logout()
@@ -91,9 +93,10 @@ struct TestKitTests {
         let details = try #require(configuration.account.details)
         #expect(details.genderIdentity == .preferNotToState)
         #expect(details.dateOfBirth == birthday.addingTimeInterval(86_400))
-        #expect(try scenario.store.log.read().map(\.type) == [
-            "account.created", "account.details-modified", "account.details-modified", "auth.logged-out", "auth.login-succeeded"
-        ])
+        #expect(
+            try scenario.store.log.read().map(\.type) == [
+                "account.created", "account.details-modified", "account.details-modified", "auth.logged-out", "auth.login-succeeded"
+            ])
         await scenario.remove()
     }
 }

@@ -4,9 +4,9 @@
 //
 
 import Foundation
-import Testing
 import Spezi
 import SpeziAccount
+import Testing
 
 @Suite("In-memory account flows")
 struct AccountFlowTests {
@@ -60,14 +60,15 @@ struct AccountFlowTests {
 
         let received = await next(6, of: events)
         let user = "lelandstanford@stanford.edu"
-        #expect(received.map(describe) == [
-            "associatedAccount(\(user))",
-            "detailsChanged(\(user))",
-            "disassociatingAccount(\(user))",
-            "associatedAccount(\(user))",
-            "deletingAccount(\(accountId))",
-            "disassociatingAccount(\(user))"
-        ])
+        #expect(
+            received.map(describe) == [
+                "associatedAccount(\(user))",
+                "detailsChanged(\(user))",
+                "disassociatingAccount(\(user))",
+                "associatedAccount(\(user))",
+                "deletingAccount(\(accountId))",
+                "disassociatingAccount(\(user))"
+            ])
         if case let .detailsChanged(old, new) = received[1] {
             #expect(old.name?.givenName == "Leland")
             #expect(new.name?.givenName == "Jane")
@@ -91,7 +92,9 @@ struct AccountFlowTests {
         await #expect(throws: AccountOperationError.missingAccountValue(["Name"])) {
             try await harness.service.signup(missingName)
         }
-        await #expect(throws: AccountOperationError.invalidValue(key: "password", rule: "minimalPassword", message: ValidationRule.minimalPassword.message)) {
+        await #expect(
+            throws: AccountOperationError.invalidValue(key: "password", rule: "minimalPassword", message: ValidationRule.minimalPassword.message)
+        ) {
             try await harness.service.signup(signupDetails(userId: "jane@stanford.edu", password: "short"))
         }
         #expect(!harness.account.signedIn)
@@ -104,7 +107,9 @@ struct AccountFlowTests {
     func strongPasswords() async throws {
         let service = InMemoryAccountService(validationRules: [FieldValidationRules(for: \.password, rules: .nonEmpty, .strongPassword)])
         let harness = try await AccountHarness(service: service)
-        await #expect(throws: AccountOperationError.invalidValue(key: "password", rule: "strongPassword", message: ValidationRule.strongPassword.message)) {
+        await #expect(
+            throws: AccountOperationError.invalidValue(key: "password", rule: "strongPassword", message: ValidationRule.strongPassword.message)
+        ) {
             try await service.signup(signupDetails(password: "Eleven11111"))
         }
         try await service.signup(signupDetails(password: "Twelve121212"))
@@ -180,12 +185,13 @@ struct AccountFlowTests {
 
         // the refused operations produced no events; the name change did
         let received = await next(4, of: events)
-        #expect(received.map(describe) == [
-            "detailsChanged(lelandstanford@stanford.edu)",
-            "detailsChanged(jane@stanford.edu)",
-            "detailsChanged(jane@stanford.edu)",
-            "disassociatingAccount(jane@stanford.edu)"
-        ])
+        #expect(
+            received.map(describe) == [
+                "detailsChanged(lelandstanford@stanford.edu)",
+                "detailsChanged(jane@stanford.edu)",
+                "detailsChanged(jane@stanford.edu)",
+                "disassociatingAccount(jane@stanford.edu)"
+            ])
     }
 
     @Test("supplyUserDetails needs an accountId and strips the password; updates need a signed-in account")
@@ -239,8 +245,16 @@ final class SpeziLockFlag: @unchecked Sendable {
     private var stored = false
 
     var value: Bool {
-        get { lock.lock(); defer { lock.unlock() }; return stored }
-        set { lock.lock(); stored = newValue; lock.unlock() }
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+        set {
+            lock.lock()
+            stored = newValue
+            lock.unlock()
+        }
     }
 }
 

@@ -4,9 +4,9 @@
 //
 
 import Foundation
-import Testing
 import Spezi
 import SpeziAccount
+import Testing
 
 @Suite("Configuration and validation")
 struct ConfigurationTests {
@@ -86,7 +86,8 @@ struct ConfigurationTests {
             try AccountValidation.validateSignup(details, values: seedConfiguration, service: service)
         }
         details = signupDetails(password: "short")
-        #expect(throws: AccountOperationError.invalidValue(key: "password", rule: "minimalPassword", message: ValidationRule.minimalPassword.message)) {
+        #expect(throws: AccountOperationError.invalidValue(key: "password", rule: "minimalPassword", message: ValidationRule.minimalPassword.message))
+        {
             try AccountValidation.validateSignup(details, values: seedConfiguration, service: service)
         }
         try AccountValidation.validateSignup(signupDetails(), values: seedConfiguration, service: service)
@@ -97,7 +98,9 @@ struct ConfigurationTests {
         var withId = AccountDetails()
         withId.accountId = "x"
         #expect(throws: AccountOperationError.accountIdChanged) { try AccountModifications(modifiedDetails: withId) }
-        #expect(throws: AccountOperationError.accountIdChanged) { try AccountModifications(modifiedDetails: AccountDetails(), removedAccountDetails: withId) }
+        #expect(throws: AccountOperationError.accountIdChanged) {
+            try AccountModifications(modifiedDetails: AccountDetails(), removedAccountDetails: withId)
+        }
 
         let service = InMemoryAccountService().configuration
         let values = seedConfiguration + [.manual(\.biography), .supports(\.loginCount)]
@@ -115,11 +118,13 @@ struct ConfigurationTests {
         removed.genderIdentity = nil
         removed.dateOfBirth = nil
         #expect(throws: AccountOperationError.removingRequiredAccountKeys(["name", "password", "userId"])) {
-            try AccountValidation.validateModifications(AccountModifications(modifiedDetails: AccountDetails(), removedAccountDetails: removed), values: values, service: service)
+            try AccountValidation.validateModifications(
+                AccountModifications(modifiedDetails: AccountDetails(), removedAccountDetails: removed), values: values, service: service)
         }
         var name = AccountDetails()
         name.name = PersonNameComponents(givenName: "Jane")
-        let modification = try AccountModifications(modifiedDetails: name, removedAccountDetails: signupDetails().filtered(to: [AccountKeys.key(\.genderIdentity)]))
+        let modification = try AccountModifications(
+            modifiedDetails: name, removedAccountDetails: signupDetails().filtered(to: [AccountKeys.key(\.genderIdentity)]))
         try AccountValidation.validateModifications(modification, values: values, service: service)
         let applied = modification.applied(to: signupDetails())
         #expect(applied.name?.givenName == "Jane")

@@ -4,14 +4,15 @@
 //
 
 import Foundation
-import Testing
 import SpeziAccount
+import Testing
 
 @Suite("Account keys")
 struct AccountKeyTests {
     @Test("built-in keys have stable identifiers, names and categories")
     func builtIns() {
-        #expect(AccountDetails.builtInKeys.map { $0.identifier } == ["accountId", "userId", "password", "name", "dateOfBirth", "genderIdentity", "email"])
+        #expect(
+            AccountDetails.builtInKeys.map { $0.identifier } == ["accountId", "userId", "password", "name", "dateOfBirth", "genderIdentity", "email"])
         #expect(AccountKeys.key(\.accountId).category == .credentials)
         #expect(AccountKeys.key(\.userId).category == .credentials)
         #expect(AccountKeys.key(\.password).category == .credentials)
@@ -140,7 +141,9 @@ struct AccountDetailsTests {
         #expect(old.unknownValues["tags"] == .array([.string("a"), .string("b")]))
         #expect(old.identifiers == ["accountId", "bio", "tags"])
 
-        var reencoded = try AccountDetails.decode(from: JSONEncoder().encode(old), registry: AccountKeyRegistry(AccountDetails.builtInKeys + [AccountDetails.__Key_biography.self, AccountDetails.__Key_tags.self]))
+        var reencoded = try AccountDetails.decode(
+            from: JSONEncoder().encode(old),
+            registry: AccountKeyRegistry(AccountDetails.builtInKeys + [AccountDetails.__Key_biography.self, AccountDetails.__Key_tags.self]))
         #expect(reencoded.biography == "Founder")
         #expect(reencoded.tags == ["a", "b"])
         #expect(reencoded.unknownValues.isEmpty)
@@ -162,7 +165,8 @@ struct AccountDetailsTests {
         #expect(encoded.keys.sorted() == ["accountId", "bio", "dateOfBirth", "genderIdentity", "name", "password", "userId"])
         let partial = try AccountDetails(perKey: encoded)
         #expect(partial.unknownValues.keys.sorted() == ["bio"])
-        let again = try AccountDetails(perKey: partial.encodedPerKey(), registry: AccountKeyRegistry(AccountDetails.builtInKeys + [AccountDetails.__Key_biography.self]))
+        let again = try AccountDetails(
+            perKey: partial.encodedPerKey(), registry: AccountKeyRegistry(AccountDetails.builtInKeys + [AccountDetails.__Key_biography.self]))
         #expect(again == details)
     }
 }

@@ -66,8 +66,9 @@ struct MacroKeyTests {
     @Test("a macro-declared key the service cannot store goes through external storage and comes back")
     func externalStorage() async throws {
         let provider = InMemoryAccountStorageProvider()
-        let harness = try await AccountHarness(configuration: seedConfiguration + [.collects(\.profileText), .supports(\.favoriteNumber)],
-                                               provider: provider)
+        let harness = try await AccountHarness(
+            configuration: seedConfiguration + [.collects(\.profileText), .supports(\.favoriteNumber)],
+            provider: provider)
         var details = signupDetails()
         details.profileText = "Founder"
         details.favoriteNumber = 3

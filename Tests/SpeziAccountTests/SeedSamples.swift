@@ -49,7 +49,7 @@ public actor MyAccountService: AccountService {
 
 /// "Implementing an Account Service": the configuration sample.
 let seedServiceConfiguration = AccountServiceConfiguration(supportedKeys: .arbitrary) {
-    UserIdConfiguration.emailAddress // userId key has an "email" label and uses the email keyboard
+    UserIdConfiguration.emailAddress  // userId key has an "email" label and uses the email keyboard
 
     RequiredAccountKeys {
         \.userId

@@ -4,9 +4,9 @@
 //
 
 import Foundation
-import Testing
 import Spezi
 import SpeziAccount
+import Testing
 
 @Suite("External storage")
 struct StorageTests {
@@ -88,20 +88,22 @@ struct StorageTests {
         await subscriber.value
         let user = "lelandstanford@stanford.edu"
         let all = log.all
-        #expect(all.filter { !$0.hasPrefix("subscriber") } == [
-            "provider: create",
-            "provider: modify",
-            "standard: associatedAccount(\(user))",
-            "standard: deletingAccount(\(accountId))",
-            "provider: delete",
-            "standard: disassociatingAccount(\(user))",
-            "provider: disassociate"
-        ])
-        #expect(all.filter { $0.hasPrefix("subscriber") } == [
-            "subscriber: associatedAccount(\(user))",
-            "subscriber: deletingAccount(\(accountId))",
-            "subscriber: disassociatingAccount(\(user))"
-        ])
+        #expect(
+            all.filter { !$0.hasPrefix("subscriber") } == [
+                "provider: create",
+                "provider: modify",
+                "standard: associatedAccount(\(user))",
+                "standard: deletingAccount(\(accountId))",
+                "provider: delete",
+                "standard: disassociatingAccount(\(user))",
+                "provider: disassociate"
+            ])
+        #expect(
+            all.filter { $0.hasPrefix("subscriber") } == [
+                "subscriber: associatedAccount(\(user))",
+                "subscriber: deletingAccount(\(accountId))",
+                "subscriber: disassociatingAccount(\(user))"
+            ])
         // a subscriber hears deletingAccount only after the provider deleted
         let providerDelete = try #require(all.firstIndex(of: "provider: delete"))
         let subscriberDelete = try #require(all.firstIndex(of: "subscriber: deletingAccount(\(accountId))"))
@@ -131,7 +133,7 @@ struct StorageTests {
         var details = signupDetails()
         details.biography = "Founder"
         try await harness.service.signup(details)
-        try await harness.service.logout()   // clears the provider's cache
+        try await harness.service.logout()  // clears the provider's cache
         let events = harness.notifications.events
         try await harness.service.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         let received = await next(2, of: events)
@@ -214,11 +216,12 @@ struct StorageTests {
         try await configuration.account.supplyUserDetails(details)
         try await service.delete()
         #expect(!configuration.account.signedIn)
-        #expect(await next(3, of: events).map(describe) == [
-            "associatedAccount(lelandstanford@stanford.edu)",
-            "deletingAccount(acc-1)",
-            "disassociatingAccount(lelandstanford@stanford.edu)"
-        ])
+        #expect(
+            await next(3, of: events).map(describe) == [
+                "associatedAccount(lelandstanford@stanford.edu)",
+                "deletingAccount(acc-1)",
+                "disassociatingAccount(lelandstanford@stanford.edu)"
+            ])
         #expect(seedServiceConfiguration.requiredAccountKeys.count == 2)
         #expect(runtime.module(Account.self) === configuration.account)
     }

@@ -173,7 +173,9 @@ struct AccountHarness {
         self.service = service
     }
 
-    private static func make<P: AccountStorageProvider>(service: InMemoryAccountService, provider: P, configuration: AccountValueConfiguration) -> AccountConfiguration {
+    private static func make<P: AccountStorageProvider>(
+        service: InMemoryAccountService, provider: P, configuration: AccountValueConfiguration
+    ) -> AccountConfiguration {
         AccountConfiguration(service: service, storageProvider: provider, configuration: configuration)
     }
 }

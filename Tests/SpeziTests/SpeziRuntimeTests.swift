@@ -4,6 +4,7 @@
 //
 
 import Testing
+
 @testable import Spezi
 
 @Suite("Spezi runtime")
@@ -12,11 +13,12 @@ struct SpeziRuntimeTests {
     func dependencyOrder() async throws {
         let log = ConfigureLog()
         let leaf = Leaf(log: log)
-        let runtime = SpeziRuntime(configuration: Configuration {
-            Top(log: log)
-            Middle(log: log)
-            leaf
-        })
+        let runtime = SpeziRuntime(
+            configuration: Configuration {
+                Top(log: log)
+                Middle(log: log)
+                leaf
+            })
         try await runtime.boot()
         #expect(log.all == ["Leaf", "Middle(leaf configured: true)", "Top"])
         let top = try #require(runtime.module(Top.self))
@@ -53,10 +55,11 @@ struct SpeziRuntimeTests {
     func optionalDependencies() async throws {
         let leaf = Leaf()
         let module = WithOptional()
-        let runtime = SpeziRuntime(configuration: Configuration {
-            module
-            leaf
-        })
+        let runtime = SpeziRuntime(
+            configuration: Configuration {
+                module
+                leaf
+            })
         try await runtime.boot()
         #expect(module.other == nil)
         #expect(module.leaf === leaf)
@@ -66,10 +69,11 @@ struct SpeziRuntimeTests {
 
     @Test("a dependency cycle is an error naming the cycle")
     func cycle() async throws {
-        let runtime = SpeziRuntime(configuration: Configuration {
-            CycleA()
-            CycleB()
-        })
+        let runtime = SpeziRuntime(
+            configuration: Configuration {
+                CycleA()
+                CycleB()
+            })
         let error = await #expect(throws: SpeziError.self) { try await runtime.boot() }
         guard case let .dependencyCycle(names) = error else {
             Issue.record("unexpected \(String(describing: error))")

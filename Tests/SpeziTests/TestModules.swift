@@ -4,6 +4,7 @@
 //
 
 import Foundation
+
 @testable import Spezi
 
 /// Records the order in which modules were configured.

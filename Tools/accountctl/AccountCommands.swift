@@ -67,7 +67,8 @@ struct Signup: AsyncParsableCommand {
 
 /// `accountctl login`.
 struct Login: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "login", abstract: "Check a user id and password (recorded in the account's stream).")
+    static let configuration = CommandConfiguration(
+        commandName: "login", abstract: "Check a user id and password (recorded in the account's stream).")
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var password: PasswordOptions

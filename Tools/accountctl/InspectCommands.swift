@@ -51,7 +51,9 @@ struct Stats: AsyncParsableCommand {
                 print("store:          \(store.directory)")
                 print("records:        \(statistics.records)")
                 print("last position:  \(statistics.lastPosition)")
-                print("log file:       \(ByteCountFormatter.string(fromByteCount: Int64(statistics.fileBytes), countStyle: .file)) (\(statistics.fileBytes) bytes)")
+                print(
+                    "log file:       \(ByteCountFormatter.string(fromByteCount: Int64(statistics.fileBytes), countStyle: .file)) (\(statistics.fileBytes) bytes)"
+                )
                 print("accounts:       \(live) (and \(deleted) deleted)")
                 for status in try store.projections.status() {
                     var line = "projection \(status.name): checkpoint \(status.checkpoint), lag \(status.lag), generation \(status.generation)"
@@ -95,7 +97,8 @@ struct Show: AsyncParsableCommand {
         var groups: [AccountKeyCategory: [(name: String, text: String)]] = [:]
         var order: [AccountKeyCategory] = []
         for key in details.keys where key.identifier != AccountDetails.__Key_password.identifier {
-            let text = encoded[key.identifier].map { String(decoding: $0, as: UTF8.self) }
+            let text =
+                encoded[key.identifier].map { String(decoding: $0, as: UTF8.self) }
                 ?? details.value(for: key).map { String(describing: $0) } ?? "(none)"
             if groups[key.category] == nil { order.append(key.category) }
             groups[key.category, default: []].append((key.name, text))
@@ -109,7 +112,8 @@ struct Show: AsyncParsableCommand {
         if !details.unknownValues.isEmpty {
             lines.append("Unknown keys")
             for identifier in details.unknownValues.keys.sorted() {
-                let text = encoded[identifier].map { String(decoding: $0, as: UTF8.self) } ?? "\(details.unknownValues[identifier].map { "\($0)" } ?? "")"
+                let text =
+                    encoded[identifier].map { String(decoding: $0, as: UTF8.self) } ?? "\(details.unknownValues[identifier].map { "\($0)" } ?? "")"
                 lines.append("  \(identifier): \(text)")
             }
         }

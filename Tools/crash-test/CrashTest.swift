@@ -40,8 +40,12 @@ struct CrashTest: AsyncParsableCommand {
         @Option(help: "The store directory (default: a new temporary one, removed afterwards).")
         var store: String?
 
-        @Flag(help: ArgumentHelp("Cut the power instead of only killing the process.",
-                                 discussion: "Runs the child under Tools/io-fault-shim, which journals every write to the log, the projections and the key vault that was not yet flushed; after each kill those writes are undone, as a power loss would. Needs a C compiler (cc)."))
+        @Flag(
+            help: ArgumentHelp(
+                "Cut the power instead of only killing the process.",
+                discussion:
+                    "Runs the child under Tools/io-fault-shim, which journals every write to the log, the projections and the key vault that was not yet flushed; after each kill those writes are undone, as a power loss would. Needs a C compiler (cc)."
+            ))
         var powerLoss = false
 
         func run() async throws {
@@ -59,8 +63,9 @@ struct CrashTest: AsyncParsableCommand {
     }
 
     struct Child: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "child", abstract: "The workload that gets killed (internal).",
-                                                        shouldDisplay: false)
+        static let configuration = CommandConfiguration(
+            commandName: "child", abstract: "The workload that gets killed (internal).",
+            shouldDisplay: false)
 
         @Option var store: String
         @Option var acks: String

@@ -44,11 +44,12 @@ func changingKey(of stored: String, at index: (Int) -> Int) -> String {
 do {
     let hasher = try PasswordHasher(parameters: ScryptParameters(logN: 4, blockSize: 1, parallelism: 1), allowingWeakParameters: true)
     let stored = try hasher.hash("correct horse battery staple", salt: Array(repeating: 7, count: PasswordHasher.saltLength))
-    let target: String = switch mode {
-    case "first", "early-first": changingKey(of: stored, at: { _ in 0 })
-    case "last", "early-last": changingKey(of: stored, at: { $0 - 1 })
-    default: stored
-    }
+    let target: String =
+        switch mode {
+        case "first", "early-first": changingKey(of: stored, at: { _ in 0 })
+        case "last", "early-last": changingKey(of: stored, at: { $0 - 1 })
+        default: stored
+        }
     var matches = 0
     for _ in 0..<repetitions {
         if mode.hasPrefix("early") {

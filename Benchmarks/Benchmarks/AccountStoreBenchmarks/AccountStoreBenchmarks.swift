@@ -38,8 +38,9 @@ final class Fixture: Sendable {
         for (index, id) in ids.enumerated() {
             try await accounts.append(events(index), to: id, expectedVersion: .noStream)
         }
-        let cache = try ProjectionStore(path: directory.appendingPathComponent("projections").path, log: log,
-                                        projections: [AccountDetailsProjection()])
+        let cache = try ProjectionStore(
+            path: directory.appendingPathComponent("projections").path, log: log,
+            projections: [AccountDetailsProjection()])
         try await cache.waitUntilApplied(AccountDetailsProjection.projectionName, position: try log.lastPosition())
         return Fixture(directory: directory, log: log, cache: cache, accountIds: ids)
     }
@@ -47,16 +48,19 @@ final class Fixture: Sendable {
     private static func events(_ index: Int) -> [AccountEvent] {
         func json(_ text: String) -> Data { Data(text.utf8) }
         let hash = "$scrypt$ln=17,r=8,p=1$" + String(repeating: "s", count: 22) + "$" + String(repeating: "k", count: 43)
-        let created = AccountEvent.accountCreated(userId: "user\(index)@example.org", passwordHash: hash, isAnonymous: false, values: [
-            "name": json(#"{"familyName":"Lovelace","givenName":"Ada"}"#),
-            "dateOfBirth": json("-1000000000"),
-            "genderIdentity": json(#""female""#)
-        ])
+        let created = AccountEvent.accountCreated(
+            userId: "user\(index)@example.org", passwordHash: hash, isAnonymous: false,
+            values: [
+                "name": json(#"{"familyName":"Lovelace","givenName":"Ada"}"#),
+                "dateOfBirth": json("-1000000000"),
+                "genderIdentity": json(#""female""#)
+            ])
         let changes = (1..<10).map { change in
-            AccountEvent.detailsModified(modified: [
-                "biography": json("\"" + String(repeating: "enjoys hiking and reading \(change) ", count: 6) + "\""),
-                "phoneNumber": json(#""+1 650 555 \#(1_000 + index % 9_000)""#)
-            ], removed: [])
+            AccountEvent.detailsModified(
+                modified: [
+                    "biography": json("\"" + String(repeating: "enjoys hiking and reading \(change) ", count: 6) + "\""),
+                    "phoneNumber": json(#""+1 650 555 \#(1_000 + index % 9_000)""#)
+                ], removed: [])
         }
         return [created] + changes
     }
@@ -86,8 +90,9 @@ let fixture = Mutex<Fixture?>(nil)
 }
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .mallocCountTotal, .peakMemoryResident],
-                                           maxDuration: .seconds(5), maxIterations: 1_000)
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal, .peakMemoryResident],
+        maxDuration: .seconds(5), maxIterations: 1_000)
 
     Benchmark("Replay 100,000 account events, decoded in place", configuration: .init(maxIterations: 20)) { benchmark in
         guard let log = fixture.withLock({ $0 })?.log else { fatalError("no fixture") }

@@ -18,12 +18,16 @@ private func temporaryLog(durable: Bool) throws -> EventLog {
 private let payload = Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 37) })
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .mallocCountTotal, .peakMemoryResident],
-                                           maxDuration: .seconds(5), maxIterations: 1_000)
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal, .peakMemoryResident],
+        maxDuration: .seconds(5), maxIterations: 1_000)
 
     Benchmark("Durable append, one event per commit") { benchmark in
         let log = try temporaryLog(durable: true)
-        defer { log.close(); try? FileManager.default.removeItem(atPath: log.path) }
+        defer {
+            log.close()
+            try? FileManager.default.removeItem(atPath: log.path)
+        }
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             _ = try await log.append(ProposedEvent(type: "bench", payload: payload), to: "stream")
@@ -32,7 +36,10 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("Relaxed append, batches of 1,000", configuration: .init(scalingFactor: .kilo)) { benchmark in
         let log = try temporaryLog(durable: false)
-        defer { log.close(); try? FileManager.default.removeItem(atPath: log.path) }
+        defer {
+            log.close()
+            try? FileManager.default.removeItem(atPath: log.path)
+        }
         let batch = (0..<1_000).map { _ in ProposedEvent(type: "bench", payload: payload) }
         benchmark.startMeasurement()
         for _ in 0..<(benchmark.scaledIterations.count / 1_000) {
@@ -42,7 +49,10 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("Scan 100,000 records", configuration: .init(maxIterations: 20)) { benchmark in
         let log = try temporaryLog(durable: false)
-        defer { log.close(); try? FileManager.default.removeItem(atPath: log.path) }
+        defer {
+            log.close()
+            try? FileManager.default.removeItem(atPath: log.path)
+        }
         for _ in 0..<100 {
             _ = try await log.append((0..<1_000).map { _ in ProposedEvent(type: "bench", payload: payload) }, to: "stream")
         }

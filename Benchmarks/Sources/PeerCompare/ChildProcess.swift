@@ -4,8 +4,9 @@
 //
 
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs this executable again with `arguments` and waits for it; returns its exit status and its
@@ -15,8 +16,8 @@ func runChild(_ arguments: [String]) throws -> (status: Int32, maxRSSMiB: Double
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
-        argv.forEach { free($0) }
-        environment.forEach { free($0) }
+        for argument in argv { free(argument) }
+        for variable in environment { free(variable) }
     }
     var pid: pid_t = 0
     let spawned = posix_spawn(&pid, executable, nil, nil, argv, environment)

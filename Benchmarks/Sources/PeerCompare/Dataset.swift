@@ -45,11 +45,13 @@ enum Dataset {
         let given = pick(givenNames, &generator)
         let family = pick(familyNames, &generator)
         let userId = "\(given.lowercased()).\(family.lowercased()).\(account)@example.org"
-        return .accountCreated(userId: userId, passwordHash: passwordHash(&generator), isAnonymous: false, values: [
-            "name": json(#"{"familyName":"\#(family)","givenName":"\#(given)"}"#),
-            "dateOfBirth": json(dateOfBirth(&generator)),
-            "genderIdentity": json(#""\#(pick(genders, &generator))""#)
-        ])
+        return .accountCreated(
+            userId: userId, passwordHash: passwordHash(&generator), isAnonymous: false,
+            values: [
+                "name": json(#"{"familyName":"\#(family)","givenName":"\#(given)"}"#),
+                "dateOfBirth": json(dateOfBirth(&generator)),
+                "genderIdentity": json(#""\#(pick(genders, &generator))""#)
+            ])
     }
 
     static func modified(_ generator: inout SplitMix64) -> AccountEvent {
@@ -76,8 +78,9 @@ enum Dataset {
     static func proposed(_ event: AccountEvent, id: UInt64) -> ProposedEvent {
         var generator = SplitMix64(seed: id)
         let eventID = UUID(uuid: uuidBytes(&generator))
-        return ProposedEvent(eventID: eventID, type: event.typeName, schemaVersion: event.schemaVersion,
-                             metadata: metadata, payload: Data(event.encodedPayload()))
+        return ProposedEvent(
+            eventID: eventID, type: event.typeName, schemaVersion: event.schemaVersion,
+            metadata: metadata, payload: Data(event.encodedPayload()))
     }
 
     /// What `AccountLog.append` records with every event.
@@ -130,16 +133,24 @@ enum Dataset {
         let high = generator.next()
         let low = generator.next()
         func byte(_ word: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: word >> (8 * index)) }
-        return (byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5), byte(high, 6) & 0x0F | 0x40, byte(high, 7),
-                byte(low, 0) & 0x3F | 0x80, byte(low, 1), byte(low, 2), byte(low, 3), byte(low, 4), byte(low, 5), byte(low, 6), byte(low, 7))
+        return (
+            byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5), byte(high, 6) & 0x0F | 0x40, byte(high, 7),
+            byte(low, 0) & 0x3F | 0x80, byte(low, 1), byte(low, 2), byte(low, 3), byte(low, 4), byte(low, 5), byte(low, 6), byte(low, 7)
+        )
     }
 
-    private static let givenNames = ["Ada", "Grace", "Alan", "Barbara", "Donald", "Edsger", "Frances", "Hedy", "John", "Katherine",
-                                     "Leslie", "Margaret", "Niklaus", "Radia", "Tim", "Whitfield", "Shafi", "Yukihiro", "Sophie", "Ken"]
-    private static let familyNames = ["Lovelace", "Hopper", "Turing", "Liskov", "Knuth", "Dijkstra", "Allen", "Lamarr", "Backus", "Johnson",
-                                      "Lamport", "Hamilton", "Wirth", "Perlman", "Berners-Lee", "Diffie", "Goldwasser", "Matsumoto", "Wilson", "Thompson"]
+    private static let givenNames = [
+        "Ada", "Grace", "Alan", "Barbara", "Donald", "Edsger", "Frances", "Hedy", "John", "Katherine",
+        "Leslie", "Margaret", "Niklaus", "Radia", "Tim", "Whitfield", "Shafi", "Yukihiro", "Sophie", "Ken"
+    ]
+    private static let familyNames = [
+        "Lovelace", "Hopper", "Turing", "Liskov", "Knuth", "Dijkstra", "Allen", "Lamarr", "Backus", "Johnson",
+        "Lamport", "Hamilton", "Wirth", "Perlman", "Berners-Lee", "Diffie", "Goldwasser", "Matsumoto", "Wilson", "Thompson"
+    ]
     private static let genders = ["female", "male", "transgender", "nonBinary", "preferNotToState"]
-    private static let words = ["enjoys", "hiking", "and", "reading", "about", "the", "history", "of", "computing", "cardiology", "patient",
-                                "since", "2019", "walks", "ten", "thousand", "steps", "most", "days", "prefers", "morning", "reminders",
-                                "study", "participant", "in", "a", "sleep", "trial", "likes", "cycling", "with", "friends", "on", "weekends"]
+    private static let words = [
+        "enjoys", "hiking", "and", "reading", "about", "the", "history", "of", "computing", "cardiology", "patient",
+        "since", "2019", "walks", "ten", "thousand", "steps", "most", "days", "prefers", "morning", "reminders",
+        "study", "participant", "in", "a", "sleep", "trial", "likes", "cycling", "with", "friends", "on", "weekends"
+    ]
 }

@@ -4,8 +4,9 @@
 //
 
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The three back ends every workload runs on.
@@ -47,7 +48,7 @@ struct Stopwatch {
     }
 
     @inline(__always)
-    mutating func time<T>(_ body: () async throws -> T) async rethrows -> T {
+    mutating func timeAsync<T>(_ body: () async throws -> T) async rethrows -> T {
         let start = nowNanos()
         defer { nanos &+= nowNanos() &- start }
         return try await body()
@@ -128,8 +129,9 @@ func machineDescription() -> String {
     let memory = Double(ProcessInfo.processInfo.physicalMemory) / Double(1 << 30)
     var model = "unknown CPU"
     if let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
-       let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
-       let name = line.split(separator: ":").last {
+        let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+        let name = line.split(separator: ":").last
+    {
         model = name.trimmingCharacters(in: .whitespaces)
     }
     let kernel = procLine("/proc/sys/kernel/osrelease") ?? "unknown kernel"
@@ -243,7 +245,8 @@ final class AnonymousMemorySampler: @unchecked Sendable {
 
     static func anonymousKiB() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }) else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") })
+        else { return 0 }
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
     }
 }

@@ -51,7 +51,9 @@ struct Options {
             case "--only":
                 let names = (iterator.next() ?? "").split(separator: ",").map { $0 == "scan" ? "replay" : String($0) }
                 let chosen = names.compactMap(Workload.init(rawValue:))
-                guard !chosen.isEmpty, chosen.count == names.count else { fail("--only takes a list of \(Workload.allCases.map(\.rawValue).joined(separator: ", "))") }
+                guard !chosen.isEmpty, chosen.count == names.count else {
+                    fail("--only takes a list of \(Workload.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
                 workloads = Set(chosen)
             case "--child": childWorkload = iterator.next().flatMap(Workload.init(rawValue:))
             case "--backend": childBackEnd = iterator.next().flatMap(BackEnd.init(rawValue:))

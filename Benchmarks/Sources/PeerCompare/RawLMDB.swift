@@ -138,8 +138,10 @@ final class RawLMDB: @unchecked Sendable {
     }
 
     /// Calls `body` with every record after `position` (at most `limit`), in place, in order.
-    func forEachRecord(_ txn: OpaquePointer, after position: UInt64, limit: Int = .max,
-                       _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+    func forEachRecord(
+        _ txn: OpaquePointer, after position: UInt64, limit: Int = .max,
+        _ body: (UInt64, UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Int {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(txn, records, &cursor), "cursor_open")
         defer { mdb_cursor_close(cursor) }
@@ -151,7 +153,8 @@ final class RawLMDB: @unchecked Sendable {
             var code = mdb_cursor_get(cursor, &key, &data, MDB_SET_RANGE)
             while code == 0, count < limit {
                 count += 1
-                try body(UInt64(bigEndian: key.mv_data.loadUnaligned(as: UInt64.self)), UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
+                try body(
+                    UInt64(bigEndian: key.mv_data.loadUnaligned(as: UInt64.self)), UnsafeRawBufferPointer(start: data.mv_data, count: data.mv_size))
                 code = mdb_cursor_get(cursor, &key, &data, MDB_NEXT)
             }
             guard code == 0 || code == MDB_NOTFOUND else { throw RawLMDBError(operation: "cursor_get", code: code) }

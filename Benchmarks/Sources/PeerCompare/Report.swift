@@ -6,8 +6,10 @@
 import Foundation
 
 /// The order of the rows.
-let workloadOrder = ["single-durable", "single-relaxed", "group-1", "group-8", "group-64", "bulk", "scan", "replay", "replay-copied",
-                     "rebuild", "point", "point-details", "mix"]
+let workloadOrder = [
+    "single-durable", "single-relaxed", "group-1", "group-8", "group-64", "bulk", "scan", "replay", "replay-copied",
+    "rebuild", "point", "point-details", "mix"
+]
 
 /// 1234567.8 → "1,234,568".
 func grouped(_ value: Double) -> String {
@@ -58,8 +60,11 @@ func latencyTable(_ figures: [Figure]) -> String {
         for backEnd in BackEnd.allCases {
             guard let figure = row.figures[backEnd], let latency = figure.latency else { continue }
             let lag = figure.lag.map { [micros($0.p50), micros($0.p99)] } ?? ["", ""]
-            rows.append([row.title, backEnd.title, micros(latency.p50), micros(latency.p95), micros(latency.p99), micros(latency.p999),
-                         micros(latency.max)] + lag)
+            rows.append(
+                [
+                    row.title, backEnd.title, micros(latency.p50), micros(latency.p95), micros(latency.p99), micros(latency.p999),
+                    micros(latency.max)
+                ] + lag)
         }
     }
     return markdownTable(["workload (µs)", "back end", "p50", "p95", "p99", "p99.9", "max", "subscriber lag p50", "lag p99"], rows)
@@ -105,18 +110,24 @@ func targets(_ figures: [Figure], records: Int) -> [Target] {
         target("replay ≥ 2,000,000 events/s", find("replay")?.perSecond, { $0 >= 2_000_000 }, { "\(grouped($0)) events/s" }),
         target("replay ≥ 5× SQLite", ratio("replay", .sqlite), { $0 >= 5 }, times),
         target("rebuild of \(count(records)) events < 10 s", rebuild?.seconds, { $0 < 10 }, { String(format: "%.2f s", $0) }),
-        target("rebuild peak memory < 200 MB (max RSS of the process)", rebuild?.maxRSSMiB.map { $0 * 1.048576 }, { $0 < 200 }, {
-            String(format: "%.0f MB max RSS (anonymous: %.0f MB)", $0, (rebuild?.peakAnonMiB ?? 0) * 1.048576)
-        }),
+        target(
+            "rebuild peak memory < 200 MB (max RSS of the process)", rebuild?.maxRSSMiB.map { $0 * 1.048576 }, { $0 < 200 },
+            {
+                String(format: "%.0f MB max RSS (anonymous: %.0f MB)", $0, (rebuild?.peakAnonMiB ?? 0) * 1.048576)
+            }),
         // The same peak without the pages of the memory-mapped files (the log and the cache),
         // which the kernel counts in RSS while they stay mapped but can drop at any time.
-        target("rebuild peak memory < 200 MB (anonymous RSS: heap and stacks)", rebuild?.peakAnonMiB.map { $0 * 1.048576 }, { $0 < 200 }, {
-            String(format: "%.0f MB", $0)
-        }),
+        target(
+            "rebuild peak memory < 200 MB (anonymous RSS: heap and stacks)", rebuild?.peakAnonMiB.map { $0 * 1.048576 }, { $0 < 200 },
+            {
+                String(format: "%.0f MB", $0)
+            }),
         target("point read p99 < 20 µs", find("point")?.latency?.p99, { $0 < 20 }, { String(format: "%.1f µs", $0) })
     ]
     if records != 1_000_000 {
-        result = result.map { $0.name.hasPrefix("rebuild of") ? Target(name: $0.name, met: $0.met, detail: $0.detail + " (the target is for 1 M)") : $0 }
+        result = result.map {
+            $0.name.hasPrefix("rebuild of") ? Target(name: $0.name, met: $0.met, detail: $0.detail + " (the target is for 1 M)") : $0
+        }
     }
     return result
 }

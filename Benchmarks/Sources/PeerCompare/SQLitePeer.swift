@@ -46,23 +46,24 @@ final class SQLitePeer: Sendable {
             let journal = try String.fetchOne(db, sql: "PRAGMA journal_mode")
             let synchronous = try Int.fetchOne(db, sql: "PRAGMA synchronous")
             precondition(journal == "wal" && synchronous == sync.rawValue, "SQLite is not set up as intended")
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS events (
-                    position INTEGER PRIMARY KEY AUTOINCREMENT,
-                    stream TEXT NOT NULL,
-                    version INTEGER NOT NULL,
-                    event_id BLOB NOT NULL UNIQUE,
-                    type TEXT NOT NULL,
-                    timestamp INTEGER NOT NULL,
-                    metadata BLOB NOT NULL,
-                    payload BLOB NOT NULL
-                );
-                CREATE UNIQUE INDEX IF NOT EXISTS events_stream_version ON events(stream, version);
-                CREATE TABLE IF NOT EXISTS accounts (
-                    account_id TEXT PRIMARY KEY NOT NULL,
-                    state BLOB NOT NULL
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS events (
+                        position INTEGER PRIMARY KEY AUTOINCREMENT,
+                        stream TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        event_id BLOB NOT NULL UNIQUE,
+                        type TEXT NOT NULL,
+                        timestamp INTEGER NOT NULL,
+                        metadata BLOB NOT NULL,
+                        payload BLOB NOT NULL
+                    );
+                    CREATE UNIQUE INDEX IF NOT EXISTS events_stream_version ON events(stream, version);
+                    CREATE TABLE IF NOT EXISTS accounts (
+                        account_id TEXT PRIMARY KEY NOT NULL,
+                        state BLOB NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
         }
     }
 
@@ -75,7 +76,9 @@ final class SQLitePeer: Sendable {
     /// Appends `events` to `stream` in one transaction; returns the last position and the
     /// stream's new version.
     @discardableResult
-    func append(_ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion = .any) async throws -> (position: Int64, version: Int64) {
+    func append(
+        _ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion = .any
+    ) async throws -> (position: Int64, version: Int64) {
         try await pool.write { db in
             try Self.append(db, events, to: stream, expectedVersion: expectedVersion)
         }
@@ -83,7 +86,9 @@ final class SQLitePeer: Sendable {
 
     /// The same, blocking the calling thread.
     @discardableResult
-    func appendBlocking(_ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion = .any) throws -> (position: Int64, version: Int64) {
+    func appendBlocking(
+        _ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion = .any
+    ) throws -> (position: Int64, version: Int64) {
         try pool.write { db in
             try Self.append(db, events, to: stream, expectedVersion: expectedVersion)
         }
@@ -99,16 +104,20 @@ final class SQLitePeer: Sendable {
         }
     }
 
-    static func append(_ db: Database, _ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion) throws -> (position: Int64, version: Int64) {
+    static func append(
+        _ db: Database, _ events: [ProposedEvent], to stream: String, expectedVersion: ExpectedVersion
+    ) throws -> (position: Int64, version: Int64) {
         let current = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(version) FROM events WHERE stream = ?"), arguments: [stream]) ?? 0
         switch expectedVersion {
         case .any: break
         case .noStream: guard current == 0 else { throw WrongExpectedVersion(stream: stream, expected: expectedVersion, actual: current) }
-        case let .exact(version): guard current == Int64(version) else { throw WrongExpectedVersion(stream: stream, expected: expectedVersion, actual: current) }
+        case let .exact(version):
+            guard current == Int64(version) else { throw WrongExpectedVersion(stream: stream, expected: expectedVersion, actual: current) }
         }
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO events (stream, version, event_id, type, timestamp, metadata, payload) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """)
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO events (stream, version, event_id, type, timestamp, metadata, payload) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """)
         let timestamp = microsecondsNow()
         var version = current
         for event in events {
@@ -125,9 +134,11 @@ final class SQLitePeer: Sendable {
         let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT state FROM accounts WHERE account_id = ?"), arguments: [stream])
             .map { row in try row.withUnsafeData(atIndex: 0) { try AccountState(encoded: [UInt8]($0 ?? Data())) } }
         guard let next = AccountState.applying(event, to: previous, accountId: stream, version: version, at: time) else { return }
-        try db.cachedStatement(sql: """
-            INSERT INTO accounts (account_id, state) VALUES (?, ?) ON CONFLICT(account_id) DO UPDATE SET state = excluded.state
-            """).execute(arguments: [stream, Data(next.encoded())])
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO accounts (account_id, state) VALUES (?, ?) ON CONFLICT(account_id) DO UPDATE SET state = excluded.state
+                """
+        ).execute(arguments: [stream, Data(next.encoded())])
     }
 
     /// Builds the accounts table from the events in one pass, `batchSize` events per transaction;
@@ -138,17 +149,20 @@ final class SQLitePeer: Sendable {
         var folded = 0
         while true {
             let count = try pool.write { db -> Int in
-                let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-                    SELECT position, stream, version, type, timestamp, payload FROM events WHERE position > ? ORDER BY position LIMIT ?
-                    """), arguments: [after, batchSize])
+                let rows = try Row.fetchCursor(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT position, stream, version, type, timestamp, payload FROM events WHERE position > ? ORDER BY position LIMIT ?
+                            """), arguments: [after, batchSize])
                 var count = 0
                 while let row = try rows.next() {
                     let stream: String = row[1]
                     let event = try row.withUnsafeData(atIndex: 5) { data in
                         try (data ?? Data()).withUnsafeBytes { try AccountEvent.decode(type: row[3], payload: $0) }
                     }
-                    try Self.fold(db, event, stream: stream, version: UInt64(row[2] as Int64),
-                                  at: Date(timeIntervalSince1970: Double(row[4] as Int64) / 1_000_000))
+                    try Self.fold(
+                        db, event, stream: stream, version: UInt64(row[2] as Int64),
+                        at: Date(timeIntervalSince1970: Double(row[4] as Int64) / 1_000_000))
                     after = row[0]
                     count += 1
                 }
@@ -218,8 +232,9 @@ final class SQLitePeer: Sendable {
     /// The events after `position` (at most `limit`), decoded, for a catch-up subscriber.
     func events(after position: Int64, limit: Int) throws -> [(position: Int64, event: AccountEvent)] {
         try pool.read { db in
-            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT position, type, payload FROM events WHERE position > ? ORDER BY position LIMIT ?"),
-                                           arguments: [position, limit])
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(sql: "SELECT position, type, payload FROM events WHERE position > ? ORDER BY position LIMIT ?"),
+                arguments: [position, limit])
             var events: [(Int64, AccountEvent)] = []
             while let row = try rows.next() {
                 let event = try row.withUnsafeData(atIndex: 2) { data in

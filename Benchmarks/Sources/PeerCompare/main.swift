@@ -23,7 +23,9 @@ let machine = machineDescription()
 let meanPayload = Dataset.meanPayloadBytes(accounts: scale.accounts)
 print("peer-compare on \(machine)")
 print("load average at start: \(loadAtStart)")
-print("data set: \(grouped(Double(scale.records))) events, \(grouped(Double(scale.accounts))) accounts, mean payload \(String(format: "%.0f", meanPayload)) bytes; fixed seeds")
+print(
+    "data set: \(grouped(Double(scale.records))) events, \(grouped(Double(scale.accounts))) accounts, mean payload \(String(format: "%.0f", meanPayload)) bytes; fixed seeds"
+)
 print("durable = fsync per commit (SQLite: WAL, synchronous=FULL; relaxed: synchronous=OFF)\n")
 
 let root = try temporaryDirectory("run")
@@ -35,7 +37,8 @@ func inChild(_ workload: Options.Workload, _ backEnd: BackEnd?, _ directory: URL
     let result = root.appendingPathComponent("result-\(UUID().uuidString).json")
     let label = "\(workload.rawValue) on \(backEnd?.title ?? "all back ends")"
     FileHandle.standardError.write(Data("… \(label)\n".utf8))
-    let arguments = ["--child", workload.rawValue] + (backEnd.map { ["--backend", $0.rawValue] } ?? [])
+    let arguments =
+        ["--child", workload.rawValue] + (backEnd.map { ["--backend", $0.rawValue] } ?? [])
         + ["--dir", directory.path, "--result", result.path] + options.scaleArguments
     let (status, maxRSS) = try runChild(arguments)
     guard status == 0 else { throw ChildError(reason: "the child for \(label) exited with status \(status)") }
@@ -72,7 +75,8 @@ if options.only(.mix) {
 }
 
 let loadAtEnd = loadAverage()
-let memoryMethod = "max RSS: ru_maxrss of the workload's child process from wait4 (includes memory-mapped file pages); "
+let memoryMethod =
+    "max RSS: ru_maxrss of the workload's child process from wait4 (includes memory-mapped file pages); "
     + "anonymous: the child's RssAnon from /proc/self/status sampled every 10 ms (heap and stacks only); "
     + "* = the three back ends ran in one child"
 print(throughputTable(figures))
@@ -93,9 +97,10 @@ print(targetLines(checked))
 print("\nload average at end: \(loadAtEnd)")
 
 if let jsonPath = options.jsonPath {
-    let report = Report(command: CommandLine.arguments.joined(separator: " "), machine: machine, loadAverageAtStart: loadAtStart,
-                        loadAverageAtEnd: loadAtEnd, records: scale.records, accounts: scale.accounts, meanPayloadBytes: meanPayload,
-                        memoryMethod: memoryMethod, figures: figures, targets: checked)
+    let report = Report(
+        command: CommandLine.arguments.joined(separator: " "), machine: machine, loadAverageAtStart: loadAtStart,
+        loadAverageAtEnd: loadAtEnd, records: scale.records, accounts: scale.accounts, meanPayloadBytes: meanPayload,
+        memoryMethod: memoryMethod, figures: figures, targets: checked)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(report).write(to: URL(fileURLWithPath: jsonPath))

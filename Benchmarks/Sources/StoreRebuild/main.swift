@@ -28,16 +28,18 @@ struct PayloadCopyProjection: Projection {
 
 func peakRSSMegabytes() -> Double {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) else { return -1 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+    else { return -1 }
     return kilobytes / 1024
 }
 
 /// The process's anonymous (heap) resident memory, which excludes the log's memory-mapped pages.
 func anonymousRSSMegabytes() -> Double {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
-          let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) else { return -1 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
+        let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+    else { return -1 }
     return kilobytes / 1024
 }
 
@@ -89,15 +91,25 @@ func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws
             for (offset, id) in ids.enumerated() {
                 group.addTask {
                     let index = first + offset
-                    var events: [AccountEvent] = [.accountCreated(userId: "user\(index)@example.org", passwordHash: "$scrypt$ln=17,r=8,p=1$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U",
-                                                                  isAnonymous: false,
-                                                                  values: ["name": try encoder.encode(PersonNameComponents(givenName: "Given\(index)", familyName: "Family\(index)")),
-                                                                           "genderIdentity": Data("\"female\"".utf8)])]
+                    var events: [AccountEvent] = [
+                        .accountCreated(
+                            userId: "user\(index)@example.org",
+                            passwordHash: "$scrypt$ln=17,r=8,p=1$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U",
+                            isAnonymous: false,
+                            values: [
+                                "name": try encoder.encode(PersonNameComponents(givenName: "Given\(index)", familyName: "Family\(index)")),
+                                "genderIdentity": Data("\"female\"".utf8)
+                            ])
+                    ]
                     for step in 1..<eventsPerAccount {
                         let bio = String(repeating: "Biography text \(step) of account \(index). ", count: 4)
-                        events.append(.detailsModified(modified: ["biography": try encoder.encode(bio),
-                                                                  "dateOfBirth": try encoder.encode(Date(timeIntervalSince1970: Double(index * 86_400 % 1_000_000_000)))],
-                                                       removed: step % 3 == 0 ? ["genderIdentity"] : []))
+                        events.append(
+                            .detailsModified(
+                                modified: [
+                                    "biography": try encoder.encode(bio),
+                                    "dateOfBirth": try encoder.encode(Date(timeIntervalSince1970: Double(index * 86_400 % 1_000_000_000)))
+                                ],
+                                removed: step % 3 == 0 ? ["genderIdentity"] : []))
                     }
                     try await store.accounts.append(events, to: id, expectedVersion: .noStream)
                 }
@@ -129,8 +141,10 @@ func rebuild(directory: String) async throws {
     let floorSeconds = seconds(ContinuousClock.now - floorStart)
     await floorStore.close()
     await store.close()
-    let result: [String: Double] = ["events": Double(events), "detailsSeconds": detailsSeconds, "detailsPeakMB": detailsPeak,
-                                    "heapPeakMB": heapPeak, "floorSeconds": floorSeconds]
+    let result: [String: Double] = [
+        "events": Double(events), "detailsSeconds": detailsSeconds, "detailsPeakMB": detailsPeak,
+        "heapPeakMB": heapPeak, "floorSeconds": floorSeconds
+    ]
     print(String(decoding: try JSONEncoder().encode(result), as: UTF8.self))
 }
 
@@ -178,8 +192,10 @@ do {
         let floor = events / (result["floorSeconds"] ?? 1)
         print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.operatingSystemVersionString)")
         print(String(format: "wrote %.0f events for %d accounts in %.1f s (sealed, relaxed sync)", events, accounts, writeSeconds))
-        print(String(format: "details-cache rebuild: %.2f s, %.0f events/s; peak anonymous (heap) RSS %.0f MB, peak RSS with the mapped log %.0f MB",
-                     result["detailsSeconds"] ?? 0, details, result["heapPeakMB"] ?? 0, result["detailsPeakMB"] ?? 0))
+        print(
+            String(
+                format: "details-cache rebuild: %.2f s, %.0f events/s; peak anonymous (heap) RSS %.0f MB, peak RSS with the mapped log %.0f MB",
+                result["detailsSeconds"] ?? 0, details, result["heapPeakMB"] ?? 0, result["detailsPeakMB"] ?? 0))
         print(String(format: "floor (payload copy, same machinery): %.2f s, %.0f events/s", result["floorSeconds"] ?? 0, floor))
         print(String(format: "details rebuild / floor: %.2f×", details / floor))
     }

@@ -152,7 +152,10 @@ public struct AccountServiceConfiguration: Sendable {
         self.explicitRules = rules
     }
 
-    init(supportedKeys: SupportedAccountKeys, userIdConfiguration: UserIdConfiguration, requiredAccountKeys: [any AccountKey.Type], rules: [FieldValidationRules]) {
+    init(
+        supportedKeys: SupportedAccountKeys, userIdConfiguration: UserIdConfiguration, requiredAccountKeys: [any AccountKey.Type],
+        rules: [FieldValidationRules]
+    ) {
         self.supportedKeys = supportedKeys
         self.userIdConfiguration = userIdConfiguration
         self.requiredAccountKeys = requiredAccountKeys

@@ -37,13 +37,19 @@ public struct ValidationRule: Sendable, Hashable {
     }
 
     /// At least 8 characters.
-    public static let minimalPassword = ValidationRule(id: "minimalPassword", message: "Your password must be at least 8 characters long.") { $0.count >= 8 }
+    public static let minimalPassword = ValidationRule(id: "minimalPassword", message: "Your password must be at least 8 characters long.") {
+        $0.count >= 8
+    }
 
     /// At least 10 characters.
-    public static let mediumPassword = ValidationRule(id: "mediumPassword", message: "Your password must be at least 10 characters long.") { $0.count >= 10 }
+    public static let mediumPassword = ValidationRule(id: "mediumPassword", message: "Your password must be at least 10 characters long.") {
+        $0.count >= 10
+    }
 
     /// At least 12 characters.
-    public static let strongPassword = ValidationRule(id: "strongPassword", message: "Your password must be at least 12 characters long.") { $0.count >= 12 }
+    public static let strongPassword = ValidationRule(id: "strongPassword", message: "Your password must be at least 12 characters long.") {
+        $0.count >= 12
+    }
 
     public static func == (lhs: ValidationRule, rhs: ValidationRule) -> Bool {
         lhs.id == rhs.id

@@ -161,11 +161,12 @@ extension AccountDetails: Equatable {
     /// Values, unknown values and flags are compared.
     public static func == (lhs: AccountDetails, rhs: AccountDetails) -> Bool {
         guard lhs.storage.count == rhs.storage.count,
-              lhs.unknownValues == rhs.unknownValues,
-              lhs.isNewUser == rhs.isNewUser,
-              lhs.isAnonymous == rhs.isAnonymous,
-              lhs.isVerified == rhs.isVerified,
-              lhs.isIncomplete == rhs.isIncomplete else {
+            lhs.unknownValues == rhs.unknownValues,
+            lhs.isNewUser == rhs.isNewUser,
+            lhs.isAnonymous == rhs.isAnonymous,
+            lhs.isVerified == rhs.isVerified,
+            lhs.isIncomplete == rhs.isIncomplete
+        else {
             return false
         }
         for (identifier, entry) in lhs.storage {

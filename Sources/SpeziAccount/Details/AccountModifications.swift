@@ -47,7 +47,8 @@ public struct AccountModifications: Sendable, Equatable {
     public func filtered(to keys: [any AccountKey.Type]) -> AccountModifications {
         // accountId is never part of a modification, so this cannot throw.
         // swiftlint:disable:next force_try
-        try! AccountModifications(modifiedDetails: modifiedDetails.filtered(to: keys), removedAccountDetails: removedAccountDetails.filtered(to: keys))
+        try! AccountModifications(
+            modifiedDetails: modifiedDetails.filtered(to: keys), removedAccountDetails: removedAccountDetails.filtered(to: keys))
     }
 
     /// Whether the modification touches a key.

@@ -43,7 +43,9 @@ public struct SignupFormDescription: Sendable {
     }
 
     /// Validates details entered in the form (same rules a service enforces).
-    public static func validate(_ details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration) throws(AccountOperationError) {
+    public static func validate(
+        _ details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration
+    ) throws(AccountOperationError) {
         try AccountValidation.validateSignup(details, values: values, service: service)
     }
 

@@ -153,7 +153,8 @@ public actor InMemoryAccountService: AccountService {
         if modifications.touches(userIdKey) {
             try await securityModifier.ensureAuthenticated(for: .changeUserId)
             if let newUserId = modifications.modifiedDetails[userIdKey],
-               records.contains(where: { $0.key != current.accountId && $0.value.userId == newUserId }) {
+                records.contains(where: { $0.key != current.accountId && $0.value.userId == newUserId })
+            {
                 throw AccountServiceError.credentialsTaken
             }
         }
@@ -209,6 +210,7 @@ extension AccountServiceConfiguration {
         guard !rules.isEmpty else {
             return self
         }
-        return AccountServiceConfiguration(supportedKeys: supportedKeys, userIdConfiguration: userIdConfiguration, requiredAccountKeys: requiredAccountKeys, rules: rules)
+        return AccountServiceConfiguration(
+            supportedKeys: supportedKeys, userIdConfiguration: userIdConfiguration, requiredAccountKeys: requiredAccountKeys, rules: rules)
     }
 }

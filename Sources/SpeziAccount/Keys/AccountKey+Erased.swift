@@ -35,7 +35,8 @@ extension AccountKey {
 
     static func encode(_ value: any Sendable, into container: inout KeyedEncodingContainer<AccountDetailsCodingKey>) throws {
         guard let value = value as? Value else {
-            throw EncodingError.invalidValue(value, .init(codingPath: container.codingPath, debugDescription: "\(value) is not a \(Value.self) for key \(identifier)"))
+            throw EncodingError.invalidValue(
+                value, .init(codingPath: container.codingPath, debugDescription: "\(value) is not a \(Value.self) for key \(identifier)"))
         }
         try container.encode(value, forKey: AccountDetailsCodingKey(identifier))
     }

@@ -35,7 +35,8 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
             return details.filtered(to: keys)
         }
         guard let url = fileURL(for: accountId), let data = try? Data(contentsOf: url),
-              let details = try? AccountDetails.decode(from: data, keys: keys) else {
+            let details = try? AccountDetails.decode(from: data, keys: keys)
+        else {
             return nil
         }
         memory.withLock { $0[accountId] = details }

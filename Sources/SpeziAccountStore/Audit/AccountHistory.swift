@@ -66,17 +66,18 @@ extension AccountStore {
             case let .loginFailed(reason): note = reason
             default: break
             }
-            entries.append(AccountHistoryEntry(
-                position: record.position,
-                streamVersion: record.streamVersion,
-                timestamp: record.timestamp,
-                type: record.type,
-                actor: record.metadata.actor,
-                correlationID: record.metadata.correlationID,
-                isRedacted: isRedacted,
-                note: note,
-                changes: isRedacted ? [] : Self.changes(from: state, to: next, event: event)
-            ))
+            entries.append(
+                AccountHistoryEntry(
+                    position: record.position,
+                    streamVersion: record.streamVersion,
+                    timestamp: record.timestamp,
+                    type: record.type,
+                    actor: record.metadata.actor,
+                    correlationID: record.metadata.correlationID,
+                    isRedacted: isRedacted,
+                    note: note,
+                    changes: isRedacted ? [] : Self.changes(from: state, to: next, event: event)
+                ))
             state = next
         }
         return entries

@@ -91,8 +91,10 @@ public enum LogTransfer {
     /// event ids, times, metadata and payloads, so every chain hash matches the exported one (checked
     /// record by record). User-id claims are re-made from the events, using `vault` (a copy of the
     /// original store's `keys/vault`, put in place first) to read sealed user ids.
-    public static func importLog(from input: URL, into directory: String, vault vaultFile: URL?,
-                                 progress: ((UInt64) -> Void)? = nil) async throws -> UInt64 {
+    public static func importLog(
+        from input: URL, into directory: String, vault vaultFile: URL?,
+        progress: ((UInt64) -> Void)? = nil
+    ) async throws -> UInt64 {
         let root = URL(fileURLWithPath: directory)
         let logPath = root.appendingPathComponent("log").path
         if FileManager.default.fileExists(atPath: logPath + "/data.mdb") { throw LogTransferError.notEmpty(directory) }
@@ -121,7 +123,9 @@ public enum LogTransfer {
             do { record = try decoder.decode(ExportedRecord.self, from: line) } catch {
                 throw LogTransferError.badLine(lineNumber, "not an exported record")
             }
-            guard record.position == expected else { throw LogTransferError.outOfOrder(line: lineNumber, position: record.position, expected: expected) }
+            guard record.position == expected else {
+                throw LogTransferError.outOfOrder(line: lineNumber, position: record.position, expected: expected)
+            }
             now.withLock { $0 = Date(timeIntervalSince1970: Double(record.timestampMicros) / 1_000_000) }
             var claims: Set<String> = []
             var releases: Set<String> = []
@@ -142,13 +146,17 @@ public enum LogTransfer {
             default:
                 break
             }
-            let metadata = EventMetadata(actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
-            let proposed = ProposedEvent(eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: metadata, payload: record.payload)
-            let result = try await log.append([proposed], to: record.stream,
-                                              expectedVersion: record.streamVersion == 1 ? .noStream : .exact(record.streamVersion - 1),
-                                              claims: claims, releases: releases)
+            let metadata = EventMetadata(
+                actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
+            let proposed = ProposedEvent(
+                eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: metadata, payload: record.payload)
+            let result = try await log.append(
+                [proposed], to: record.stream,
+                expectedVersion: record.streamVersion == 1 ? .noStream : .exact(record.streamVersion - 1),
+                claims: claims, releases: releases)
             guard result.positions.upperBound == record.position,
-                  try log.record(at: record.position)?.hash.description == record.hash else {
+                try log.record(at: record.position)?.hash.description == record.hash
+            else {
                 throw LogTransferError.hashMismatch(position: record.position)
             }
             expected += 1

@@ -29,7 +29,8 @@ public enum PayloadDecodingError: Error, Equatable, CustomStringConvertible {
         case let .invalidUTF8(field, offset): "field '\(field)' at byte \(offset) is not valid UTF-8"
         case let .invalidTag(field, tag, offset): "field '\(field)' at byte \(offset) has unknown tag \(tag)"
         case let .trailingBytes(count): "\(count) unexpected bytes after the last field"
-        case let .unsupportedEncoding(version): "payload encoding version \(version) is not supported (this build reads version \(PayloadWriter.encodingVersion))"
+        case let .unsupportedEncoding(version):
+            "payload encoding version \(version) is not supported (this build reads version \(PayloadWriter.encodingVersion))"
         case let .unknownEventType(type): "unknown event type '\(type)'"
         }
     }
@@ -185,7 +186,8 @@ struct PayloadReader {
         let string = String(decoding: units, as: UTF8.self)
         var same = string.utf8.count == count
         if same {
-            same = string.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, base, count) == 0 }
+            same =
+                string.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, base, count) == 0 }
                 ?? string.utf8.elementsEqual(units)
         }
         guard same else {

@@ -102,15 +102,17 @@ public struct SchemaEvolution: Sendable {
         guard version < currentVersion else { return event }
         switch event {
         case let .accountCreated(userId, passwordHash, isAnonymous, values):
-            return .accountCreated(userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
-                                   values: try upcast(values, writtenAt: version))
+            return .accountCreated(
+                userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
+                values: try upcast(values, writtenAt: version))
         case let .anonymousAccountUpgraded(userId, passwordHash, values):
             return .anonymousAccountUpgraded(userId: userId, passwordHash: passwordHash, values: try upcast(values, writtenAt: version))
         case let .detailsModified(modified, removed):
             return .detailsModified(modified: try upcast(modified, writtenAt: version), removed: upcast(removed: removed, writtenAt: version))
         case let .externalDetailsModified(modified, removed):
-            return .externalDetailsModified(modified: try upcast(modified, writtenAt: version),
-                                            removed: upcast(removed: removed, writtenAt: version))
+            return .externalDetailsModified(
+                modified: try upcast(modified, writtenAt: version),
+                removed: upcast(removed: removed, writtenAt: version))
         default:
             return event
         }

@@ -44,8 +44,10 @@ public struct AccountLog: Sendable {
     /// Appends events to an account's stream. Every event records the actor, the correlation id and
     /// the key-set version it was written under.
     @discardableResult
-    public func append(_ events: [AccountEvent], to accountId: String, expectedVersion: ExpectedVersion,
-                       metadata: EventMetadata = EventMetadata(), claims: Set<String> = [], releases: Set<String> = []) async throws -> AppendResult {
+    public func append(
+        _ events: [AccountEvent], to accountId: String, expectedVersion: ExpectedVersion,
+        metadata: EventMetadata = EventMetadata(), claims: Set<String> = [], releases: Set<String> = []
+    ) async throws -> AppendResult {
         var metadata = metadata
         metadata.extra[SchemaEvolution.metadataKey] = String(evolution.currentVersion)
         let key = try vault.flatMap { vault in events.contains(where: \.carriesPersonalData) ? try vault.makeKey(for: accountId) : nil }
@@ -78,8 +80,9 @@ public struct AccountLog: Sendable {
         guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0), version > 0 else { return nil }
         var state: AccountState?
         for record in try log.readStream(accountId, limit: version == .max ? .max : Int(clamping: version)) {
-            state = AccountState.applying(try event(from: record), to: state, accountId: accountId,
-                                          version: record.streamVersion, at: record.timestamp)
+            state = AccountState.applying(
+                try event(from: record), to: state, accountId: accountId,
+                version: record.streamVersion, at: record.timestamp)
         }
         return state
     }

@@ -42,10 +42,14 @@ public struct AccountDetailsProjection: Projection {
         // States are decoded once per batch and written back in finishBatch.
         let key = StreamKey(bytes: Array(record.streamIDBytes))
         let batch = Self.batch(state)
-        let previous = try batch.states[key]
+        let previous =
+            try batch.states[key]
             ?? state.get("accounts", key: key.bytes).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
-        guard let next = AccountState.applying(upcast, to: previous, accountId: accountId,
-                                               version: record.streamVersion, at: record.timestamp) else { return }
+        guard
+            let next = AccountState.applying(
+                upcast, to: previous, accountId: accountId,
+                version: record.streamVersion, at: record.timestamp)
+        else { return }
         batch.states[key] = next
     }
 

@@ -81,7 +81,8 @@ extension AccountStore {
             return [notification(.associatedAccount(after))]
         case .detailsModified, .userIdChanged, .anonymousAccountUpgraded:
             guard let before = try detailsAt(record.streamVersion - 1),
-                  let after = try detailsAt(record.streamVersion) else { return [] }
+                let after = try detailsAt(record.streamVersion)
+            else { return [] }
             return [notification(.detailsChanged(before, after))]
         case .accountDeleted:
             guard let before = try detailsAt(record.streamVersion - 1) else { return [] }

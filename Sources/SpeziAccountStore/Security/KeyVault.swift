@@ -46,7 +46,9 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
 /// sync mode: a lost key would make an account unreadable for good.
 public final class KeyVault: Sendable {
     enum SlotState: UInt8 {
-        case live = 1, shredded = 2, shredding = 3
+        case live = 1
+        case shredded = 2
+        case shredding = 3
     }
 
     struct Entry {
@@ -193,7 +195,8 @@ public final class KeyVault: Sendable {
     // MARK: File access
 
     private func write(slot: Int, state: SlotState, key: [UInt8], accountId: [UInt8]) throws {
-        try Self.write(Self.slot(state: state, key: key, accountId: accountId), at: Self.headerSize + slot * Self.slotSize, fd: descriptor, path: path)
+        try Self.write(
+            Self.slot(state: state, key: key, accountId: accountId), at: Self.headerSize + slot * Self.slotSize, fd: descriptor, path: path)
     }
 
     static func slot(state: SlotState, key: [UInt8], accountId: [UInt8]) -> [UInt8] {

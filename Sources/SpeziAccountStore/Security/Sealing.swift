@@ -18,7 +18,9 @@ enum Sealing {
     enum Failure: Error, CustomStringConvertible {
         case damaged(String)
         var description: String {
-            switch self { case let .damaged(reason): "sealed data does not open: \(reason)" }
+            switch self {
+            case let .damaged(reason): "sealed data does not open: \(reason)"
+            }
         }
     }
 

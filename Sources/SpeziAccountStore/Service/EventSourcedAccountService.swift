@@ -188,7 +188,9 @@ public actor EventSourcedAccountService: AccountService {
         let local = modifications.filtered(to: touched.filter(isStored))
         let external = modifications.filtered(to: touched.filter { !isStored($0) })
         let (currentStored, currentExternal) = split(current)
-        let stored = local.isEmpty ? currentStored
+        let stored =
+            local.isEmpty
+            ? currentStored
             : try await store.modify(current.accountId, local, context: context, validating: false)
         try await externalStorage.updateExternalStorage(with: external, for: current.accountId)
         var updated = stored.merging(external.applied(to: currentExternal))

@@ -98,7 +98,8 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
             Task.detached {
                 try? await store.projections.waitUntilApplied(name, position: head)
                 if let values = try? store.externalValues(of: accountId),
-                   let details = try? store.details(perKey: values, keys: keys) {
+                    let details = try? store.details(perKey: values, keys: keys)
+                {
                     storage.notifyAboutUpdatedDetails(for: accountId, details)
                 }
             }
@@ -109,8 +110,10 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
 
     public func modify(_ accountId: String, _ modifications: AccountModifications) async throws {
         guard !modifications.isEmpty else { return }
-        try await append(.externalDetailsModified(modified: try modifications.modifiedDetails.encodedPerKey(),
-                                                  removed: modifications.removedKeys.map { $0.identifier }), to: accountId)
+        try await append(
+            .externalDetailsModified(
+                modified: try modifications.modifiedDetails.encodedPerKey(),
+                removed: modifications.removedKeys.map { $0.identifier }), to: accountId)
     }
 
     /// Nothing to clear: the view is the store's, not a per-session cache.

@@ -27,7 +27,9 @@ public struct AccountState: Sendable, Equatable {
     public internal(set) var lastFailedLogin: Date?
 
     /// The state after an `account.created` event.
-    public init(accountId: String, userId: String, passwordHash: String?, isAnonymous: Bool, values: EncodedAccountValues, version: UInt64, at time: Date) {
+    public init(
+        accountId: String, userId: String, passwordHash: String?, isAnonymous: Bool, values: EncodedAccountValues, version: UInt64, at time: Date
+    ) {
         self.accountId = accountId
         self.userId = userId
         self.passwordHash = passwordHash
@@ -45,8 +47,9 @@ public struct AccountState: Sendable, Equatable {
     /// Returns nil when the event cannot start an account.
     public static func applying(_ event: AccountEvent, to state: AccountState?, accountId: String, version: UInt64, at time: Date) -> AccountState? {
         if case let .accountCreated(userId, passwordHash, isAnonymous, values) = event {
-            return AccountState(accountId: accountId, userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
-                                values: values, version: version, at: time)
+            return AccountState(
+                accountId: accountId, userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
+                values: values, version: version, at: time)
         }
         if case .redacted("account.created") = event {
             // A shredded account: it existed, and nothing more can be known about it.
@@ -62,8 +65,9 @@ public struct AccountState: Sendable, Equatable {
         self.version = version
         switch event {
         case let .accountCreated(userId, passwordHash, isAnonymous, values):
-            self = AccountState(accountId: accountId, userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
-                                values: values, version: version, at: time)
+            self = AccountState(
+                accountId: accountId, userId: userId, passwordHash: passwordHash, isAnonymous: isAnonymous,
+                values: values, version: version, at: time)
             return
         case let .anonymousAccountUpgraded(userId, passwordHash, values):
             self.userId = userId
@@ -140,9 +144,10 @@ public struct AccountState: Sendable, Equatable {
             func date(_ field: String) throws -> Date {
                 Date(timeIntervalSince1970: Double(Int64(bitPattern: try reader.varint(field))) / 1_000_000)
             }
-            var state = AccountState(accountId: try reader.string("accountId"), userId: try reader.string("userId"),
-                                     passwordHash: try reader.optionalString("passwordHash"), isAnonymous: try reader.bool("isAnonymous"),
-                                     values: [:], version: 0, at: Date(timeIntervalSince1970: 0))
+            var state = AccountState(
+                accountId: try reader.string("accountId"), userId: try reader.string("userId"),
+                passwordHash: try reader.optionalString("passwordHash"), isAnonymous: try reader.bool("isAnonymous"),
+                values: [:], version: 0, at: Date(timeIntervalSince1970: 0))
             state.isDeleted = try reader.bool("isDeleted")
             state.version = try reader.varint("version")
             state.createdAt = try date("createdAt")

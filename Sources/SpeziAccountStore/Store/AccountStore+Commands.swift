@@ -49,16 +49,18 @@ extension AccountStore {
         let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
         let result: AppendResult
         do {
-            result = try await accounts.append([event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
-                                               claims: [accounts.claim(forUserId: userId)])
+            result = try await accounts.append(
+                [event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
+                claims: [accounts.claim(forUserId: userId)])
         } catch EventLogError.claimTaken {
             throw AccountServiceError.credentialsTaken
         }
         try await awaitCache(result.positions.upperBound)
         // The details as of this signup: another writer may already have changed or deleted the
         // account, but this signup happened and its caller gets what it created.
-        let created = AccountState(accountId: accountId, userId: userId, passwordHash: hash, isAnonymous: false, values: values,
-                                   version: 1, at: options.clock())
+        let created = AccountState(
+            accountId: accountId, userId: userId, passwordHash: hash, isAnonymous: false, values: values,
+            version: 1, at: options.clock())
         var details = try details(from: created)
         details.isNewUser = true
         return details
@@ -68,8 +70,9 @@ extension AccountStore {
     @discardableResult
     public func signInAnonymously(context: Context = Context()) async throws -> AccountDetails {
         let accountId = options.makeAccountId()
-        let result = try await accounts.append([.accountCreated(userId: "", passwordHash: nil, isAnonymous: true, values: [:])],
-                                               to: accountId, expectedVersion: .noStream, metadata: context.metadata)
+        let result = try await accounts.append(
+            [.accountCreated(userId: "", passwordHash: nil, isAnonymous: true, values: [:])],
+            to: accountId, expectedVersion: .noStream, metadata: context.metadata)
         try await awaitCache(result.positions.upperBound)
         guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
         details.isNewUser = true
@@ -96,7 +99,9 @@ extension AccountStore {
         let outcome = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
             return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
-        } context: { context }
+        } context: {
+            context
+        }
         if let position = outcome.position { try await awaitCache(position) }
         var details = try details(from: outcome.state)
         details.isNewUser = true
@@ -115,7 +120,8 @@ extension AccountStore {
             throw AccountServiceError.wrongCredentials
         }
         guard let accountId = try accounts.accountId(forUserId: userId), let state = try accounts.load(accountId),
-              !state.isDeleted, let stored = state.passwordHash else {
+            !state.isDeleted, let stored = state.passwordHash
+        else {
             // Spend the time one check takes, so that unknown user ids cannot be told apart by timing.
             _ = try? hasher.verify(password, against: try timingDecoyHash)
             throw AccountServiceError.wrongCredentials
@@ -184,7 +190,9 @@ extension AccountStore {
             if let newPasswordHash { events.append(.passwordChanged(passwordHash: newPasswordHash)) }
             if !modified.isEmpty || !removed.isEmpty { events.append(.detailsModified(modified: modified, removed: removed)) }
             return (events, claims, releases)
-        } context: { context }
+        } context: {
+            context
+        }
         if let position = outcome.position { try await awaitCache(position) }
         // The details as of this change, even if another writer changed or deleted the account since.
         return try details(from: outcome.state)
@@ -202,7 +210,9 @@ extension AccountStore {
             position = try await retrying(accountId) { state in
                 let releases: Set<String> = state.userId.isEmpty ? [] : [accounts.claim(forUserId: state.userId)]
                 return ([.accountDeleted], [], releases)
-            } context: { context }.position
+            } context: {
+                context
+            }.position
         } catch {
             try? accounts.vault?.cancelShredding(accountId)
             throw error
@@ -216,17 +226,20 @@ extension AccountStore {
     /// short random pause (growing with each attempt, so that many writers on one account spread out
     /// instead of colliding again). Returns the position of the last event appended (nil when
     /// `decide` had nothing to append) and the account's state right after the append.
-    func retrying(_ accountId: String,
-                  decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
-                  context: () -> Context) async throws -> (position: UInt64?, state: AccountState) {
+    func retrying(
+        _ accountId: String,
+        decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
+        context: () -> Context
+    ) async throws -> (position: UInt64?, state: AccountState) {
         let attempts = options.maxConflictRetries
         for attempt in 0..<attempts {
             guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
             guard !decision.events.isEmpty else { return (nil, state) }
             do {
-                let result = try await accounts.append(decision.events, to: accountId, expectedVersion: .exact(state.version),
-                                                       metadata: context().metadata, claims: decision.claims, releases: decision.releases)
+                let result = try await accounts.append(
+                    decision.events, to: accountId, expectedVersion: .exact(state.version),
+                    metadata: context().metadata, claims: decision.claims, releases: decision.releases)
                 var after = state
                 let now = options.clock()
                 for (offset, event) in decision.events.enumerated() {

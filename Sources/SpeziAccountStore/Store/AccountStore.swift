@@ -91,8 +91,10 @@ public final class AccountStore: Sendable {
     }
 
     /// Opens (or creates) the store in `directory`.
-    public init(directory: String, service: AccountServiceConfiguration = AccountStore.defaultServiceConfiguration,
-                values: AccountValueConfiguration = .default, options: AccountStoreOptions = AccountStoreOptions()) throws {
+    public init(
+        directory: String, service: AccountServiceConfiguration = AccountStore.defaultServiceConfiguration,
+        values: AccountValueConfiguration = .default, options: AccountStoreOptions = AccountStoreOptions()
+    ) throws {
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         var logOptions = EventLogOptions()
         logOptions.sync = options.sync
@@ -106,9 +108,12 @@ public final class AccountStore: Sendable {
             accounts = AccountLog(log: log, evolution: options.evolution, vault: vault)
             // A deletion cut short by a crash: destroy the key if the deletion reached the log.
             try vault?.finishShredding { accountId in try accounts.load(accountId)?.isDeleted ?? true }
-            projections = try ProjectionStore(path: root.appendingPathComponent("projections").path, log: log,
-                                              projections: [AccountDetailsProjection(evolution: options.evolution, vault: vault),
-                                                            ExternalDetailsProjection(evolution: options.evolution, vault: vault)])
+            projections = try ProjectionStore(
+                path: root.appendingPathComponent("projections").path, log: log,
+                projections: [
+                    AccountDetailsProjection(evolution: options.evolution, vault: vault),
+                    ExternalDetailsProjection(evolution: options.evolution, vault: vault)
+                ])
         } catch {
             log.close()
             throw error
@@ -182,7 +187,9 @@ public final class AccountStore: Sendable {
     func loggedValues(_ details: AccountDetails) throws -> EncodedAccountValues {
         try checkLimits(details, keyCount: details.count + details.unknownValues.count)
         var values = try details.encodedPerKey()
-        for identifier in [AccountDetails.__Key_accountId.identifier, AccountDetails.__Key_userId.identifier, AccountDetails.__Key_password.identifier] {
+        for identifier in [
+            AccountDetails.__Key_accountId.identifier, AccountDetails.__Key_userId.identifier, AccountDetails.__Key_password.identifier
+        ] {
             values[identifier] = nil
         }
         let limit = options.limits.maxValueBytes
@@ -200,7 +207,8 @@ public final class AccountStore: Sendable {
             throw AccountStoreError.valueTooLarge(key: AccountDetails.__Key_userId.identifier, bytes: userId.utf8.count, limit: limits.maxUserIdBytes)
         }
         if let password = details.password, password.utf8.count > limits.maxPasswordBytes {
-            throw AccountStoreError.valueTooLarge(key: AccountDetails.__Key_password.identifier, bytes: password.utf8.count, limit: limits.maxPasswordBytes)
+            throw AccountStoreError.valueTooLarge(
+                key: AccountDetails.__Key_password.identifier, bytes: password.utf8.count, limit: limits.maxPasswordBytes)
         }
     }
 

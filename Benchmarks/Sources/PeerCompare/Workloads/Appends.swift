@@ -41,8 +41,10 @@ enum AppendWorkloads {
                 let first = round * perRound
                 let events = sampleEvents(perRound, seed: (durable ? 0x51_0000_0000 : 0x52_0000_0000) &+ UInt64(first))
                 let streams = (first..<(first + perRound)).map { "account-\($0 % 100)" }
-                let frames = events.indices.map { RawFrame.make(type: events[$0].type, timestamp: stamp, stream: streams[$0], payload: [UInt8](events[$0].payload)) }
-                try await watches[0].time {
+                let frames = events.indices.map {
+                    RawFrame.make(type: events[$0].type, timestamp: stamp, stream: streams[$0], payload: [UInt8](events[$0].payload))
+                }
+                try await watches[0].timeAsync {
                     for (event, stream) in zip(events, streams) { _ = try await log.append(event, to: stream) }
                 }
                 try watches[1].time {
@@ -57,7 +59,8 @@ enum AppendWorkloads {
             log.close()
             let operations = scale.singleRounds * perRound
             for (backEnd, watch) in zip(BackEnd.allCases, watches) {
-                var figure = Figure("single-\(mode)", "\(mode) append, 1 writer, 1 event/commit", backEnd, operations: operations, seconds: watch.seconds)
+                var figure = Figure(
+                    "single-\(mode)", "\(mode) append, 1 writer, 1 event/commit", backEnd, operations: operations, seconds: watch.seconds)
                 figure.sharedProcess = true
                 figures.append(figure)
             }
@@ -78,7 +81,7 @@ enum AppendWorkloads {
             switch backEnd {
             case .log:
                 let log = try openLog(place, durable: true)
-                try await watch.time {
+                try await watch.timeAsync {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         for writer in 0..<writers {
                             group.addTask {
@@ -95,7 +98,7 @@ enum AppendWorkloads {
                 try watch.time { try raw.concurrentSingleAppends(writers: writers, perWriter: perWriter, value: frame) }
             case .sqlite:
                 let sqlite = try SQLitePeer(directory: place, durable: true)
-                try await watch.time {
+                try await watch.timeAsync {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         for writer in 0..<writers {
                             group.addTask {
@@ -107,8 +110,10 @@ enum AppendWorkloads {
                 }
             }
             try? FileManager.default.removeItem(at: place)
-            figures.append(Figure("group-\(writers)", "durable append, \(writers) concurrent writer\(writers == 1 ? "" : "s")", backEnd,
-                                  operations: total, seconds: watch.seconds))
+            figures.append(
+                Figure(
+                    "group-\(writers)", "durable append, \(writers) concurrent writer\(writers == 1 ? "" : "s")", backEnd,
+                    operations: total, seconds: watch.seconds))
         }
         return figures
     }

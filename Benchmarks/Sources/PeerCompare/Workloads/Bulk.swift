@@ -58,14 +58,18 @@ enum BulkWorkloads {
                 }
                 let proposed = zip(indexes, events).map { Dataset.proposed($1, id: UInt64(account * Dataset.eventsPerAccount + $0 + 1)) }
                 if let log {
-                    _ = try await watch.time { try await log.append(proposed, to: stream, expectedVersion: expected) }
+                    _ = try await watch.timeAsync { try await log.append(proposed, to: stream, expectedVersion: expected) }
                 } else if let sqlite {
                     _ = try watch.time { try sqlite.appendBlocking(proposed, to: stream, expectedVersion: expected) }
                 }
             }
         }
         log?.close()
-        return [Figure("bulk", "relaxed bulk append of \(count(scale.records)) events, 5 per commit", backEnd, operations: scale.records, seconds: watch.seconds)]
+        return [
+            Figure(
+                "bulk", "relaxed bulk append of \(count(scale.records)) events, 5 per commit", backEnd, operations: scale.records,
+                seconds: watch.seconds)
+        ]
     }
 
     /// A number that uses the decoded event, so that decoding cannot be left out.
@@ -116,7 +120,9 @@ enum BulkWorkloads {
             }
             try copied.time {
                 try log.replay(batchSize: 4_096) { record in
-                    copiedTotal &+= weight(try record.payload.withUnsafeBytes { try AccountEvent.decode(type: record.type, payload: $0) }) &+ record.metadata.extra.count
+                    copiedTotal &+=
+                        weight(try record.payload.withUnsafeBytes { try AccountEvent.decode(type: record.type, payload: $0) })
+                        &+ record.metadata.extra.count
                     copiedRecords += 1
                     return true
                 }
@@ -153,12 +159,17 @@ enum BulkWorkloads {
         precondition(records == scale.records, "\(backEnd.title) replayed \(records) of \(scale.records) events")
         precondition(total > 0)
         precondition(bareBytes > scale.records)
-        var figures = [Figure("scan", "full scan of \(count(scale.records)) events, payloads not decoded", backEnd, operations: records, seconds: bare.seconds),
-                       Figure("replay", "full replay of \(count(scale.records)) events, decoded in place", backEnd, operations: records, seconds: inPlace.seconds)]
+        var figures = [
+            Figure("scan", "full scan of \(count(scale.records)) events, payloads not decoded", backEnd, operations: records, seconds: bare.seconds),
+            Figure(
+                "replay", "full replay of \(count(scale.records)) events, decoded in place", backEnd, operations: records, seconds: inPlace.seconds)
+        ]
         if backEnd != .raw {
             precondition(copiedRecords == scale.records && copiedTotal >= total)
-            figures.append(Figure("replay-copied", "full replay of \(count(scale.records)) events, copied, then decoded", backEnd,
-                                  operations: copiedRecords, seconds: copied.seconds))
+            figures.append(
+                Figure(
+                    "replay-copied", "full replay of \(count(scale.records)) events, copied, then decoded", backEnd,
+                    operations: copiedRecords, seconds: copied.seconds))
         }
         return figures
     }

@@ -38,8 +38,9 @@ enum MixWorkload {
                 case 90..<95: event = .loginFailed(reason: "wrongPassword")
                 default: event = .passwordChanged(passwordHash: Dataset.passwordHash(&generator))
                 }
-                return Operation(stream: Dataset.accountId(account), event: event,
-                                 proposed: Dataset.proposed(event, id: 0x3170_0000_0000 &+ UInt64(writer) << 32 &+ UInt64(index)))
+                return Operation(
+                    stream: Dataset.accountId(account), event: event,
+                    proposed: Dataset.proposed(event, id: 0x3170_0000_0000 &+ UInt64(writer) << 32 &+ UInt64(index)))
             }
         }
     }
@@ -71,8 +72,11 @@ enum MixWorkload {
         return [figure]
     }
 
-    private static func onLog(_ scale: Scale, _ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], in directory: URL)
-        async throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double]) {
+    private static func onLog(
+        _ scale: Scale, _ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], in directory: URL
+    )
+        async throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double])
+    {
         var options = EventLogOptions()
         options.sync = .durable
         let log = try EventLog(path: directory.appendingPathComponent("log").path, options: options)
@@ -81,15 +85,17 @@ enum MixWorkload {
             for lane in 0..<64 {
                 group.addTask {
                     for account in stride(from: lane, to: scale.mixAccounts, by: 64) {
-                        _ = try await log.append(Dataset.proposed(Dataset.event(account: account, index: 0), id: 0x3100_0000 &+ UInt64(account)),
-                                                 to: Dataset.accountId(account), expectedVersion: .noStream)
+                        _ = try await log.append(
+                            Dataset.proposed(Dataset.event(account: account, index: 0), id: 0x3100_0000 &+ UInt64(account)),
+                            to: Dataset.accountId(account), expectedVersion: .noStream)
                     }
                 }
             }
             try await group.waitForAll()
         }
         let base = try log.lastPosition()
-        let cache = try ProjectionStore(path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()])
+        let cache = try ProjectionStore(
+            path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()])
         try await cache.waitUntilApplied(AccountDetailsProjection.projectionName, position: base)
         let total = acks.count
         let readers = seen.map { table in
@@ -130,18 +136,25 @@ enum MixWorkload {
         return (Double(writersDone - start) / 1e9, latencies, ["cacheCaughtUpAfterWritersMs": Double(cacheDone - writersDone) / 1e6])
     }
 
-    private static func onRaw(_ scale: Scale, _ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], in directory: URL)
-        throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double]) {
+    private static func onRaw(
+        _ scale: Scale, _ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], in directory: URL
+    )
+        throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double])
+    {
         let raw = try RawLMDB(directory: directory.appendingPathComponent("raw"), sync: .durable)
         @Sendable func appendAndFold(_ txn: OpaquePointer, position: UInt64, _ event: AccountEvent, stream: String) throws {
             let now = microsecondsNow()
-            try raw.putRecord(txn, position: position, RawFrame.make(type: event.typeName, timestamp: now, stream: stream, payload: event.encodedPayload()))
+            try raw.putRecord(
+                txn, position: position, RawFrame.make(type: event.typeName, timestamp: now, stream: stream, payload: event.encodedPayload()))
             var key = Array(stream.utf8)
             try key.withUnsafeMutableBytes { key in
                 let key = UnsafeRawBufferPointer(key)
                 let previous = try raw.get(txn, raw.states, key: key).map { try AccountState(encoded: [UInt8]($0)) }
-                guard let next = AccountState.applying(event, to: previous, accountId: stream, version: (previous?.version ?? 0) + 1,
-                                                       at: Date(timeIntervalSince1970: Double(now) / 1e6)) else { return }
+                guard
+                    let next = AccountState.applying(
+                        event, to: previous, accountId: stream, version: (previous?.version ?? 0) + 1,
+                        at: Date(timeIntervalSince1970: Double(now) / 1e6))
+                else { return }
                 try next.encoded().withUnsafeBytes { try raw.put(txn, raw.states, key: key, value: $0) }
             }
         }
@@ -171,8 +184,11 @@ enum MixWorkload {
         }
     }
 
-    private static func onSQLite(_ scale: Scale, _ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], in directory: URL)
-        throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double]) {
+    private static func onSQLite(
+        _ scale: Scale, _ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], in directory: URL
+    )
+        throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double])
+    {
         let sqlite = try SQLitePeer(directory: directory.appendingPathComponent("sqlite"), sync: .full)
         try sqlite.pool.write { db in
             for account in 0..<scale.mixAccounts {
@@ -196,10 +212,13 @@ enum MixWorkload {
 
     /// The peers' run: one thread per writer, one per subscriber; writers ring a bell after each
     /// commit, subscribers wait for it and read what is new.
-    private static func runThreads(_ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], base: UInt64,
-                                   append: @escaping @Sendable (Operation) throws -> UInt64,
-                                   read: @escaping @Sendable (UInt64, (UInt64) -> Void) throws -> UInt64)
-        throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double]) {
+    private static func runThreads(
+        _ operations: [[Operation]], acks: NanosTable, seen: [NanosTable], base: UInt64,
+        append: @escaping @Sendable (Operation) throws -> UInt64,
+        read: @escaping @Sendable (UInt64, (UInt64) -> Void) throws -> UInt64
+    )
+        throws -> (seconds: Double, latencies: [UInt64], notes: [String: Double])
+    {
         let bell = CommitBell()
         let failure = ErrorBox()
         let collected = LatencyCollector()

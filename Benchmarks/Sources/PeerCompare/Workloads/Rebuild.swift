@@ -27,13 +27,13 @@ enum DetailsWorkloads {
             let log = try BulkWorkloads.openLog(directory)
             let last = try log.lastPosition()
             var first = Stopwatch()
-            let store = try await first.time {
+            let store = try await first.timeAsync {
                 let store = try ProjectionStore(path: projectionsPath(directory).path, log: log, projections: [AccountDetailsProjection()])
                 try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: last)
                 return store
             }
             notes["initialBuildSeconds"] = first.seconds
-            try await watch.time { try await store.rebuild(AccountDetailsProjection.projectionName) }
+            try await watch.timeAsync { try await store.rebuild(AccountDetailsProjection.projectionName) }
             folded = Int(last)
             await store.close()
             log.close()
@@ -45,8 +45,9 @@ enum DetailsWorkloads {
             folded = try watch.time { try sqlite.rebuildAccounts(batchSize: 4_096) }
         }
         precondition(folded == scale.records, "\(backEnd.title) folded \(folded) of \(scale.records) events")
-        var figure = Figure("rebuild", "rebuild of the details table, \(count(scale.accounts)) accounts / \(count(scale.records)) events",
-                            backEnd, operations: folded, seconds: watch.seconds)
+        var figure = Figure(
+            "rebuild", "rebuild of the details table, \(count(scale.accounts)) accounts / \(count(scale.records)) events",
+            backEnd, operations: folded, seconds: watch.seconds)
         figure.notes = notes
         return [figure]
     }
@@ -62,7 +63,8 @@ enum DetailsWorkloads {
                     let event = try AccountEvent.decode(type: view.type, payload: view.payload)
                     let previous = try raw.get(txn, raw.states, key: view.stream).map { try AccountState(encoded: [UInt8]($0)) }
                     let stream = String(decoding: view.stream, as: UTF8.self)
-                    if let next = AccountState.applying(event, to: previous, accountId: stream, version: (previous?.version ?? 0) + 1, at: view.date) {
+                    if let next = AccountState.applying(event, to: previous, accountId: stream, version: (previous?.version ?? 0) + 1, at: view.date)
+                    {
                         try next.encoded().withUnsafeBytes { try raw.put(txn, raw.states, key: view.stream, value: $0) }
                     }
                     after = position
