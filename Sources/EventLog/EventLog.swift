@@ -29,6 +29,7 @@ public struct EventLogOptions: Sendable {
     /// Open for reading only.
     public var readOnly = false
 
+    /// Creates the default value.
     public init() {}
 }
 
@@ -363,7 +364,9 @@ public final class EventLog: Sendable {
 
 /// Counts and sizes of a log.
 public struct LogStatistics: Sendable, Equatable {
+    /// The number of records in the log.
     public let records: Int
+    /// The position of the last record (0 when the log is empty).
     public let lastPosition: UInt64
     /// The size of `data.mdb`.
     public let fileBytes: Int

@@ -31,6 +31,7 @@ public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Another storage failure (I/O error, permissions, …): the append was not committed.
     case storage(LMDBError)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .wrongExpectedVersion(stream, expected, actual):

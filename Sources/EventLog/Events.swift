@@ -14,6 +14,7 @@ public enum ExpectedVersion: Sendable, Hashable, CustomStringConvertible {
     /// The stream's last event must have this version (1 is the first event).
     case exact(UInt64)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case .any: "any version"
@@ -34,6 +35,7 @@ public struct EventMetadata: Sendable, Hashable {
     /// Free key/values (keys must not be `actor`, `correlation-id` or `causation-id`).
     public var extra: [String: String]
 
+    /// Creates metadata; every field is optional.
     public init(actor: String? = nil, correlationID: String? = nil, causationID: String? = nil, extra: [String: String] = [:]) {
         self.actor = actor
         self.correlationID = correlationID
@@ -93,6 +95,7 @@ public struct ProposedEvent: Sendable, Hashable {
     /// The encoded event.
     public var payload: Data
 
+    /// Creates an event to append; its id makes a retried append idempotent.
     public init(eventID: UUID = .random(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
         self.eventID = eventID
         self.type = type
@@ -140,10 +143,12 @@ public struct ChainHash: Sendable, Hashable, CustomStringConvertible {
         try withUnsafeBytes(of: words, body)
     }
 
+    /// Whether both sides are equal.
     public static func == (lhs: ChainHash, rhs: ChainHash) -> Bool {
         lhs.words == rhs.words
     }
 
+    /// Hashes the same parts that equality compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(words.0)
         hasher.combine(words.1)
@@ -172,12 +177,17 @@ public struct RecordedEvent: Sendable, Hashable {
     public let streamID: String
     /// Its place in the stream: 1, 2, 3, …
     public let streamVersion: UInt64
+    /// The id the event was appended with.
     public let eventID: UUID
+    /// The event type name.
     public let type: String
+    /// The schema version of the payload.
     public let schemaVersion: UInt32
     /// When the log committed it (microsecond precision).
     public let timestamp: Date
+    /// Who caused the event and why (actor, correlation and causation ids, extra pairs).
     public let metadata: EventMetadata
+    /// The payload bytes, as appended.
     public let payload: Data
     /// The chain hash up to and including this record.
     public let hash: ChainHash

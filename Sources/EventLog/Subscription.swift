@@ -51,6 +51,7 @@ extension EventLog {
 
 /// The records of a catch-up subscription, as an `AsyncSequence`. See ``EventLog/subscribe(after:stream:batchSize:)``.
 public struct EventSubscription: AsyncSequence, Sendable {
+    /// The type of the elements the sequence delivers.
     public typealias Element = RecordedEvent
 
     let log: EventLog
@@ -58,6 +59,7 @@ public struct EventSubscription: AsyncSequence, Sendable {
     let streamID: String?
     let batchSize: Int
 
+    /// Starts reading; each iterator reads on its own.
     public func makeAsyncIterator() -> Iterator {
         Iterator(log: log, position: after, streamID: streamID, batchSize: batchSize)
     }
@@ -81,6 +83,7 @@ public struct EventSubscription: AsyncSequence, Sendable {
             self.batchSize = batchSize
         }
 
+        /// The next element; `nil` when the sequence ended.
         public mutating func next() async throws -> RecordedEvent? {
             while true {
                 if Task.isCancelled { return nil }

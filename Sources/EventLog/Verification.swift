@@ -23,16 +23,19 @@ public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
 
     /// The position of the first bad record.
     public let position: UInt64
+    /// What is wrong.
     public let kind: Kind
     /// What and where, in words.
     public let detail: String
 
+    /// Creates a problem report.
     public init(position: UInt64, kind: Kind, detail: String) {
         self.position = position
         self.kind = kind
         self.detail = detail
     }
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String { "position \(position): \(detail)" }
 }
 
@@ -53,9 +56,12 @@ public struct VerificationReport: Sendable, Equatable {
 
 /// How far a verification has come.
 public struct VerificationProgress: Sendable, Equatable {
+    /// Records checked so far.
     public let checked: UInt64
+    /// Records to check in all.
     public let total: UInt64
 
+    /// Creates a progress report.
     public init(checked: UInt64, total: UInt64) {
         self.checked = checked
         self.total = total

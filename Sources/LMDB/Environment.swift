@@ -36,6 +36,7 @@ public struct EnvironmentOptions: Sendable {
     /// Open without write access.
     public var readOnly = false
 
+    /// Creates the default value.
     public init() {}
 }
 
@@ -409,9 +410,13 @@ public struct Database: Sendable, Hashable {
 
 /// Size figures of one database.
 public struct DatabaseStatistics: Sendable, Equatable {
+    /// The number of entries.
     public let entries: Int
+    /// The depth of the B-tree.
     public let depth: Int
+    /// The page size in bytes.
     public let pageSize: Int
+    /// Branch, leaf and overflow pages in use.
     public let pages: Int
 }
 

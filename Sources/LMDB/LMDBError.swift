@@ -15,6 +15,7 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The environment's path, when known.
     public let path: String?
 
+    /// Creates an error for `operation` that failed with `code`.
     public init(code: Int32, operation: String, path: String? = nil) {
         self.code = code
         self.operation = operation
@@ -33,6 +34,7 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
     /// True when the file is not an LMDB environment, or is truncated or damaged.
     public var isInvalidFile: Bool { code == MDB_INVALID || code == MDB_CORRUPTED || code == MDB_PAGE_NOTFOUND || code == MDB_VERSION_MISMATCH }
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         let location = path.map { " at \($0)" } ?? ""
         return "LMDB \(operation) failed\(location): \(reason) (code \(code))"

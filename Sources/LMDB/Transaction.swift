@@ -7,7 +7,9 @@ import CLMDB
 
 /// Flags for `Transaction.put(_:key:value:flags:)`.
 public struct PutFlags: OptionSet, Sendable {
+    /// The raw bits of the options.
     public let rawValue: UInt32
+    /// Creates options from their raw bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Fail with `MDB_KEYEXIST` instead of overwriting.
     public static let noOverwrite = PutFlags(rawValue: UInt32(MDB_NOOVERWRITE))

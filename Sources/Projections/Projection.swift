@@ -34,6 +34,7 @@ extension Projection {
 
 /// Values a projection keeps decoded during one batch (one write transaction), by key.
 public final class ProjectionScratch {
+    /// Values kept for the current batch, by key (cleared when the batch commits).
     public var values: [[UInt8]: Any] = [:]
     init() {}
 }
@@ -81,6 +82,7 @@ public enum ProjectionError: Error, Sendable, Equatable, CustomStringConvertible
     case failed(projection: String, position: UInt64, reason: String)
     case closed
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .unknownProjection(name): "no projection named \"\(name)\""
@@ -94,6 +96,7 @@ public enum ProjectionError: Error, Sendable, Equatable, CustomStringConvertible
 
 /// The state of one projection, for status displays and tests.
 public struct ProjectionStatus: Sendable, Equatable {
+    /// The projection's name.
     public let name: String
     /// The generation that serves reads.
     public let generation: UInt32
@@ -106,6 +109,7 @@ public struct ProjectionStatus: Sendable, Equatable {
     /// Why it stopped, if it did.
     public let failure: String?
 
+    /// Whether both sides are equal.
     public static func == (lhs: ProjectionStatus, rhs: ProjectionStatus) -> Bool {
         lhs.name == rhs.name && lhs.generation == rhs.generation && lhs.checkpoint == rhs.checkpoint && lhs.lag == rhs.lag
             && lhs.rebuilding?.generation == rhs.rebuilding?.generation && lhs.rebuilding?.checkpoint == rhs.rebuilding?.checkpoint

@@ -18,6 +18,7 @@ public struct ProjectionStoreOptions: Sendable {
     /// The map size to start with; it grows by itself.
     public var initialMapSize = 1 << 30
 
+    /// Creates the default value.
     public init() {}
 }
 

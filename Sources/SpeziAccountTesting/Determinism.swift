@@ -39,10 +39,12 @@ public final class SequentialIDs: Sendable {
     private let next = Mutex(1)
     private let prefix: String
 
+    /// Ids `prefix0001`, `prefix0002`, … in order.
     public init(prefix: String = "account-") {
         self.prefix = prefix
     }
 
+    /// The next id.
     public func make() -> String {
         next.withLock { value in
             defer { value += 1 }

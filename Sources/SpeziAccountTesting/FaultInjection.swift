@@ -18,7 +18,9 @@ public enum FaultShim {
     /// The path of the built `libiofault.so`.
     public static let library: Result<String, ShimBuildError> = build()
 
+    /// Why the shim could not be built.
     public struct ShimBuildError: Error, CustomStringConvertible {
+        /// What the compiler or the system said.
         public let description: String
     }
 
@@ -59,9 +61,13 @@ public enum FaultShim {
 public enum PowerLoss {
     /// What a strike took away.
     public struct Outcome: Sendable {
+        /// Files rolled back.
         public var files = 0
+        /// Writes undone.
         public var writesUndone = 0
+        /// Bytes put back.
         public var bytesUndone = 0
+        /// Nothing undone yet.
         public init() {}
     }
 

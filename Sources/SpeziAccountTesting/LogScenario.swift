@@ -11,10 +11,14 @@ import SpeziAccountStore
 
 /// An event of one account, for building logs in tests.
 public struct StreamEvent: Sendable {
+    /// The account (stream) the event belongs to.
     public let accountId: String
+    /// The event.
     public let event: AccountEvent
+    /// Who appended it, if known.
     public let actor: String?
 
+    /// An event of `accountId`.
     public init(_ accountId: String, _ event: AccountEvent, actor: String? = nil) {
         self.accountId = accountId
         self.event = event
@@ -46,7 +50,9 @@ public struct Outcome: Sendable {
 public final class LogScenario: Sendable {
     /// The temporary directory (removed by ``remove()``).
     public let directory: URL
+    /// The store's clock: it moves only when told.
     public let clock: TestClock
+    /// The account ids new accounts get.
     public let ids: SequentialIDs
     /// The store under test.
     public let store: AccountStore

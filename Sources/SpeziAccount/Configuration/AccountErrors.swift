@@ -16,6 +16,7 @@ public enum AccountOperationError: Error, Equatable, CustomStringConvertible {
     /// A value failed a validation rule.
     case invalidValue(key: String, rule: String, message: String)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .missingAccountValue(names):
@@ -45,6 +46,7 @@ public enum AccountConfigurationError: Error, Equatable, CustomStringConvertible
     /// ExternalAccountStorage was asked to store details but no provider is configured.
     case noStorageProviderConfigured
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .missingStorageProvider(keys):
@@ -74,6 +76,7 @@ public enum AccountServiceError: Error, Equatable, CustomStringConvertible {
     /// The operation needs a signed-in account.
     case notSignedIn
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case .credentialsTaken: "The user id is already taken"

@@ -72,6 +72,7 @@ public struct AccountValueConfiguration: Sendable, ExpressibleByArrayLiteral {
         self.configured = configured
     }
 
+    /// Creates a configuration from a list of configured keys.
     public init(arrayLiteral elements: ConfiguredAccountKey...) {
         self.init(elements)
     }

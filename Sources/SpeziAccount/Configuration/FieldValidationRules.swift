@@ -51,10 +51,12 @@ public struct ValidationRule: Sendable, Hashable {
         $0.count >= 12
     }
 
+    /// Whether both sides are equal.
     public static func == (lhs: ValidationRule, rhs: ValidationRule) -> Bool {
         lhs.id == rhs.id
     }
 
+    /// Hashes the same parts that equality compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(id)
     }

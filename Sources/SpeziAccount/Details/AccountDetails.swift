@@ -195,6 +195,7 @@ extension AccountDetails: Equatable {
 }
 
 extension AccountDetails: CustomStringConvertible {
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         let values = storage.keys.sorted().map { "\($0): \(storage[$0].map { String(describing: $0.value) } ?? "")" }
         let unknown = unknownValues.keys.sorted().map { "\($0) (unknown)" }

@@ -22,6 +22,7 @@ public enum RawAccountValue: Sendable, Hashable, Codable {
     /// An object.
     case object([String: RawAccountValue])
 
+    /// Decodes the value from its coded form.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -43,6 +44,7 @@ public enum RawAccountValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// Encodes the value into its coded form.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {

@@ -85,6 +85,7 @@ public struct UserIdPasswordSetup: Sendable, Hashable, CustomStringConvertible {
         self.supportsPasswordReset = supportsPasswordReset
     }
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String { "userId and password" }
 }
 
@@ -93,6 +94,7 @@ public struct AnonymousSignupSetup: Sendable, Hashable, CustomStringConvertible 
     /// Describes anonymous sign-in.
     public init() {}
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String { "anonymous sign-in" }
 }
 

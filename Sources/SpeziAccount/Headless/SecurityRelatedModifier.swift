@@ -35,6 +35,7 @@ public struct AlwaysAuthenticated: SecurityRelatedAuthentication {
     /// Creates the hook.
     public init() {}
 
+    /// Allows every operation without asking.
     public func ensureAuthenticated(for operation: SecurityRelatedOperation) async throws {}
 }
 
@@ -47,6 +48,7 @@ public struct SecurityRelatedAuthenticationHandler: SecurityRelatedAuthenticatio
         self.handler = handler
     }
 
+    /// Asks the hook, if one is set; throws when the operation must not go ahead.
     public func ensureAuthenticated(for operation: SecurityRelatedOperation) async throws {
         try await handler(operation)
     }

@@ -25,6 +25,7 @@ public actor InMemoryAccountService: AccountService {
         AccountDetails.__Key_name.self, AccountDetails.__Key_genderIdentity.self, AccountDetails.__Key_dateOfBirth.self
     ]
 
+    /// What the service supports: its user id type, the keys it stores and its required keys.
     public nonisolated let configuration: AccountServiceConfiguration
 
     @Dependency(Account.self) private var account
@@ -144,6 +145,7 @@ public actor InMemoryAccountService: AccountService {
     /// Requests a password reset; the in-memory service does nothing.
     public func resetPassword(userId: String) async throws {}
 
+    /// Validates and applies `modifications` to the signed-in account; keys the service does not store go to the storage provider.
     public func updateAccountDetails(_ modifications: AccountModifications) async throws {
         guard let current = account.details, var record = records[current.accountId] else {
             throw AccountServiceError.notSignedIn
@@ -182,6 +184,7 @@ public actor InMemoryAccountService: AccountService {
         try await account.supplyUserDetails(updated)
     }
 
+    /// Signs the current account out.
     public func logout() async throws {
         await account.removeUserDetails()
     }

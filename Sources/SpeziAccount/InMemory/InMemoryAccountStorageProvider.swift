@@ -25,10 +25,12 @@ public actor InMemoryAccountStorageProvider: AccountStorageProvider {
         records[accountId]
     }
 
+    /// Stores `details` for a new account.
     public func create(_ accountId: String, _ details: AccountDetails) async throws {
         try await modify(accountId, AccountModifications(modifiedDetails: details))
     }
 
+    /// Returns the stored values of `keys` for the account.
     public func load(_ accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails? {
         if let cached = cache.loadEntry(for: accountId, keys) {
             return cached
@@ -46,15 +48,18 @@ public actor InMemoryAccountStorageProvider: AccountStorageProvider {
         return nil
     }
 
+    /// Applies `modifications` to the stored values.
     public func modify(_ accountId: String, _ modifications: AccountModifications) async throws {
         records[accountId] = modifications.applied(to: records[accountId] ?? AccountDetails())
         cache.communicateModifications(for: accountId, modifications)
     }
 
+    /// Drops the account's cached values in this process; the stored values stay.
     public func disassociate(_ accountId: String) async {
         cache.clearEntry(for: accountId)
     }
 
+    /// Removes every stored value of the account.
     public func delete(_ accountId: String) async throws {
         records[accountId] = nil
         cache.clearEntry(for: accountId)

@@ -7,7 +7,9 @@ import Foundation
 
 /// A coding key built from an arbitrary identifier string.
 public struct AccountDetailsCodingKey: CodingKey, Hashable, Sendable {
+    /// The key's identifier.
     public let stringValue: String
+    /// Always `nil`: keys are named, never numbered.
     public var intValue: Int? { nil }
 
     /// A key for the given identifier.
@@ -15,10 +17,12 @@ public struct AccountDetailsCodingKey: CodingKey, Hashable, Sendable {
         self.stringValue = stringValue
     }
 
+    /// A coding key for the identifier `stringValue`.
     public init?(stringValue: String) {
         self.stringValue = stringValue
     }
 
+    /// Always `nil`: keys are named, never numbered.
     public init?(intValue: Int) {
         nil
     }

@@ -86,6 +86,7 @@ public struct AccountKeyOptions: OptionSet, Sendable, Hashable {
     /// Displayed and mutable.
     public static let `default`: AccountKeyOptions = [.display, .mutable]
 
+    /// The raw bits of the options.
     public let rawValue: UInt8
 
     /// Creates options from their raw bits.
@@ -117,6 +118,7 @@ public struct AccountKeyCategory: Sendable, Hashable, CustomStringConvertible {
         AccountKeyCategory(id: "custom.\(title)", title: title)
     }
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String { id }
 }
 

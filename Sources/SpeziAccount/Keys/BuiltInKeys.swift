@@ -10,71 +10,113 @@ import Foundation
 extension AccountDetails {
     /// The key of accountId.
     public struct __Key_accountId: RequiredAccountKey {
+        /// The type of the key's value.
         public typealias Value = String
+        /// The stable identifier the value is stored under.
         public static let identifier: String = "accountId"
+        /// The name shown to users.
         public static let name: String = "Account Id"
+        /// The group the key is shown in.
         public static let category: AccountKeyCategory = .credentials
+        /// How the key may be displayed and changed.
         public static let options: AccountKeyOptions = .display
+        /// The value a new form field starts with.
         public static var initialValue: InitialValue<Value> { .empty("") }
     }
 
     /// The key of userId.
     public struct __Key_userId: RequiredAccountKey {
+        /// The type of the key's value.
         public typealias Value = String
+        /// The stable identifier the value is stored under.
         public static let identifier: String = "userId"
+        /// The name shown to users.
         public static let name: String = "User Id"
+        /// The group the key is shown in.
         public static let category: AccountKeyCategory = .credentials
+        /// How the key may be displayed and changed.
         public static let options: AccountKeyOptions = .default
+        /// The value a new form field starts with.
         public static var initialValue: InitialValue<Value> { .empty("") }
     }
 
     /// The key of password.
     public struct __Key_password: AccountKey {
+        /// The type of the key's value.
         public typealias Value = String
+        /// The stable identifier the value is stored under.
         public static let identifier: String = "password"
+        /// The name shown to users.
         public static let name: String = "Password"
+        /// The group the key is shown in.
         public static let category: AccountKeyCategory = .credentials
+        /// How the key may be displayed and changed.
         public static let options: AccountKeyOptions = .default
+        /// The value a new form field starts with.
         public static var initialValue: InitialValue<Value> { .empty("") }
     }
 
     /// The key of name.
     public struct __Key_name: AccountKey {
+        /// The type of the key's value.
         public typealias Value = PersonNameComponents
+        /// The stable identifier the value is stored under.
         public static let identifier: String = "name"
+        /// The name shown to users.
         public static let name: String = "Name"
+        /// The group the key is shown in.
         public static let category: AccountKeyCategory = .name
+        /// How the key may be displayed and changed.
         public static let options: AccountKeyOptions = .default
+        /// The value a new form field starts with.
         public static var initialValue: InitialValue<Value> { .empty(PersonNameComponents()) }
     }
 
     /// The key of dateOfBirth.
     public struct __Key_dateOfBirth: AccountKey {
+        /// The type of the key's value.
         public typealias Value = Date
+        /// The stable identifier the value is stored under.
         public static let identifier: String = "dateOfBirth"
+        /// The name shown to users.
         public static let name: String = "Date of Birth"
+        /// The group the key is shown in.
         public static let category: AccountKeyCategory = .personalDetails
+        /// How the key may be displayed and changed.
         public static let options: AccountKeyOptions = .default
+        /// The value a new form field starts with.
         public static var initialValue: InitialValue<Value> { .empty(Date(timeIntervalSince1970: 0)) }
     }
 
     /// The key of genderIdentity.
     public struct __Key_genderIdentity: AccountKey {
+        /// The type of the key's value.
         public typealias Value = GenderIdentity
+        /// The stable identifier the value is stored under.
         public static let identifier: String = "genderIdentity"
+        /// The name shown to users.
         public static let name: String = "Gender Identity"
+        /// The group the key is shown in.
         public static let category: AccountKeyCategory = .personalDetails
+        /// How the key may be displayed and changed.
         public static let options: AccountKeyOptions = .default
+        /// The value a new form field starts with.
         public static var initialValue: InitialValue<Value> { .default(.preferNotToState) }
     }
 
     /// The key of email.
     public struct __Key_email: AccountKey {
+        /// The type of the key's value.
         public typealias Value = String
+        /// The stable identifier the value is stored under.
         public static let identifier: String = "email"
+        /// The name shown to users.
         public static let name: String = "Email Address"
+        /// The group the key is shown in.
         public static let category: AccountKeyCategory = .contactDetails
+        /// How the key may be displayed and changed.
         public static let options: AccountKeyOptions = .default
+        /// The value a new form field starts with.
         public static var initialValue: InitialValue<Value> { .empty("") }
     }
 

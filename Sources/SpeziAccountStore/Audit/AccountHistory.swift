@@ -18,6 +18,7 @@ public struct AccountHistoryEntry: Sendable, Equatable {
         /// The value after, as JSON text (password hashes as `***`); nil when the key was removed.
         public let new: String?
 
+        /// Creates a change of one key.
         public init(key: String, old: String?, new: String?) {
             self.key = key
             self.old = old

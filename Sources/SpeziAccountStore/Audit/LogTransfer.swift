@@ -9,22 +9,34 @@ import Synchronization
 
 /// One log record as a line of JSON: every field the hash chain covers, plus the chain hash.
 public struct ExportedRecord: Codable, Sendable, Equatable {
+    /// The global position of the record.
     public let position: UInt64
+    /// The stream (account id).
     public let stream: String
+    /// The version within the stream.
     public let streamVersion: UInt64
+    /// The event id.
     public let eventID: UUID
+    /// The event type name.
     public let type: String
+    /// The schema version of the payload.
     public let schemaVersion: UInt32
+    /// When it was appended, in microseconds since 1970.
     public let timestampMicros: Int64
+    /// Who caused it, if known.
     public let actor: String?
+    /// The correlation id, if any.
     public let correlationID: String?
+    /// The causation id, if any.
     public let causationID: String?
+    /// Further metadata pairs.
     public let extra: [String: String]
     /// The payload, base64 (sealed payloads stay sealed).
     public let payload: Data
     /// The chain hash, hex.
     public let hash: String
 
+    /// The exported form of `record`.
     public init(_ record: RecordedEvent) {
         position = record.position
         stream = record.streamID
@@ -49,6 +61,7 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
     case outOfOrder(line: Int, position: UInt64, expected: UInt64)
     case hashMismatch(position: UInt64)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .notEmpty(path): "\(path) already holds a log; import needs an empty store"

@@ -22,6 +22,7 @@ public enum PayloadDecodingError: Error, Equatable, CustomStringConvertible {
     /// The event type is not one this code knows.
     case unknownEventType(String)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .truncated(field, offset): "payload truncated in field '\(field)' at byte \(offset)"

@@ -38,9 +38,13 @@ public struct SchemaEvolution: Sendable {
 
     /// An upcaster failed on a stored value.
     public struct UpcastError: Error, CustomStringConvertible {
+        /// The key whose value could not be upcast.
         public let identifier: String
+        /// The key-set version the upcast was to reach.
         public let version: Int
+        /// What went wrong.
         public let reason: String
+        /// A one-line, human-readable description (for logs and error messages).
         public var description: String { "upcasting \"\(identifier)\" to key-set version \(version) failed: \(reason)" }
     }
 
@@ -49,6 +53,7 @@ public struct SchemaEvolution: Sendable {
     /// The key-set version new events are written under: the newest change's version (1 when none).
     public var currentVersion: Int { changes.map(\.version).max() ?? 1 }
 
+    /// An evolution with no changes: events are read as written.
     public init() {}
 
     /// Registers a change introduced by key-set `version` (2 or more; versions may repeat).

@@ -17,6 +17,7 @@ public struct AccountLog: Sendable {
     /// The per-account keys personal data is sealed with (nil: written in the clear).
     public let vault: KeyVault?
 
+    /// Account streams on `log`, read through `evolution`, with payloads sealed by `vault` when it is given.
     public init(log: EventLog, evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.log = log
         self.evolution = evolution

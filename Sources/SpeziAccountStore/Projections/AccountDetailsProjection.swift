@@ -13,23 +13,30 @@ import Projections
 /// counters), so a cached state always equals the fold of its stream up to the checkpoint.
 /// Its fingerprint covers its own version and the schema evolution, so a new upcaster rebuilds it.
 public struct AccountDetailsProjection: Projection {
+    /// The name the projection is registered under.
     public static let projectionName = "account-details"
     /// Bump when the stored form or the folding changes.
     static let version = 2
 
+    /// The upcasters applied to old events while replaying.
     public let evolution: SchemaEvolution
     /// The per-account keys: cached states of live accounts are sealed with them.
     public let vault: KeyVault?
 
+    /// A details cache reading events through `evolution`, sealing states with `vault` when given.
     public init(evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.evolution = evolution
         self.vault = vault
     }
 
+    /// The projection name.
     public var name: String { Self.projectionName }
+    /// Changes with the projection version and the evolution; a change triggers a rebuild.
     public var fingerprint: String { "account-details v\(Self.version); keys: \(evolution.fingerprint)" }
+    /// The LMDB databases it keeps.
     public var databaseNames: [String] { ["accounts"] }
 
+    /// Folds one record into its account's state (kept for the batch).
     public func apply(_ record: RecordView, to state: ProjectionState) throws {
         // Types this build does not know (written by a newer one) stay in the log for the build
         // that knows them; they never stop the cache.
@@ -53,6 +60,7 @@ public struct AccountDetailsProjection: Projection {
         batch.states[key] = next
     }
 
+    /// Writes the batch's changed states.
     public func finishBatch(_ state: ProjectionState) throws {
         guard let batch = state.scratch.values[Self.batchKey] as? BatchStates else { return }
         for (key, next) in batch.states {

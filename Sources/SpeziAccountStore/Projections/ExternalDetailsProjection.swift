@@ -11,23 +11,30 @@ import Projections
 /// store itself, folded from the `external.*` events that ``EventSourcedStorageProvider`` appends.
 /// An account's deletion (either `external.details-erased` or `account.deleted`) removes its entry.
 public struct ExternalDetailsProjection: Projection {
+    /// The name the projection is registered under.
     public static let projectionName = "external-details"
     /// Bump when the stored form or the folding changes.
     static let version = 1
 
+    /// The upcasters applied to old events while replaying.
     public let evolution: SchemaEvolution
     /// The per-account keys: stored values are sealed with them.
     public let vault: KeyVault?
 
+    /// A view of external values reading events through `evolution`, sealing values with `vault` when given.
     public init(evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.evolution = evolution
         self.vault = vault
     }
 
+    /// The projection name.
     public var name: String { Self.projectionName }
+    /// Changes with the projection version and the evolution; a change triggers a rebuild.
     public var fingerprint: String { "external-details v\(Self.version); keys: \(evolution.fingerprint)" }
+    /// The LMDB databases it keeps.
     public var databaseNames: [String] { ["external"] }
 
+    /// Applies one `external.*` record to its account's values.
     public func apply(_ record: RecordView, to state: ProjectionState) throws {
         let type = record.type
         guard type == "external.details-modified" || type == "external.details-erased" || type == "account.deleted" else { return }

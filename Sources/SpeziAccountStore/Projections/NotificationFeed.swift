@@ -33,20 +33,24 @@ public struct LoggedNotification: Sendable, Equatable {
 /// the consumer iterates, so a slow consumer never makes memory grow. It ends when the log closes
 /// or the consuming task is cancelled, and throws when a record cannot be decoded.
 public struct AccountNotificationFeed: AsyncSequence, Sendable {
+    /// The type of the elements the sequence delivers.
     public typealias Element = LoggedNotification
 
     let store: AccountStore
     let after: UInt64
 
+    /// Starts reading; each iterator reads on its own.
     public func makeAsyncIterator() -> Iterator {
         Iterator(store: store, records: store.log.subscribe(after: after).makeAsyncIterator())
     }
 
+    /// The iterator that reads the sequence in batches.
     public struct Iterator: AsyncIteratorProtocol {
         let store: AccountStore
         var records: EventSubscription.Iterator
         var pending: [LoggedNotification] = []
 
+        /// The next element; `nil` when the sequence ended.
         public mutating func next() async throws -> LoggedNotification? {
             while pending.isEmpty {
                 guard let record = try await records.next() else { return nil }

@@ -16,6 +16,7 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case io(path: String, operation: String, errno: Int32)
     case accountIdTooLong(String)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .cannotOpen(path, code): "cannot open the key vault \(path): \(String(cString: strerror(code)))"
@@ -61,6 +62,7 @@ public final class KeyVault: Sendable {
     static let slotSize = 128
     static let maxAccountIdBytes = 88
 
+    /// The path of the vault file.
     public let path: String
     let descriptor: Int32
     /// The secret that keys user-id claims (HMAC-SHA256).

@@ -25,6 +25,7 @@ public struct ScryptParameters: Sendable, Hashable, CustomStringConvertible {
     /// Cheap parameters for unit tests. Never use them for real accounts.
     public static let insecureTesting = ScryptParameters(logN: 10, blockSize: 8, parallelism: 1)
 
+    /// Creates parameters: cost 2^`logN`, block size `blockSize`, parallelism `parallelism`.
     public init(logN: Int, blockSize: Int, parallelism: Int) {
         self.logN = logN
         self.blockSize = blockSize
@@ -41,6 +42,7 @@ public struct ScryptParameters: Sendable, Hashable, CustomStringConvertible {
         logN >= other.logN && blockSize >= other.blockSize && parallelism >= other.parallelism
     }
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         "ln=\(logN),r=\(blockSize),p=\(parallelism)"
     }
@@ -57,6 +59,7 @@ public enum PasswordHashingError: Error, Equatable, CustomStringConvertible {
     /// The key derivation itself failed.
     case derivationFailed(String)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .parametersBelowMinimum(parameters):

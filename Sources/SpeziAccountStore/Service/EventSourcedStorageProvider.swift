@@ -71,11 +71,13 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
         }
     }
 
+    /// Appends the new account's external values.
     public func create(_ accountId: String, _ details: AccountDetails) async throws {
         guard !details.isEmpty else { return }
         try await append(.externalDetailsModified(modified: try details.encodedPerKey(), removed: []), to: accountId)
     }
 
+    /// Returns the account's values for `keys` from the view, or `nil` when the view has not caught up yet (they arrive later through external storage).
     public func load(_ accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails? {
         let head = try store.log.lastPosition()
         let name = ExternalDetailsProjection.projectionName
@@ -108,6 +110,7 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
         return try store.details(perKey: try store.externalValues(of: accountId), keys: keys)
     }
 
+    /// Appends the changed and removed external values.
     public func modify(_ accountId: String, _ modifications: AccountModifications) async throws {
         guard !modifications.isEmpty else { return }
         try await append(
@@ -119,6 +122,7 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     /// Nothing to clear: the view is the store's, not a per-session cache.
     public func disassociate(_ accountId: String) async {}
 
+    /// Appends the erasure of the account's external values.
     public func delete(_ accountId: String) async throws {
         try await append(.externalDetailsErased, to: accountId)
     }

@@ -10,16 +10,21 @@ import Foundation
 public struct AccountState: Sendable, Equatable {
     /// The account (and stream) id.
     public let accountId: String
+    /// The user id (empty for anonymous accounts).
     public internal(set) var userId: String
     /// The scrypt hash string; nil for anonymous accounts and after deletion.
     public internal(set) var passwordHash: String?
+    /// Whether the account was created by anonymous sign-in and not upgraded.
     public internal(set) var isAnonymous: Bool
     /// Values by key identifier (JSON of each key's value), including keys this build does not know.
     public internal(set) var values: EncodedAccountValues
+    /// Whether the account was deleted.
     public internal(set) var isDeleted: Bool
     /// The stream version of the last event applied.
     public internal(set) var version: UInt64
+    /// When the account was created.
     public internal(set) var createdAt: Date
+    /// When its last event was appended.
     public internal(set) var updatedAt: Date
     /// Failed logins since the last successful one.
     public internal(set) var failedLogins: Int

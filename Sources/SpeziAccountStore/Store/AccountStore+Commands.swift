@@ -10,9 +10,12 @@ import SpeziAccount
 extension AccountStore {
     /// Who did it and in which request, recorded with every event.
     public struct Context: Sendable {
+        /// Who runs the command (written into the events).
         public var actor: String?
+        /// Ties the command's events to a request (written into the events).
         public var correlationID: String?
 
+        /// Creates a context.
         public init(actor: String? = nil, correlationID: String? = nil) {
             self.actor = actor
             self.correlationID = correlationID

@@ -22,6 +22,7 @@ public struct AccountStoreLimits: Sendable, Equatable {
     /// The longest password (bytes of UTF-8), so that hashing cannot be made arbitrarily slow.
     public var maxPasswordBytes = 4_096
 
+    /// Creates the default value.
     public init() {}
 }
 
@@ -52,6 +53,7 @@ public struct AccountStoreOptions: Sendable {
     /// New account ids.
     public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
 
+    /// Creates the default value.
     public init() {}
 }
 

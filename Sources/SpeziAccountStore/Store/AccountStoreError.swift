@@ -22,6 +22,7 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     /// More keys in one operation than the store accepts; nothing was written.
     case tooManyKeys(count: Int, limit: Int)
 
+    /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .accountNotFound(id): "no account \"\(id)\""
