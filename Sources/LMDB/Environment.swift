@@ -354,6 +354,21 @@ public final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Writes a consistent copy of the environment, as of one read transaction, into the existing,
+    /// empty directory at `directory` (`data.mdb` only; the copy gets its own lock file when opened).
+    /// `compact` leaves out free pages and renumbers the rest. Writers keep running meanwhile. The
+    /// copy is flushed before this returns.
+    public func copy(to directory: String, compact: Bool = true) throws {
+        try lock.withShared {
+            guard !closed else { throw closedError }
+            try check(mdb_env_copy2(pointer, directory, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copy2", path: directory)
+        }
+        let fd = open(directory + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LMDBError(code: errno, operation: "open the copy", path: directory) }
+        defer { Glibc.close(fd) }
+        guard fsync(fd) == 0 else { throw LMDBError(code: errno, operation: "fsync the copy", path: directory) }
+    }
+
     /// Entry count and shape of one database.
     public func statistics(of database: Database) throws -> DatabaseStatistics {
         try read { txn in

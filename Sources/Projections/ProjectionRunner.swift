@@ -57,9 +57,17 @@ extension ProjectionStore {
         }
         guard var generation = snapshot, generation.checkpoint < last else { return false }
         var failure: ProjectionError?
-        let start = generation.checkpoint
-        let reached: UInt64 = try environment.write { txn in
+        let known = generation.checkpoint
+        var start = known
+        let outcome: UInt64? = try environment.write { txn in
             failure = nil
+            // Other processes may run the same projections on this environment: the generation and
+            // checkpoint in the meta database, read inside this write transaction (which excludes
+            // theirs), are the truth, so no record is applied twice or skipped.
+            let slot = building ? MetaKeys.building(name) : MetaKeys.active(name)
+            guard MetaKeys.u32(try txn.get(meta, key: slot)) == generation.number else { return nil }
+            start = MetaKeys.u64(try txn.get(meta, key: MetaKeys.checkpoint(name, generation.number))) ?? 0
+            guard start < last else { return start }
             var reached = start
             var count = 0
             let projectionState = ProjectionState(transaction: txn, databases: generation.databases)
@@ -85,6 +93,11 @@ extension ProjectionStore {
             try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(reached))
             return reached
         }
+        guard let reached = outcome else {
+            // Another process replaced the generation (a rebuild took over): follow it.
+            try refreshGenerations()
+            return true
+        }
         generation.checkpoint = reached
         let (ready, failed, progress) = state.withLock { state in
             if building {
@@ -101,7 +114,7 @@ extension ProjectionStore {
         for waiter in ready { waiter.resume() }
         for waiter in failed { waiter.resume(throwing: failure!) }
         progress?(reached, last)
-        return reached > start
+        return reached > known
     }
 
     /// Waiters whose positions the serving generations have reached.
@@ -138,10 +151,12 @@ extension ProjectionStore {
         }
         for name in order where requested.contains(name) {
             guard let projection = projections[name] else { continue }
-            let previous = state.withLock { $0.building[name] }
             let fresh = try environment.write { txn in
                 let catalog = GenerationCatalog(transaction: txn, meta: meta)
-                if let previous { try catalog.retire(name, previous) }
+                // The generation being built now, by this process or another, is replaced.
+                if let previous = MetaKeys.u32(try txn.get(meta, key: MetaKeys.building(name))) {
+                    try catalog.retire(name, try catalog.open(projection, number: previous))
+                }
                 let fresh = try catalog.create(projection)
                 try txn.put(meta, key: MetaKeys.building(name), value: MetaKeys.u32(fresh.number))
                 return fresh
@@ -161,11 +176,20 @@ extension ProjectionStore {
             return (active, building)
         }
         guard let (old, new) = pair else { return }
-        try environment.write { txn in
+        let tookOver = try environment.write { txn -> Bool in
+            // Another process may have taken over (or replaced the rebuild) already.
+            guard MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) == old.number,
+                MetaKeys.u32(try txn.get(meta, key: MetaKeys.building(name))) == new.number
+            else { return false }
             let catalog = GenerationCatalog(transaction: txn, meta: meta)
             try txn.put(meta, key: MetaKeys.active(name), value: MetaKeys.u32(new.number))
             _ = try txn.delete(meta, key: MetaKeys.building(name))
             try catalog.retire(name, old)
+            return true
+        }
+        guard tookOver else {
+            try refreshGenerations()
+            return
         }
         let (done, ready) = state.withLock { state in
             state.active[name] = new
@@ -176,6 +200,44 @@ extension ProjectionStore {
                 guard waiter.name == name else { return false }
                 done.append(waiter.continuation)
                 return true
+            }
+            return (done, takeReadyWaiters(&state))
+        }
+        for waiter in done { waiter.resume() }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// Re-reads which generations serve and build each projection, as another process may have
+    /// changed them (a rebuild that took over), and opens the ones this process has not seen yet.
+    /// A rebuild this process waited for counts as done when its generation (or a newer one) serves.
+    func refreshGenerations() throws {
+        let current = try environment.write { txn -> [(String, Generation, Generation?)] in
+            let catalog = GenerationCatalog(transaction: txn, meta: meta)
+            return try order.compactMap { name in
+                guard let projection = projections[name], let active = MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) else {
+                    return nil
+                }
+                let building = try MetaKeys.u32(try txn.get(meta, key: MetaKeys.building(name))).map { try catalog.open(projection, number: $0) }
+                return (name, try catalog.open(projection, number: active), building)
+            }
+        }
+        let (done, ready) = state.withLock { state in
+            var done: [CheckedContinuation<Void, any Error>] = []
+            for (name, active, building) in current {
+                let replaced = state.active[name]?.number != active.number
+                state.active[name] = active
+                if replaced && building == nil {
+                    // The rebuild this process started (or one that superseded it) serves now.
+                    state.building[name] = nil
+                    state.progress[name] = nil
+                    state.rebuildWaiters.removeAll { waiter in
+                        guard waiter.name == name else { return false }
+                        done.append(waiter.continuation)
+                        return true
+                    }
+                } else if state.building[name]?.number != building?.number {
+                    state.building[name] = building
+                }
             }
             return (done, takeReadyWaiters(&state))
         }

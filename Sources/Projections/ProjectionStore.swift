@@ -149,18 +149,32 @@ public final class ProjectionStore: Sendable {
     /// (so a take-over by a rebuilt generation never shows a mix of the two).
     public func read<T>(_ name: String, _ body: (ProjectionState) throws -> T) throws -> T {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
-        return try environment.read { txn in
-            guard let number = MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) else {
-                throw ProjectionError.unknownProjection(name)
+        for attempt in 0..<2 {
+            let result: T? = try environment.read { txn in
+                guard let number = MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) else {
+                    throw ProjectionError.unknownProjection(name)
+                }
+                let databases = state.withLock { state -> [String: Database]? in
+                    if let active = state.active[name], active.number == number { return active.databases }
+                    if let building = state.building[name], building.number == number { return building.databases }
+                    return nil
+                }
+                guard let databases else { return nil }
+                return try body(ProjectionState(transaction: txn, databases: databases))
             }
-            let databases = state.withLock { state -> [String: Database]? in
-                if let active = state.active[name], active.number == number { return active.databases }
-                if let building = state.building[name], building.number == number { return building.databases }
-                return nil
-            }
-            guard let databases else { throw ProjectionError.unknownProjection(name) }
-            return try body(ProjectionState(transaction: txn, databases: databases))
+            if let result { return result }
+            // A generation made by another process serves now: open it, then read again.
+            if attempt == 0 { try refreshGenerations() }
         }
+        throw ProjectionError.unknownProjection(name)
+    }
+
+    /// Writes a consistent, compacted copy of the projections (state and checkpoints as of one
+    /// moment) into `directory` (created when missing). Copy them before the log they follow, so
+    /// that no checkpoint in the copy is beyond the copied log's end.
+    public func copy(to directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try environment.copy(to: directory, compact: true)
     }
 
     /// Where each projection stands.

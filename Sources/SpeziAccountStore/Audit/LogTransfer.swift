@@ -58,16 +58,20 @@ public struct ExportedRecord: Codable, Sendable, Equatable {
 public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertible {
     case notEmpty(String)
     case badLine(Int, String)
-    case outOfOrder(line: Int, position: UInt64, expected: UInt64)
+    case outOfOrder(line: String, position: UInt64, expected: UInt64)
     case hashMismatch(position: UInt64)
+    case missingKey(position: UInt64, account: String)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
         case let .notEmpty(path): "\(path) already holds a log; import needs an empty store"
         case let .badLine(line, reason): "line \(line): \(reason)"
-        case let .outOfOrder(line, position, expected): "line \(line): position \(position), expected \(expected)"
+        case let .outOfOrder(line, position, expected): "\(line): position \(position), expected \(expected)"
         case let .hashMismatch(position): "position \(position): the imported record's chain hash differs from the exported one"
+        case let .missingKey(position, account):
+            "position \(position) is sealed with the key of account \(account), which the vault given does not hold: "
+                + "give the exported store's own keys/vault (--vault)"
         }
     }
 }
@@ -100,84 +104,33 @@ public enum LogTransfer {
         return count
     }
 
-    /// Rebuilds a log from an export in `directory` (which must hold no log yet): same positions,
-    /// event ids, times, metadata and payloads, so every chain hash matches the exported one (checked
-    /// record by record). User-id claims are re-made from the events, using `vault` (a copy of the
-    /// original store's `keys/vault`, put in place first) to read sealed user ids.
+    /// Rebuilds a store from an export in `directory` (which must not exist, or be empty): same
+    /// positions, event ids, times, metadata and payloads, so every chain hash matches the exported
+    /// one (checked record by record). User-id claims are re-made from the events, using `vault` (a
+    /// copy of the original store's `keys/vault`) to read sealed user ids; without one the new store
+    /// gets a new vault, and an export with sealed payloads is refused.
+    ///
+    /// All or nothing: the store is built in a folder beside `directory` and moved into place only
+    /// when every record checked out; a failure leaves `directory` as it was.
     public static func importLog(
         from input: URL, into directory: String, vault vaultFile: URL?,
         progress: ((UInt64) -> Void)? = nil
     ) async throws -> UInt64 {
-        let root = URL(fileURLWithPath: directory)
-        let logPath = root.appendingPathComponent("log").path
-        if FileManager.default.fileExists(atPath: logPath + "/data.mdb") { throw LogTransferError.notEmpty(directory) }
-        if let vaultFile {
-            let target = root.appendingPathComponent("keys/vault")
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: vaultFile, to: target)
-        }
-        let vault = try KeyVault(path: root.appendingPathComponent("keys/vault").path)
-        let now = Mutex(Date())
-        var options = EventLogOptions()
-        options.sync = .relaxed
-        options.clock = { now.withLock { $0 } }
-        let log = try EventLog(path: logPath, options: options)
-        defer { log.close() }
-        let accounts = AccountLog(log: log, vault: vault)
-        let decoder = JSONDecoder()
-        var userIds: [String: String] = [:]
-        var expected: UInt64 = 1
-        var lineNumber = 0
         let reader = try LineReader(url: input)
-        while let line = try reader.next() {
-            lineNumber += 1
-            guard !line.isEmpty else { continue }
-            let record: ExportedRecord
-            do { record = try decoder.decode(ExportedRecord.self, from: line) } catch {
-                throw LogTransferError.badLine(lineNumber, "not an exported record")
+        let decoder = JSONDecoder()
+        var lineNumber = 0
+        return try await StoreBuilder.build(at: directory, vault: vaultFile, progress: progress) {
+            while let line = try reader.next() {
+                lineNumber += 1
+                guard !line.isEmpty else { continue }
+                do {
+                    return (try decoder.decode(ExportedRecord.self, from: line), "line \(lineNumber)")
+                } catch {
+                    throw LogTransferError.badLine(lineNumber, "not an exported record")
+                }
             }
-            guard record.position == expected else {
-                throw LogTransferError.outOfOrder(line: lineNumber, position: record.position, expected: expected)
-            }
-            now.withLock { $0 = Date(timeIntervalSince1970: Double(record.timestampMicros) / 1_000_000) }
-            var claims: Set<String> = []
-            var releases: Set<String> = []
-            let event = record.payload.withUnsafeBytes {
-                try? AccountEvent.decode(type: record.type, payload: $0, accountId: record.stream, vault: vault)
-            }
-            switch event {
-            case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
-                if !userId.isEmpty { claims.insert(accounts.claim(forUserId: userId)) }
-                userIds[record.stream] = userId
-            case let .userIdChanged(old, new):
-                claims.insert(accounts.claim(forUserId: new))
-                if !old.isEmpty, accounts.claim(forUserId: old) != accounts.claim(forUserId: new) { releases.insert(accounts.claim(forUserId: old)) }
-                userIds[record.stream] = new
-            case .accountDeleted:
-                if let userId = userIds[record.stream], !userId.isEmpty { releases.insert(accounts.claim(forUserId: userId)) }
-                userIds[record.stream] = nil
-            default:
-                break
-            }
-            let metadata = EventMetadata(
-                actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
-            let proposed = ProposedEvent(
-                eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: metadata, payload: record.payload)
-            let result = try await log.append(
-                [proposed], to: record.stream,
-                expectedVersion: record.streamVersion == 1 ? .noStream : .exact(record.streamVersion - 1),
-                claims: claims, releases: releases)
-            guard result.positions.upperBound == record.position,
-                try log.record(at: record.position)?.hash.description == record.hash
-            else {
-                throw LogTransferError.hashMismatch(position: record.position)
-            }
-            expected += 1
-            if expected % 10_000 == 0 { progress?(expected - 1) }
+            return nil
         }
-        try log.sync()
-        progress?(expected - 1)
-        return expected - 1
     }
 }
 

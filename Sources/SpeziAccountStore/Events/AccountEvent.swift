@@ -181,7 +181,7 @@ public enum AccountEvent: Sendable, Equatable {
     /// vault's key, and decodes to ``redacted(type:)`` when that key was destroyed or is missing.
     public static func decode(type: String, payload: UnsafeRawBufferPointer, accountId: String, vault: KeyVault?) throws -> AccountEvent {
         guard Sealing.isSealed(payload) else { return try decode(type: type, payload: payload) }
-        guard let key = vault?.key(for: accountId) else { return .redacted(type: type) }
+        guard let key = try vault?.key(for: accountId) else { return .redacted(type: type) }
         let plain = try Sealing.open(payload, key: key, accountId: accountId, label: type)
         return try decode(type: type, payload: plain)
     }

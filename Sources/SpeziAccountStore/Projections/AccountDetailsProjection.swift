@@ -58,6 +58,9 @@ public struct AccountDetailsProjection: Projection {
                 version: record.streamVersion, at: record.timestamp)
         else { return }
         batch.states[key] = next
+        // Whoever meets a deletion in the log destroys the key, in every process: the deleting
+        // process may have died between its append and its own shred.
+        if case .accountDeleted = upcast { try vault?.shred(accountId) }
     }
 
     /// Writes the batch's changed states.
@@ -104,7 +107,7 @@ public struct AccountDetailsProjection: Projection {
     /// and values sealed with the account's key. So a state whose key is destroyed still reads as
     /// the account's skeleton (dates, version, counters), exactly what a replay of it yields.
     static func encodeState(_ state: AccountState, vault: KeyVault?) throws -> [UInt8] {
-        guard !state.isDeleted, let key = vault?.key(for: state.accountId) else { return state.encoded() }
+        guard !state.isDeleted, let key = try vault?.key(for: state.accountId) else { return state.encoded() }
         var writer = PayloadWriter()
         writer.string(state.userId)
         writer.optionalString(state.passwordHash)
@@ -124,7 +127,7 @@ public struct AccountDetailsProjection: Projection {
         let length = Int(KeyVault.uint32(bytes, at: 1))
         guard length <= bytes.count - offset else { throw PayloadDecodingError.truncated(field: "state", offset: offset) }
         var state = try AccountState(encoded: Array(bytes[offset..<(offset + length)]))
-        guard let key = vault?.key(for: accountId) else { return state.shreddedSkeleton() }
+        guard let key = try vault?.key(for: accountId) else { return state.shreddedSkeleton() }
         let personal = try bytes[(offset + length)...].withUnsafeBytes { try Sealing.open($0, key: key, accountId: accountId, label: "state") }
         try personal.withUnsafeBytes { raw in
             var reader = try PayloadReader(raw)

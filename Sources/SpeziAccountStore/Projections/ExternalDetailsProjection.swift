@@ -66,7 +66,7 @@ public struct ExternalDetailsProjection: Projection {
     static func encodeValues(_ values: EncodedAccountValues, accountId: String, vault: KeyVault?) throws -> [UInt8] {
         var writer = PayloadWriter()
         writer.values(values)
-        guard let key = vault?.key(for: accountId) else { return writer.bytes }
+        guard let key = try vault?.key(for: accountId) else { return writer.bytes }
         return try Sealing.seal(writer.bytes, key: key, accountId: accountId, label: "external")
     }
 
@@ -74,7 +74,7 @@ public struct ExternalDetailsProjection: Projection {
     static func decodeValues(_ stored: [UInt8], accountId: String, vault: KeyVault?) throws -> EncodedAccountValues {
         var bytes = stored
         if stored.first == Sealing.version {
-            guard let key = vault?.key(for: accountId) else { return [:] }
+            guard let key = try vault?.key(for: accountId) else { return [:] }
             bytes = try stored.withUnsafeBytes { try Sealing.open($0, key: key, accountId: accountId, label: "external") }
         }
         return try bytes.withUnsafeBytes { raw in

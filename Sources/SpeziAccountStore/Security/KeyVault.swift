@@ -3,7 +3,6 @@
 // SPDX-License-Identifier: MIT
 //
 
-import CChecksum
 import Crypto
 import Foundation
 import Synchronization
@@ -15,6 +14,8 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
     case damagedSlot(path: String, slot: Int)
     case io(path: String, operation: String, errno: Int32)
     case accountIdTooLong(String)
+    /// There is no vault file at the path (and none was to be created).
+    case missing(path: String)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -24,6 +25,7 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .damagedSlot(path, slot): "key vault \(path): slot \(slot) fails its checksum"
         case let .io(path, operation, code): "key vault \(path): \(operation) failed: \(String(cString: strerror(code)))"
         case let .accountIdTooLong(id): "account id \"\(id.prefix(40))…\" is longer than the vault's 88 bytes"
+        case let .missing(path): "there is no key vault at \(path)"
         }
     }
 }
@@ -36,21 +38,16 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
 /// nobody can read the deleted person's details any more.
 ///
 /// The vault is a plain file (not LMDB: LMDB copies pages on write, so an overwritten key would
-/// live on in a free page). Layout, all integers big-endian:
-/// - header, 64 bytes: `SPZVAULT`, `u32` version 1, `u32` slot size 128, 32 bytes of claim secret
-///   (keys user-id claims, so no e-mail address is stored in the clear), 16 bytes zero;
-/// - slots of 128 bytes: `u8` state (1 live, 2 shredded, 3 shredding), `u8` account-id length,
-///   2 bytes zero, `u32` CRC-32C of bytes 0–3 and 8–127, 32 bytes key (zeros once shredded), the
-///   account id (UTF-8, at most 88 bytes, zero padded).
+/// live on in a free page); its layout is described in FORMAT.md. Every change is written with
+/// `pwrite` and flushed with `fdatasync` before it is used, in every sync mode: a lost key would
+/// make an account unreadable for good.
 ///
-/// Every change is written with `pwrite` and flushed with `fdatasync` before it is used, in every
-/// sync mode: a lost key would make an account unreadable for good.
+/// Any number of processes may open one vault. New slots are allocated at the end of the file
+/// under an exclusive file lock, after re-reading the slots other processes added; a key this
+/// process does not know yet is looked up in the file before an account is taken to have none; and
+/// every state change re-reads its slot under the lock first.
 public final class KeyVault: Sendable {
-    enum SlotState: UInt8 {
-        case live = 1
-        case shredded = 2
-        case shredding = 3
-    }
+    typealias SlotState = VaultFile.SlotState
 
     struct Entry {
         var slot: Int
@@ -58,206 +55,269 @@ public final class KeyVault: Sendable {
         var key: SymmetricKey?
     }
 
-    static let headerSize = 64
-    static let slotSize = 128
-    static let maxAccountIdBytes = 88
+    struct Cache {
+        var byAccount: [String: Entry] = [:]
+        /// Slots read from the file so far (the file may have more, added by other processes).
+        var slotCount = 0
+    }
+
+    static let headerSize = VaultFile.headerSize
+    static let slotSize = VaultFile.slotSize
+    static let maxAccountIdBytes = VaultFile.maxAccountIdBytes
 
     /// The path of the vault file.
     public let path: String
-    let descriptor: Int32
+    /// The vault's identity: 16 random bytes in hex, given at creation.
+    public let id: String
+    /// A fingerprint of the claim secret (hex of an HMAC-SHA256 under it): tells two vaults apart
+    /// without revealing the secret.
+    public let fingerprint: String
+    /// True when no other process had the vault open when this one opened it.
+    let openedAlone: Bool
+    let file: VaultFile
+    private let usersDescriptor: Int32
     /// The secret that keys user-id claims (HMAC-SHA256).
     let claimSecret: SymmetricKey
-    private let entries: Mutex<(byAccount: [String: Entry], slotCount: Int)>
+    private let cache: Mutex<Cache>
 
-    /// Opens the vault at `path`, creating it (with a new claim secret) when missing.
-    public init(path: String) throws {
+    /// Opens the vault at `path`. A missing vault is created (with a new claim secret and id) when
+    /// `create` is true, and refused with ``KeyVaultError/missing(path:)`` otherwise.
+    public init(path: String, create: Bool = true) throws {
         self.path = path
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fileManager = FileManager.default
+        if !fileManager.fileExists(atPath: path) {
+            guard create else { throw KeyVaultError.missing(path: path) }
+            try fileManager.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            _ = try VaultFile.create(at: path)
+        }
+        let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw KeyVaultError.cannotOpen(path: path, errno: errno) }
-        descriptor = fd
+        let users = open(path + ".users", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard users >= 0 else {
+            let code = errno
+            close(fd)
+            throw KeyVaultError.cannotOpen(path: path + ".users", errno: code)
+        }
+        // Every open vault holds a shared lock on `vault.users`; getting it exclusively first tells
+        // whether any other process has the vault open.
+        openedAlone = flock(users, LOCK_EX | LOCK_NB) == 0
+        _ = flock(users, LOCK_SH)
+        usersDescriptor = users
+        let file = VaultFile(path: path, descriptor: fd)
+        self.file = file
         do {
-            let contents = try Self.readAll(fd, path: path)
-            if contents.isEmpty {
-                var header = Array("SPZVAULT".utf8) + Self.bigEndian(UInt32(1)) + Self.bigEndian(UInt32(Self.slotSize))
-                let secret = SymmetricKey(size: .bits256)
-                header += secret.withUnsafeBytes { Array($0) } + [UInt8](repeating: 0, count: 16)
-                try Self.write(header, at: 0, fd: fd, path: path)
-                claimSecret = secret
-                entries = Mutex(([:], 0))
-            } else {
-                let (secret, byAccount, count) = try Self.parse(contents, path: path)
-                claimSecret = secret
-                entries = Mutex((byAccount, count))
-            }
+            let (secret, id) = try Self.header(of: file)
+            claimSecret = secret
+            self.id = id.map { String(format: "%02x", $0) }.joined()
+            let mac = HMAC<SHA256>.authenticationCode(for: Array("spezi-account-store vault fingerprint".utf8), using: secret)
+            fingerprint = mac.prefix(16).map { String(format: "%02x", $0) }.joined()
+            var fresh = Cache()
+            try file.withLock(exclusive: false) { try Self.readNewSlots(file, into: &fresh) }
+            cache = Mutex(fresh)
         } catch {
             close(fd)
+            close(users)
             throw error
         }
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        close(file.descriptor)
+        close(usersDescriptor)
+    }
+
+    /// Says that this process has stopped using the vault (the store closed): a vault opened after
+    /// this, in this process or another, may count as opened alone. The file stays open until the
+    /// vault is released from memory.
+    public func release() {
+        _ = flock(usersDescriptor, LOCK_UN)
+    }
+
+    /// Reads the header; a vault made before vault ids existed gets one now.
+    private static func header(of file: VaultFile) throws -> (SymmetricKey, [UInt8]) {
+        let parsed = try VaultFile.parseHeader(try file.read(at: 0, count: VaultFile.headerSize), path: file.path)
+        if parsed.id.contains(where: { $0 != 0 }) { return parsed }
+        return try file.withLock(exclusive: true) {
+            let again = try VaultFile.parseHeader(try file.read(at: 0, count: VaultFile.headerSize), path: file.path)
+            if again.id.contains(where: { $0 != 0 }) { return again }
+            let id = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
+            try file.write(id, at: VaultFile.idRange.lowerBound)
+            return (again.secret, id)
+        }
+    }
+
+    /// Adds the slots written since the cache last looked (by this process or another).
+    private static func readNewSlots(_ file: VaultFile, into cache: inout Cache) throws {
+        let known = VaultFile.headerSize + cache.slotCount * VaultFile.slotSize
+        let size = try file.size()
+        // A slot cut short by a crash during its first write was never used: it is not counted.
+        let whole = (size - known) / VaultFile.slotSize
+        guard whole > 0 else { return }
+        let bytes = try file.read(at: known, count: whole * VaultFile.slotSize)
+        for (offset, slot) in try VaultFile.parseSlots(bytes, first: cache.slotCount, path: file.path).enumerated() {
+            guard let slot else { continue }
+            cache.byAccount[slot.accountId] = Entry(slot: cache.slotCount + offset, state: slot.state, key: slot.key)
+        }
+        cache.slotCount += bytes.count / VaultFile.slotSize
+    }
+
+    /// The account's entry, looking in the file for slots other processes added when the cache has none.
+    private func entry(_ accountId: String, in cache: inout Cache, exclusive: Bool) throws -> Entry? {
+        if let entry = cache.byAccount[accountId] { return entry }
+        if exclusive {
+            try Self.readNewSlots(file, into: &cache)
+        } else {
+            try file.withLock(exclusive: false) { try Self.readNewSlots(file, into: &cache) }
+        }
+        return cache.byAccount[accountId]
+    }
+
+    /// Re-reads the account's slot from the file (another process may have changed it); call with the exclusive lock held.
+    private func currentEntry(_ accountId: String, in cache: inout Cache) throws -> Entry? {
+        guard var entry = try entry(accountId, in: &cache, exclusive: true) else { return nil }
+        guard let slot = try file.readSlot(entry.slot), slot.accountId == accountId else {
+            throw KeyVaultError.damagedSlot(path: path, slot: entry.slot)
+        }
+        entry.state = slot.state
+        entry.key = slot.key
+        cache.byAccount[accountId] = entry
+        return entry
+    }
 
     /// The account's key, or nil when it has none or it was shredded.
-    public func key(for accountId: String) -> SymmetricKey? {
-        entries.withLock { $0.byAccount[accountId]?.key }
+    public func key(for accountId: String) throws -> SymmetricKey? {
+        try cache.withLock { cache in try entry(accountId, in: &cache, exclusive: false)?.key }
+    }
+
+    /// Whether the vault has a slot for the account (a live or a destroyed key).
+    public func hasSlot(_ accountId: String) throws -> Bool {
+        try cache.withLock { cache in try entry(accountId, in: &cache, exclusive: false) != nil }
     }
 
     /// Whether the account's key was destroyed (or is being destroyed).
-    public func isShredded(_ accountId: String) -> Bool {
-        entries.withLock { ($0.byAccount[accountId]?.state ?? .live) != .live }
+    public func isShredded(_ accountId: String) throws -> Bool {
+        try cache.withLock { cache in
+            try file.withLock(exclusive: true) { (try currentEntry(accountId, in: &cache)?.state ?? .live) != .live }
+        }
     }
 
     /// The account's key, created (and flushed) when it has none yet.
     public func makeKey(for accountId: String) throws -> SymmetricKey {
         let id = Array(accountId.utf8)
         guard id.count <= Self.maxAccountIdBytes else { throw KeyVaultError.accountIdTooLong(accountId) }
-        return try entries.withLock { entries in
-            if let existing = entries.byAccount[accountId]?.key { return existing }
-            let key = SymmetricKey(size: .bits256)
-            let slot = entries.slotCount
-            try write(slot: slot, state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: id)
-            entries.slotCount += 1
-            entries.byAccount[accountId] = Entry(slot: slot, state: .live, key: key)
-            return key
+        return try cache.withLock { cache in
+            if let existing = cache.byAccount[accountId]?.key { return existing }
+            return try file.withLock(exclusive: true) {
+                try Self.readNewSlots(file, into: &cache)
+                if let existing = cache.byAccount[accountId] {
+                    guard let key = existing.key else { throw KeyVaultError.notAVault(path: path, reason: "the key of \(accountId) was destroyed") }
+                    return key
+                }
+                let key = SymmetricKey(size: .bits256)
+                let slot = cache.slotCount
+                try file.write(slot: slot, state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: id)
+                cache.slotCount += 1
+                cache.byAccount[accountId] = Entry(slot: slot, state: .live, key: key)
+                return key
+            }
         }
     }
 
     /// Keys for many new accounts at once, written with one flush (bulk imports, benchmarks).
     public func makeKeys(for accountIds: [String]) throws {
         for accountId in accountIds where accountId.utf8.count > Self.maxAccountIdBytes { throw KeyVaultError.accountIdTooLong(accountId) }
-        try entries.withLock { entries in
-            var bytes: [UInt8] = []
-            var added: [(String, Entry)] = []
-            var seen: Set<String> = []
-            for accountId in accountIds where entries.byAccount[accountId] == nil && seen.insert(accountId).inserted {
-                let key = SymmetricKey(size: .bits256)
-                bytes += Self.slot(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
-                added.append((accountId, Entry(slot: entries.slotCount + added.count, state: .live, key: key)))
+        try cache.withLock { cache in
+            try file.withLock(exclusive: true) {
+                try Self.readNewSlots(file, into: &cache)
+                var bytes: [UInt8] = []
+                var added: [(String, Entry)] = []
+                var seen: Set<String> = []
+                for accountId in accountIds where cache.byAccount[accountId] == nil && seen.insert(accountId).inserted {
+                    let key = SymmetricKey(size: .bits256)
+                    bytes += VaultFile.slotBytes(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
+                    added.append((accountId, Entry(slot: cache.slotCount + added.count, state: .live, key: key)))
+                }
+                guard !added.isEmpty else { return }
+                try file.write(bytes, at: VaultFile.headerSize + cache.slotCount * VaultFile.slotSize)
+                cache.slotCount += added.count
+                for (accountId, entry) in added { cache.byAccount[accountId] = entry }
             }
-            guard !added.isEmpty else { return }
-            try Self.write(bytes, at: Self.headerSize + entries.slotCount * Self.slotSize, fd: descriptor, path: path)
-            entries.slotCount += added.count
-            for (accountId, entry) in added { entries.byAccount[accountId] = entry }
         }
     }
 
     /// Marks the key as about to be destroyed (before the deletion is appended), so that a crash in
     /// between is finished at the next open by ``finishShredding(isDeleted:)``.
     func markShredding(_ accountId: String) throws {
-        try entries.withLock { entries in
-            guard var entry = entries.byAccount[accountId], entry.state == .live, let key = entry.key else { return }
-            try write(slot: entry.slot, state: .shredding, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
-            entry.state = .shredding
-            entries.byAccount[accountId] = entry
-        }
+        try change(accountId, from: [.live], to: .shredding)
     }
 
-    /// Overwrites the account's key with zeros and flushes it.
+    /// Overwrites the account's key with zeros and flushes it. Idempotent, and cheap when this
+    /// process already knows the key is gone (replays call it for every deletion they meet).
     public func shred(_ accountId: String) throws {
-        try entries.withLock { entries in
-            guard var entry = entries.byAccount[accountId], entry.state != .shredded else { return }
-            try write(slot: entry.slot, state: .shredded, key: [UInt8](repeating: 0, count: 32), accountId: Array(accountId.utf8))
-            entry.state = .shredded
-            entry.key = nil
-            entries.byAccount[accountId] = entry
-        }
+        if cache.withLock({ $0.byAccount[accountId]?.state == .shredded }) { return }
+        try change(accountId, from: [.live, .shredding], to: .shredded)
     }
 
     /// Takes back a mark of ``markShredding(_:)`` (the deletion was not appended).
     func cancelShredding(_ accountId: String) throws {
-        try entries.withLock { entries in
-            guard var entry = entries.byAccount[accountId], entry.state == .shredding, let key = entry.key else { return }
-            try write(slot: entry.slot, state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
-            entry.state = .live
-            entries.byAccount[accountId] = entry
+        try change(accountId, from: [.shredding], to: .live)
+    }
+
+    /// Moves the account's slot from one of `states` (as the file holds it now) to `state`.
+    private func change(_ accountId: String, from states: Set<SlotState>, to state: SlotState) throws {
+        try cache.withLock { cache in
+            try file.withLock(exclusive: true) {
+                guard var entry = try currentEntry(accountId, in: &cache), states.contains(entry.state) else { return }
+                let key = state == .shredded ? [UInt8](repeating: 0, count: 32) : entry.key.map { $0.withUnsafeBytes { Array($0) } }
+                guard let key else { return }
+                try file.write(slot: entry.slot, state: state, key: key, accountId: Array(accountId.utf8))
+                entry.state = state
+                entry.key = state == .shredded ? nil : entry.key
+                cache.byAccount[accountId] = entry
+            }
         }
     }
 
-    /// After a crash: keys marked for shredding are destroyed when the deletion reached the log,
-    /// and kept (marked live again) when it did not. Returns the accounts shredded.
+    /// After a crash: keys marked for shredding are destroyed when the deletion reached the log. A
+    /// mark whose deletion did not reach the log is taken back (the key made live again) only when
+    /// this process opened the vault alone: with others running, one of them may be between its
+    /// mark and its append, and the mark stays (harmless: the key still reads, and a later deletion
+    /// destroys it). Returns the accounts shredded.
     @discardableResult
     func finishShredding(isDeleted: (String) throws -> Bool) throws -> [String] {
-        let pending = entries.withLock { $0.byAccount.filter { $0.value.state == .shredding }.map(\.key) }
+        let pending = try cache.withLock { cache in
+            try file.withLock(exclusive: false) { try Self.readNewSlots(file, into: &cache) }
+            return cache.byAccount.filter { $0.value.state == .shredding }.map(\.key)
+        }
         var shredded: [String] = []
         for accountId in pending {
             if try isDeleted(accountId) {
                 try shred(accountId)
                 shredded.append(accountId)
-            } else {
+            } else if openedAlone {
                 try cancelShredding(accountId)
             }
         }
         return shredded
     }
 
-    /// The number of accounts with a key slot (live or shredded).
-    public var count: Int { entries.withLock { $0.byAccount.count } }
+    /// The number of accounts with a key slot (live or shredded), as far as this process has read.
+    public var count: Int { cache.withLock { $0.byAccount.count } }
 
-    // MARK: File access
-
-    private func write(slot: Int, state: SlotState, key: [UInt8], accountId: [UInt8]) throws {
-        try Self.write(
-            Self.slot(state: state, key: key, accountId: accountId), at: Self.headerSize + slot * Self.slotSize, fd: descriptor, path: path)
-    }
-
-    static func slot(state: SlotState, key: [UInt8], accountId: [UInt8]) -> [UInt8] {
-        var bytes = [state.rawValue, UInt8(accountId.count), 0, 0, 0, 0, 0, 0] + key + accountId
-        bytes += [UInt8](repeating: 0, count: slotSize - bytes.count)
-        bytes.replaceSubrange(4..<8, with: bigEndian(checksum(bytes)))
-        return bytes
-    }
-
-    static func checksum(_ slot: [UInt8]) -> UInt32 {
-        let covered = Array(slot[0..<4]) + Array(slot[8..<slotSize])
-        return covered.withUnsafeBytes { cchecksum_crc32c(0, $0.baseAddress, $0.count) }
-    }
-
-    static func write(_ bytes: [UInt8], at offset: Int, fd: Int32, path: String) throws {
-        let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
-        guard written == bytes.count else { throw KeyVaultError.io(path: path, operation: "write", errno: written < 0 ? errno : EIO) }
-        guard fdatasync(fd) == 0 else { throw KeyVaultError.io(path: path, operation: "fdatasync", errno: errno) }
-    }
-
-    static func readAll(_ fd: Int32, path: String) throws -> [UInt8] {
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw KeyVaultError.io(path: path, operation: "stat", errno: errno) }
-        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
-        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard read == bytes.count else { throw KeyVaultError.io(path: path, operation: "read", errno: read < 0 ? errno : EIO) }
-        return bytes
-    }
-
-    static func parse(_ bytes: [UInt8], path: String) throws -> (SymmetricKey, [String: Entry], Int) {
-        guard bytes.count >= headerSize, Array(bytes[0..<8]) == Array("SPZVAULT".utf8) else {
-            throw KeyVaultError.notAVault(path: path, reason: "no SPZVAULT header")
+    /// Copies the vault to `destination` (a new file) while holding its lock, so that no slot is
+    /// copied half-written; the copy is flushed before this returns.
+    public func copy(to destination: String) throws {
+        try file.withLock(exclusive: false) {
+            let bytes = try file.read(at: 0, count: try file.size())
+            let fd = open(destination, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw KeyVaultError.cannotOpen(path: destination, errno: errno) }
+            defer { close(fd) }
+            try VaultFile(path: destination, descriptor: fd).write(bytes, at: 0)
         }
-        guard uint32(bytes, at: 8) == 1, uint32(bytes, at: 12) == UInt32(slotSize) else {
-            throw KeyVaultError.notAVault(path: path, reason: "unknown version or slot size")
-        }
-        let secret = SymmetricKey(data: bytes[16..<48])
-        // A slot cut short by a crash during its first write was never used: ignore it.
-        let count = (bytes.count - headerSize) / slotSize
-        var byAccount: [String: Entry] = [:]
-        for slot in 0..<count {
-            let start = headerSize + slot * slotSize
-            let raw = Array(bytes[start..<(start + slotSize)])
-            if raw.allSatisfy({ $0 == 0 }) { continue }
-            guard checksum(raw) == uint32(raw, at: 4), let state = SlotState(rawValue: raw[0]), Int(raw[1]) <= maxAccountIdBytes else {
-                throw KeyVaultError.damagedSlot(path: path, slot: slot)
-            }
-            let accountId = String(decoding: raw[40..<(40 + Int(raw[1]))], as: UTF8.self)
-            let key = state == .shredded ? nil : SymmetricKey(data: raw[8..<40])
-            byAccount[accountId] = Entry(slot: slot, state: state, key: key)
-        }
-        return (secret, byAccount, count)
     }
 
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
-    }
+    // The layout helpers some tests and the details projection use.
 
-    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
-    }
+    static func bigEndian(_ value: UInt32) -> [UInt8] { VaultFile.bigEndian(value) }
+    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 { VaultFile.uint32(bytes, at: offset) }
 }

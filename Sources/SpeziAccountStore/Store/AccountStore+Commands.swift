@@ -5,6 +5,7 @@
 
 import EventLog
 import Foundation
+import Logging
 import SpeziAccount
 
 extension AccountStore {
@@ -133,7 +134,19 @@ extension AccountStore {
         if state.failedLogins >= options.lockout.attempts, let last = state.lastFailedLogin {
             let until = last.addingTimeInterval(Double(options.lockout.duration.components.seconds))
             if now < until {
-                try await accounts.append([.loginFailed(reason: "lockedOut")], to: accountId, expectedVersion: .any, metadata: context.metadata)
+                // One refusal per lockout goes into the log: the first. Later attempts in the same
+                // lockout are refused without an event (an attacker could otherwise grow the stream
+                // without bound) and only logged here.
+                if try lastEventIsLockoutRefusal(accountId, version: state.version) {
+                    Self.logger.info("login refused during a recorded lockout", metadata: ["account": "\(accountId)"])
+                } else {
+                    do {
+                        try await accounts.append(
+                            [.loginFailed(reason: "lockedOut")], to: accountId, expectedVersion: .exact(state.version), metadata: context.metadata)
+                    } catch EventLogError.wrongExpectedVersion {
+                        // A concurrent attempt recorded its refusal (or the account changed) first.
+                    }
+                }
                 throw AccountStoreError.lockedOut(until: until)
             }
         }
@@ -150,6 +163,12 @@ extension AccountStore {
         try await awaitCache(result.positions.upperBound)
         guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
         return details
+    }
+
+    /// Whether the account's last event is a login refused because it was locked out.
+    private func lastEventIsLockoutRefusal(_ accountId: String, version: UInt64) throws -> Bool {
+        guard let record = try accounts.log.readStream(accountId, from: version, limit: 1).first else { return false }
+        return try accounts.event(from: record) == .loginFailed(reason: "lockedOut")
     }
 
     /// Records a logout.

@@ -6,6 +6,7 @@
 import EventLog
 import Foundation
 import LMDB
+import Logging
 import Projections
 import SpeziAccount
 import Synchronization
@@ -38,8 +39,10 @@ public struct AccountStoreOptions: Sendable {
     public var allowWeakPasswordParameters = false
     /// Keys to decode besides the built-in and configured ones (values of other keys are kept as unknown).
     public var additionalKeys: [any AccountKey.Type] = []
-    /// Seal personal data with per-account keys kept in `keys/vault`, destroyed on deletion
-    /// (crypto-shredding). Off: everything is written in the clear (tests of the plain format).
+    /// For a new store: seal personal data with per-account keys kept in `keys/vault`, destroyed on
+    /// deletion (crypto-shredding). Off: everything is written in the clear. An existing store keeps
+    /// the setting it was created with (recorded in its log); turning shredding on for a store
+    /// created without it is the migration ``AccountStore/enableCryptoShredding(directory:progress:)``.
     public var cryptoShredding = true
     /// Size limits per operation.
     public var limits = AccountStoreLimits()
@@ -79,6 +82,9 @@ public final class AccountStore: Sendable {
     public let registry: AccountKeyRegistry
     let options: AccountStoreOptions
     let hasher: PasswordHasher
+    static let logger = Logger(label: "SpeziAccountStore")
+    /// Held shared while the store is open (a migration needs the folder alone).
+    let lock: StoreLock
     /// A hash of nothing in particular, checked against for unknown user ids (one derivation, like a
     /// real check); made on first need, not at start-up.
     private let decoyHash = Mutex<String?>(nil)
@@ -98,6 +104,7 @@ public final class AccountStore: Sendable {
         values: AccountValueConfiguration = .default, options: AccountStoreOptions = AccountStoreOptions()
     ) throws {
         let root = URL(fileURLWithPath: directory).standardizedFileURL
+        lock = try StoreLock(directory: root.path, exclusive: false)
         var logOptions = EventLogOptions()
         logOptions.sync = options.sync
         logOptions.clock = options.clock
@@ -106,7 +113,8 @@ public final class AccountStore: Sendable {
         let accounts: AccountLog
         do {
             hasher = try PasswordHasher(parameters: options.passwordParameters, allowingWeakParameters: options.allowWeakPasswordParameters)
-            vault = options.cryptoShredding ? try KeyVault(path: root.appendingPathComponent("keys/vault").path) : nil
+            vault = try StoreKeyingCheck.openVault(
+                for: log, vaultPath: root.appendingPathComponent("keys/vault").path, wantsVault: options.cryptoShredding)
             accounts = AccountLog(log: log, evolution: options.evolution, vault: vault)
             // A deletion cut short by a crash: destroy the key if the deletion reached the log.
             try vault?.finishShredding { accountId in try accounts.load(accountId)?.isDeleted ?? true }
@@ -118,6 +126,7 @@ public final class AccountStore: Sendable {
                 ])
         } catch {
             log.close()
+            lock.release()
             throw error
         }
         self.directory = root.path
@@ -133,6 +142,8 @@ public final class AccountStore: Sendable {
     public func close() async {
         await projections.close()
         log.close()
+        accounts.vault?.release()
+        lock.release()
     }
 
     // MARK: Reading

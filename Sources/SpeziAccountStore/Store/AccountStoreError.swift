@@ -21,6 +21,11 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case valueTooLarge(key: String, bytes: Int, limit: Int)
     /// More keys in one operation than the store accepts; nothing was written.
     case tooManyKeys(count: Int, limit: Int)
+    /// The store's key vault is missing, is another store's, or exists where the log has none: the
+    /// message names the files and what to do. Nothing was opened or created.
+    case keyMismatch(String)
+    /// A backup, restore, import or migration could not be done; the message says why.
+    case storeTransfer(String)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -32,6 +37,8 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .lockedOut(until): "too many failed logins; try again after \(ISO8601DateFormatter().string(from: until))"
         case let .valueTooLarge(key, bytes, limit): "the value of \(key) has \(bytes) bytes; at most \(limit) are accepted"
         case let .tooManyKeys(count, limit): "\(count) keys in one operation; at most \(limit) are accepted"
+        case let .keyMismatch(message): message
+        case let .storeTransfer(message): message
         }
     }
 }

@@ -1,0 +1,145 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Synchronization
+
+/// Builds a new store from a stream of records (an export, or another store's log) in a folder
+/// beside its target, and moves it into place only once every record checked out.
+enum StoreBuilder {
+    /// The next record and where it came from (for error messages), or nil at the end.
+    typealias Source = () throws -> (record: ExportedRecord, origin: String)?
+
+    /// Builds the store at `directory`, which must not exist or be an empty folder.
+    static func build(at directory: String, vault vaultFile: URL?, progress: ((UInt64) -> Void)?, next: Source) async throws -> UInt64 {
+        let target = URL(fileURLWithPath: directory).standardizedFileURL
+        try StoreFolders.checkFree(target)
+        let staging = try StoreFolders.makeStaging(beside: target, purpose: "importing")
+        do {
+            let count = try await fill(staging, vault: vaultFile, progress: progress, next: next)
+            try StoreFolders.moveIntoPlace(staging, target)
+            return count
+        } catch {
+            try? FileManager.default.removeItem(at: staging)
+            throw error
+        }
+    }
+
+    /// Appends every record to a new log in `root` with the original positions, ids, times and
+    /// payloads, checks each chain hash, re-makes the user-id claims and records the keying.
+    static func fill(_ root: URL, vault vaultFile: URL?, progress: ((UInt64) -> Void)?, next: Source) async throws -> UInt64 {
+        let vaultPath = root.appendingPathComponent("keys/vault")
+        if let vaultFile {
+            try FileManager.default.createDirectory(at: vaultPath.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: vaultFile, to: vaultPath)
+        }
+        let vault = try KeyVault(path: vaultPath.path, create: vaultFile == nil)
+        defer { vault.release() }
+        // The import keeps each record's own time: the log's clock reads it from here.
+        let now = Mutex(Date())
+        var options = EventLogOptions()
+        options.sync = .relaxed
+        options.clock = { now.withLock { $0 } }
+        let log = try EventLog(path: root.appendingPathComponent("log").path, options: options)
+        defer { log.close() }
+        let accounts = AccountLog(log: log, vault: vault)
+        var userIds: [String: String] = [:]
+        var expected: UInt64 = 1
+        while let (record, origin) = try next() {
+            guard record.position == expected else {
+                throw LogTransferError.outOfOrder(line: origin, position: record.position, expected: expected)
+            }
+            now.withLock { $0 = Date(timeIntervalSince1970: Double(record.timestampMicros) / 1_000_000) }
+            if record.payload.first == Sealing.version, try !vault.hasSlot(record.stream) {
+                throw LogTransferError.missingKey(position: record.position, account: record.stream)
+            }
+            let (claims, releases) = claimChanges(record, accounts: accounts, userIds: &userIds)
+            let metadata = EventMetadata(
+                actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
+            let proposed = ProposedEvent(
+                eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: metadata, payload: record.payload)
+            let result = try await log.append(
+                [proposed], to: record.stream,
+                expectedVersion: record.streamVersion == 1 ? .noStream : .exact(record.streamVersion - 1),
+                claims: claims, releases: releases)
+            guard result.positions.upperBound == record.position,
+                try log.record(at: record.position)?.hash.description == record.hash
+            else {
+                throw LogTransferError.hashMismatch(position: record.position)
+            }
+            expected += 1
+            if expected % 10_000 == 0 { progress?(expected - 1) }
+        }
+        try log.setMetadataIfAbsent(StoreKeying.metadataName, StoreKeying(vault).encoded)
+        try log.sync()
+        progress?(expected - 1)
+        return expected - 1
+    }
+
+    /// The claims a record takes and releases (user ids, keyed by the new store's vault).
+    private static func claimChanges(
+        _ record: ExportedRecord, accounts: AccountLog, userIds: inout [String: String]
+    ) -> (claims: Set<String>, releases: Set<String>) {
+        var claims: Set<String> = []
+        var releases: Set<String> = []
+        let event = record.payload.withUnsafeBytes {
+            try? AccountEvent.decode(type: record.type, payload: $0, accountId: record.stream, vault: accounts.vault)
+        }
+        switch event {
+        case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
+            if !userId.isEmpty { claims.insert(accounts.claim(forUserId: userId)) }
+            userIds[record.stream] = userId
+        case let .userIdChanged(old, new):
+            claims.insert(accounts.claim(forUserId: new))
+            if !old.isEmpty, accounts.claim(forUserId: old) != accounts.claim(forUserId: new) { releases.insert(accounts.claim(forUserId: old)) }
+            userIds[record.stream] = new
+        case .accountDeleted:
+            if let userId = userIds[record.stream], !userId.isEmpty { releases.insert(accounts.claim(forUserId: userId)) }
+            userIds[record.stream] = nil
+        default:
+            break
+        }
+        return (claims, releases)
+    }
+}
+
+/// Folder moves for building a store beside its target.
+enum StoreFolders {
+    /// Refuses a target that exists and is not an empty folder.
+    static func checkFree(_ target: URL) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: target.path, isDirectory: &isDirectory) else { return }
+        guard isDirectory.boolValue, try FileManager.default.contentsOfDirectory(atPath: target.path).isEmpty else {
+            throw LogTransferError.notEmpty(target.path)
+        }
+    }
+
+    /// A new, hidden folder beside `target` for building it.
+    static func makeStaging(beside target: URL, purpose: String) throws -> URL {
+        let parent = target.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        let staging = parent.appendingPathComponent(".\(target.lastPathComponent).\(purpose)-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: false)
+        return staging
+    }
+
+    /// Renames `staging` to `target` (replacing an empty folder) and makes the rename durable.
+    static func moveIntoPlace(_ staging: URL, _ target: URL) throws {
+        if FileManager.default.fileExists(atPath: target.path) { try checkFree(target) }
+        _ = rmdir(target.path)
+        guard rename(staging.path, target.path) == 0 else {
+            throw AccountStoreError.storeTransfer("cannot move \(staging.path) to \(target.path): \(String(cString: strerror(errno)))")
+        }
+        syncFolder(target.deletingLastPathComponent())
+    }
+
+    static func syncFolder(_ folder: URL) {
+        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+}

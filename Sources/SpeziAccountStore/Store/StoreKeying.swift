@@ -1,0 +1,174 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Logging
+
+/// How a store keys its user-id claims, and so which key vault belongs to it. Recorded in the log's
+/// metadata when the store is created (`app:account-store/keying`), checked at every open.
+public enum StoreKeying: Sendable, Equatable, CustomStringConvertible {
+    /// No vault: claims hold the normalized user id, payloads are not sealed.
+    case plain
+    /// Claims are HMACs under the claim secret of the vault with this id and fingerprint, and
+    /// personal data is sealed with that vault's per-account keys.
+    case keyed(vaultID: String, fingerprint: String)
+
+    static let metadataName = "account-store/keying"
+
+    /// The text stored in the log (readable in `mdb_dump` output).
+    var encoded: [UInt8] {
+        switch self {
+        case .plain: Array("plain".utf8)
+        case let .keyed(id, fingerprint): Array("keyed vault=\(id) fingerprint=\(fingerprint)".utf8)
+        }
+    }
+
+    init?(encoded bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        if text == "plain" {
+            self = .plain
+            return
+        }
+        let words = text.split(separator: " ")
+        guard words.count == 3, words[0] == "keyed", words[1].hasPrefix("vault="), words[2].hasPrefix("fingerprint=") else { return nil }
+        self = .keyed(vaultID: String(words[1].dropFirst(6)), fingerprint: String(words[2].dropFirst(12)))
+    }
+
+    init(_ vault: KeyVault) {
+        self = .keyed(vaultID: vault.id, fingerprint: vault.fingerprint)
+    }
+
+    /// A one-line description.
+    public var description: String {
+        switch self {
+        case .plain: "plain user-id claims, no key vault"
+        case let .keyed(id, _): "user-id claims keyed by vault \(id)"
+        }
+    }
+}
+
+/// Decides, at open, which key vault a store's log goes with, and refuses every combination that
+/// would make accounts unreadable or let a user id be taken twice.
+enum StoreKeyingCheck {
+    static let logger = Logger(label: "SpeziAccountStore.keys")
+
+    /// Opens the vault that belongs to `log` (nil for a plain store), recording the keying of a new
+    /// store. `wantsVault` says what a new store gets.
+    static func openVault(for log: EventLog, vaultPath: String, wantsVault: Bool) throws -> KeyVault? {
+        let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
+        if let bytes = try log.metadata(StoreKeying.metadataName) {
+            guard let recorded = StoreKeying(encoded: bytes) else {
+                throw AccountStoreError.keyMismatch(
+                    "the log at \(log.path) records a key setting this version cannot read (\(String(decoding: bytes, as: UTF8.self)))")
+            }
+            return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
+        }
+        // No record: a new store, or one written before the keying was recorded.
+        let proposed: StoreKeying
+        let vault: KeyVault?
+        if try log.lastPosition() == 0 {
+            if vaultExists && !wantsVault {
+                throw AccountStoreError.keyMismatch(
+                    "\(vaultPath) exists, but the store is being created without crypto-shredding: move the vault away or turn shredding on")
+            }
+            vault = wantsVault ? try KeyVault(path: vaultPath, create: true) : nil
+            proposed = vault.map(StoreKeying.init) ?? .plain
+        } else if vaultExists {
+            let existing = try KeyVault(path: vaultPath, create: false)
+            try checkClaimsMatch(log: log, vault: existing, vaultPath: vaultPath)
+            vault = existing
+            proposed = StoreKeying(existing)
+            logger.notice("recording the key setting of an older store", metadata: ["log": "\(log.path)", "vault": "\(existing.id)"])
+        } else {
+            if try looksKeyed(log) {
+                throw AccountStoreError.keyMismatch(
+                    "the log at \(log.path) holds user-id claims or payloads made with a key vault, but \(vaultPath) is missing: "
+                        + "restore keys/vault from a backup (a new vault would make every account unreadable and every user id free again)")
+            }
+            vault = nil
+            proposed = .plain
+        }
+        // Another process may have recorded its choice first: then follow that one.
+        let stored = try log.setMetadataIfAbsent(StoreKeying.metadataName, proposed.encoded)
+        guard let recorded = StoreKeying(encoded: stored) else {
+            throw AccountStoreError.keyMismatch("the log at \(log.path) records an unreadable key setting")
+        }
+        if recorded == proposed { return vault }
+        return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: FileManager.default.fileExists(atPath: vaultPath))
+    }
+
+    /// The vault that belongs to a log that is only read (a backup being restored): what the log
+    /// records, or for an older log what it looks like; nothing is created or recorded.
+    static func checkRecorded(log: EventLog, vaultPath: String) throws -> KeyVault? {
+        let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
+        if let bytes = try log.metadata(StoreKeying.metadataName), let recorded = StoreKeying(encoded: bytes) {
+            return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
+        }
+        if vaultExists {
+            let vault = try KeyVault(path: vaultPath, create: false)
+            try checkClaimsMatch(log: log, vault: vault, vaultPath: vaultPath)
+            return vault
+        }
+        if try looksKeyed(log) {
+            throw AccountStoreError.keyMismatch("the log at \(log.path) was written with a key vault, but \(vaultPath) is missing")
+        }
+        return nil
+    }
+
+    private static func open(_ recorded: StoreKeying, log: EventLog, vaultPath: String, vaultExists: Bool) throws -> KeyVault? {
+        switch recorded {
+        case .plain:
+            if vaultExists {
+                throw AccountStoreError.keyMismatch(
+                    "the log at \(log.path) was written without a key vault (plain user-id claims), but \(vaultPath) exists: "
+                        + "move it away, or turn crypto-shredding on with `accountctl enable-shredding` (see the README)")
+            }
+            return nil
+        case let .keyed(id, fingerprint):
+            guard vaultExists else {
+                throw AccountStoreError.keyMismatch(
+                    "the log at \(log.path) was written with key vault \(id), but \(vaultPath) is missing: restore keys/vault from a backup "
+                        + "(never create a new one: every account would become unreadable and every user id free to take again)")
+            }
+            let vault = try KeyVault(path: vaultPath, create: false)
+            guard vault.id == id, vault.fingerprint == fingerprint else {
+                throw AccountStoreError.keyMismatch(
+                    "\(vaultPath) is key vault \(vault.id), but the log at \(log.path) was written with vault \(id): "
+                        + "put the store's own keys/vault back")
+            }
+            return vault
+        }
+    }
+
+    /// Keyed claims are `userid:` and 64 hex digits; sealed payloads start with 0x02.
+    private static func looksKeyed(_ log: EventLog) throws -> Bool {
+        let claims = try log.claims(withPrefix: "userid:", limit: 100)
+        if !claims.isEmpty { return claims.allSatisfy { isKeyedClaim($0.claim) } }
+        var sealed = false
+        try log.replay(from: 1) { record in
+            sealed = record.payload.first == Sealing.version
+            return !sealed
+        }
+        return sealed
+    }
+
+    static func isKeyedClaim(_ claim: String) -> Bool {
+        let digits = claim.utf8.dropFirst("userid:".utf8.count)
+        return digits.count == 64 && digits.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    /// An older keyed store and a vault that is not its own: a claim of the log must be the HMAC
+    /// of its owner's user id under this vault's secret.
+    private static func checkClaimsMatch(log: EventLog, vault: KeyVault, vaultPath: String) throws {
+        guard let (claim, owner) = try log.claims(withPrefix: "userid:", limit: 1).first else { return }
+        let accounts = AccountLog(log: log, vault: vault)
+        let userId = try accounts.load(owner)?.userId ?? ""
+        guard !userId.isEmpty, accounts.claim(forUserId: userId) == claim else {
+            throw AccountStoreError.keyMismatch(
+                "\(vaultPath) (vault \(vault.id)) does not open the accounts of the log at \(log.path): put the store's own keys/vault back")
+        }
+    }
+}
