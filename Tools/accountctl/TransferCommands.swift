@@ -50,7 +50,11 @@ struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Build a new store from an export; every record's chain hash must match the exported one.",
-        discussion: "The target store must not hold a log yet. Pass the original store's keys/vault with --vault, or sealed details read as redacted."
+        discussion: """
+            The target folder must not exist or be empty. The store is built beside it and moved into place only when \
+            every record checked out: a failed import leaves nothing behind. Pass the original store's keys/vault with \
+            --vault; without it the new store gets a new vault, and an export with sealed payloads is refused.
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -78,6 +82,80 @@ struct Import: AsyncParsableCommand {
                 let report = try store.log.verify()
                 print("imported \(count) records into \(target.path); log \(report.isIntact ? "intact" : "DAMAGED"), head hash \(report.headHash)")
             }
+        }
+    }
+}
+
+/// `accountctl backup DEST`: a consistent copy of the store while writers keep running.
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Copy the store (projections, log, key vault, in that order) into a new folder while writers run.",
+        discussion: """
+            DEST must not exist or be empty. The copy is checked (its log verifies and the original has the same \
+            record at the copy's last position) before it is moved into place. Restore it with `accountctl restore`, \
+            or open it as a store.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The folder to write the backup to.")
+    var destination: String
+
+    func run() async throws {
+        try await guarded {
+            let report = try await global.withStore(creating: false) { store in try store.backup(to: destination) }
+            print("backed up \(report.lastPosition) records to \(report.directory); head hash \(report.headHash)")
+        }
+    }
+}
+
+/// `accountctl restore BACKUP`: a backup made by `backup`, checked and moved into place.
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Restore a backup into the store folder (which must not exist or be empty).",
+        discussion: "The backup is copied beside the target, checked (the log verifies, the vault is the log's own) and moved into place."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The folder written by backup.")
+    var backup: String
+
+    func run() async throws {
+        try await guarded {
+            let report = try AccountStore.restore(from: backup, to: global.location.path)
+            print("restored \(report.lastPosition) records into \(report.directory); head hash \(report.headHash)")
+        }
+    }
+}
+
+/// `accountctl enable-shredding`: the migration of a store created without a key vault.
+struct EnableShredding: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enable-shredding",
+        abstract: "Give a store created without crypto-shredding a key vault (a new store built from its log takes its place).",
+        discussion: """
+            No other process may have the store open. Records, positions and chain hashes stay as they are; user-id \
+            claims are re-made as HMACs. Events written before the migration stay unsealed. The old folder is kept \
+            beside the store, renamed: delete it once the new store checks out, as it holds every value in the clear.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await guarded {
+            let root = global.location
+            guard FileManager.default.fileExists(atPath: root.appendingPathComponent("log/data.mdb").path) else {
+                throw ToolError.noStore(root.path)
+            }
+            let bar = ProgressBar("migrating")
+            let kept = try await AccountStore.enableCryptoShredding(directory: root.path) { done, total in bar.update(done, of: max(total, 1)) }
+            bar.finish()
+            print("crypto-shredding is on for \(root.path); the store as it was is in \(kept): delete it once this one checks out")
         }
     }
 }

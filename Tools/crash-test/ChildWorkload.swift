@@ -25,20 +25,31 @@ struct ChildWorkload {
     let ackPath: String
     let seed: UInt64
     let writers: Int
+    /// This process's share of the accounts when several processes run: writer `w` of process
+    /// `slot` takes the accounts whose id hashes to `slot * writers + w` modulo `slots * writers`.
+    var slot = 0
+    var slots = 1
 
     func run() async throws -> Never {
         let store = try openStore(directory)
         let acks = try AckFile(path: ackPath)
-        var existing: [String] = []
-        try store.forEachCachedAccount { state in
-            if !state.isDeleted { existing.append(state.accountId) }
-        }
-        let known = existing
+        // The live accounts as the harness found them after the last round (not this process's
+        // cache, which may already show accounts another process of this round created).
+        let known: [(id: String, userId: String)] = (try? String(contentsOfFile: directory + "/live.txt", encoding: .utf8))
+            .map { text in
+                text.split(separator: "\n").compactMap { line in
+                    let fields = line.split(separator: " ")
+                    return fields.count == 2 ? (String(fields[0]), String(fields[1])) : nil
+                }
+            } ?? []
+        let shares = writers * slots
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<writers {
                 group.addTask {
                     var random = SplitMix64(seed: seed &* 31 &+ UInt64(writer))
-                    var mine = known.enumerated().filter { $0.offset % writers == writer }.map(\.element)
+                    let share = slot * writers + writer
+                    // By a hash of the id, so that every process draws the same lines whatever its cache shows.
+                    var mine = known.filter { Int(stableHash($0.id) % UInt64(shares)) == share }
                     var step = 0
                     while true {
                         step += 1
@@ -47,14 +58,24 @@ struct ChildWorkload {
                         let dice = random.next() % 100
                         if mine.isEmpty || dice < 40 {
                             var details = AccountDetails()
-                            details.userId = "u\(seed)-\(writer)-\(step)@example.org"
+                            let userId = "u\(seed)-\(writer)-\(step)@example.org"
+                            details.userId = userId
                             details.password = "crash-test-\(step)"
                             details.name = PersonNameComponents(givenName: "Writer \(writer)", familyName: "Step \(step)")
                             let id = try await store.signup(details, context: context).accountId
-                            mine.append(id)
+                            mine.append((id, userId))
                             acks.write("\(correlation) signup \(id)")
+                        } else if dice < 50 {
+                            // A wrong password: the failure is an event (a lockout refusal after the
+                            // first is not, so it is not acknowledged).
+                            let (id, userId) = mine[Int(random.next() % UInt64(mine.count))]
+                            do {
+                                _ = try await store.login(userId: userId, password: "wrong", context: context)
+                            } catch AccountServiceError.wrongCredentials {
+                                acks.write("\(correlation) login \(id)")
+                            } catch AccountStoreError.lockedOut {}
                         } else if dice < 85 {
-                            let id = mine[Int(random.next() % UInt64(mine.count))]
+                            let id = mine[Int(random.next() % UInt64(mine.count))].id
                             var change = AccountDetails()
                             change.name = PersonNameComponents(givenName: "Changed \(step)", familyName: "Writer \(writer)")
                             change.genderIdentity = .preferNotToState
@@ -62,7 +83,7 @@ struct ChildWorkload {
                             acks.write("\(correlation) modify \(id)")
                         } else {
                             let index = Int(random.next() % UInt64(mine.count))
-                            let id = mine.remove(at: index)
+                            let id = mine.remove(at: index).id
                             try await store.delete(id, context: context)
                             acks.write("\(correlation) delete \(id)")
                         }
@@ -102,4 +123,9 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// FNV-1a of the id's bytes: the same in every process (Swift's `hashValue` is seeded per process).
+func stableHash(_ text: String) -> UInt64 {
+    text.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01B3 }
 }

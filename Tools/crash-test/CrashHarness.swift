@@ -42,12 +42,18 @@ struct CrashHarness {
     let seed: UInt64
     /// The child's environment: under the fault shim when power losses are simulated.
     let childEnvironment: [String: String]?
-    var ackPath: String { directory + "/acks.txt" }
+    /// Writer processes, and whether a rebuilding process runs beside them.
+    let processes: Int
+    let rebuilder: Bool
+    /// Each writer process acknowledges into a file of its own.
+    func ackPath(_ slot: Int) -> String { directory + (slot == 0 ? "/acks.txt" : "/acks-\(slot).txt") }
     /// The correlation ids found in the log so far, and the log position read up to.
     private var logged: Set<String> = []
     private var readUpTo: UInt64 = 0
 
-    init(directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false) throws {
+    init(directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false, processes: Int = 1, rebuilder: Bool = false) throws {
+        self.processes = processes
+        self.rebuilder = rebuilder
         self.childEnvironment = powerLoss ? try FaultShim.environment(["IOFAULT_FILES": "data.mdb,vault", "IOFAULT_POWER_LOSS": "1"]) : nil
         self.directory = directory
         self.writers = writers
@@ -66,25 +72,40 @@ struct CrashHarness {
         return summary
     }
 
-    /// Starts the workload, lets it run for a random 20–250 ms, and kills it with SIGKILL.
+    /// Starts the workload, lets it run for a random 20–250 ms, and kills it with SIGKILL. With
+    /// several processes, each is killed at its own moment after 100–600 ms.
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["child", "--store", directory, "--acks", ackPath, "--seed", "\(seed &+ UInt64(round))", "--writers", "\(writers)"]
-        if let childEnvironment { process.environment = childEnvironment }
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        try await Task.sleep(for: .milliseconds(20 + Int(random.next() % 231)))
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        if process.terminationReason == .exit {
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            summary.mismatches += 1
-            summary.problems.append("round \(round): the workload stopped by itself (\(process.terminationStatus)): \(message)")
-        } else {
-            summary.crashes += 1
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var children: [(process: Process, errors: Pipe)] = []
+        for slot in 0..<processes {
+            let childSeed = processes == 1 ? seed &+ UInt64(round) : seed &+ UInt64(round) &* 1_000 &+ UInt64(slot)
+            children.append(
+                try start(
+                    executable,
+                    [
+                        "child", "--store", directory, "--acks", ackPath(slot), "--seed", "\(childSeed)", "--writers", "\(writers)",
+                        "--slot", "\(slot)", "--slots", "\(processes)"
+                    ]))
         }
+        if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory])) }
+        let single = children.count == 1
+        var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
+        var elapsed = 0
+        while let next = delays.enumerated().filter({ $0.element >= 0 }).min(by: { $0.element < $1.element }) {
+            try await Task.sleep(for: .milliseconds(next.element - elapsed))
+            elapsed = next.element
+            kill(children[next.offset].process.processIdentifier, SIGKILL)
+            delays[next.offset] = -1
+        }
+        for (process, errors) in children {
+            process.waitUntilExit()
+            if process.terminationReason == .exit {
+                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                summary.mismatches += 1
+                summary.problems.append("round \(round): a workload stopped by itself (\(process.terminationStatus)): \(message)")
+            }
+        }
+        summary.crashes += 1
         if childEnvironment != nil {
             // The ack file is the clients' memory, not the store's: it is not watched and keeps all.
             let outcome = try PowerLoss.strike(directory)
@@ -92,9 +113,20 @@ struct CrashHarness {
         }
     }
 
+    private func start(_ executable: URL, _ arguments: [String]) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let childEnvironment { process.environment = childEnvironment }
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        return (process, errors)
+    }
+
     /// Reopens the store and checks it against the acknowledgements and a replay of the log.
     private mutating func check(_ summary: inout CrashSummary, rebuild: Bool) async throws {
-        let acks = try readAcks()
+        let acks = readAcks()
         summary.acknowledged = acks.count
         let store = try openStore(directory)
         let head = try store.log.lastPosition()
@@ -122,8 +154,10 @@ struct CrashHarness {
         }
         var userIds: [String: String] = [:]
         var accounts = 0
+        var live = ""
         try store.forEachCachedAccount { cached in
             accounts += 1
+            if !cached.isDeleted { live += "\(cached.accountId) \(cached.userId)\n" }
             let folded = try store.accounts.load(cached.accountId)
             if folded != cached {
                 summary.mismatches += 1
@@ -141,10 +175,17 @@ struct CrashHarness {
                 summary.problems.append("the claim of \(cached.userId) does not point to \(cached.accountId)")
             }
         }
+        // Every acknowledged account is readable: in the cache, and unless it was deleted, with
+        // its user id and name (a lost key would show it redacted).
         let signedUp = Set(acks.filter { $0.kind == "signup" }.map(\.account))
-        let missing = try signedUp.filter { try store.cachedState(of: $0) == nil }
-        summary.lost += missing.count
+        let unreadable = try signedUp.filter { id in
+            guard let state = try store.cachedState(of: id) else { return true }
+            return !state.isDeleted && (state.userId.isEmpty || state.values["name"] == nil)
+        }
+        summary.lost += unreadable.count
+        summary.problems += unreadable.prefix(5).map { "acknowledged account \($0) is missing or unreadable" }
         summary.accounts = accounts
+        try Data(live.utf8).write(to: URL(fileURLWithPath: directory + "/live.txt"), options: .atomic)
         await store.close()
     }
 
@@ -155,13 +196,15 @@ struct CrashHarness {
     }
 
     /// The complete lines of the ack file (a kill can leave a partial last line: not acknowledged).
-    private func readAcks() throws -> [Ack] {
-        guard let data = FileManager.default.contents(atPath: ackPath) else { return [] }
-        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        lines.removeLast()  // empty after a final newline, or a partial line
-        return lines.compactMap { line in
-            let fields = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
-            return fields.count == 3 ? Ack(correlation: fields[0], kind: fields[1], account: fields[2]) : nil
+    private func readAcks() -> [Ack] {
+        (0..<processes).flatMap { slot -> [Ack] in
+            guard let data = FileManager.default.contents(atPath: ackPath(slot)) else { return [] }
+            var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            lines.removeLast()  // empty after a final newline, or a partial line
+            return lines.compactMap { line in
+                let fields = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+                return fields.count == 3 ? Ack(correlation: fields[0], kind: fields[1], account: fields[2]) : nil
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 
 import ArgumentParser
 import Foundation
+import SpeziAccountStore
 
 /// Kills a store workload with SIGKILL at random moments, again and again, and checks after each
 /// restart that nothing acknowledged was lost and that the projections equal a replay of the log.
@@ -19,9 +20,11 @@ struct CrashTest: AsyncParsableCommand {
             every write not yet flushed to disk), reopens the store and checks: \
             every acknowledged operation is in the log, verify passes, the details cache equals the fold \
             of every stream, and no user id belongs to two accounts. At the end the cache is rebuilt from \
-            position 0 and compared once more. Exit status 0: nothing lost, no mismatch; 1 otherwise.
+            position 0 and compared once more. With --processes N, N such children share the store (and \
+            with --rebuilder one more rebuilds the cache over and over), each killed at its own moment \
+            after 100–600 ms. Exit status 0: nothing lost, no mismatch; 1 otherwise.
             """,
-        subcommands: [Run.self, Child.self],
+        subcommands: [Run.self, Child.self, RebuildChild.self],
         defaultSubcommand: Run.self
     )
 
@@ -40,6 +43,12 @@ struct CrashTest: AsyncParsableCommand {
         @Option(help: "The store directory (default: a new temporary one, removed afterwards).")
         var store: String?
 
+        @Option(help: "Writer processes on the one store, each killed at its own random moment.")
+        var processes = 1
+
+        @Flag(help: "Also run a process that rebuilds the details cache over and over (killed with the writers).")
+        var rebuilder = false
+
         @Flag(
             help: ArgumentHelp(
                 "Cut the power instead of only killing the process.",
@@ -51,7 +60,9 @@ struct CrashTest: AsyncParsableCommand {
         func run() async throws {
             let directory = store ?? FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)").path
             defer { if store == nil { try? FileManager.default.removeItem(atPath: directory) } }
-            var harness = try CrashHarness(directory: directory, writers: writers, seed: seed, powerLoss: powerLoss)
+            guard processes >= 1 else { throw ValidationError("--processes must be at least 1") }
+            var harness = try CrashHarness(
+                directory: directory, writers: writers, seed: seed, powerLoss: powerLoss, processes: processes, rebuilder: rebuilder)
             let summary = try await harness.run(crashes: crashes) { round, summary in
                 if round % 10 == 0 || round == crashes {
                     print("round \(round)/\(crashes): \(summary.acknowledged) acknowledged, \(summary.lost) lost, \(summary.mismatches) mismatches")
@@ -71,12 +82,32 @@ struct CrashTest: AsyncParsableCommand {
         @Option var acks: String
         @Option var seed: UInt64
         @Option var writers: Int
+        @Option var slot = 0
+        @Option var slots = 1
 
         func run() async throws {
             do {
-                try await ChildWorkload(directory: store, ackPath: acks, seed: seed, writers: writers).run()
+                try await ChildWorkload(directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots).run()
             } catch {
                 FileHandle.standardError.write(Data("crash-test child: \(error)\n".utf8))
+                throw ExitCode(3)
+            }
+        }
+    }
+
+    struct RebuildChild: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rebuild-child", abstract: "Rebuilds the details cache until killed (internal).",
+            shouldDisplay: false)
+
+        @Option var store: String
+
+        func run() async throws {
+            do {
+                let opened = try openStore(store)
+                while true { try await opened.projections.rebuild(AccountDetailsProjection.projectionName) }
+            } catch {
+                FileHandle.standardError.write(Data("crash-test rebuild-child: \(error)\n".utf8))
                 throw ExitCode(3)
             }
         }
