@@ -229,7 +229,7 @@ struct AccountctlTests {
         #expect(history.stdout.contains("\"Grace\""))
         let again = try copy.run(["import", export.path])
         #expect(again.failedCleanly)
-        #expect(again.stderr.contains("already holds a log"))
+        #expect(again.stderr.contains("is not empty"))
         let missing = try copy.run(["import", "/nonexistent/export.jsonl"])
         #expect(missing.failedCleanly)
     }

@@ -105,6 +105,36 @@ struct AccountStoreTests {
         await store.close()
     }
 
+    @Test("a locked account's stream grows by one refusal per lockout, however many attempts are refused")
+    func lockoutIsBounded() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let now = Mutex(Date(timeIntervalSince1970: 1_000_000))
+        let store = try fixture.open {
+            $0.clock = { now.withLock { $0 } }
+            $0.lockout = (attempts: 3, duration: .seconds(60))
+        }
+        let id = try await store.signup(leland()).accountId
+        for _ in 0..<3 {
+            await #expect(throws: AccountServiceError.wrongCredentials) {
+                try await store.login(userId: "lelandstanford@stanford.edu", password: "x")
+            }
+        }
+        for attempt in 0..<50 {
+            now.withLock { $0 = $0.addingTimeInterval(0.5) }
+            await #expect(throws: AccountStoreError.self) {
+                try await store.login(userId: "lelandstanford@stanford.edu", password: attempt.isMultiple(of: 2) ? "x" : "StanfordRocks123!")
+            }
+        }
+        let refusals = try store.log.readStream(id).filter { try store.accounts.event(from: $0) == .loginFailed(reason: "lockedOut") }
+        #expect(refusals.count == 1)
+        // The lockout runs from that one recorded refusal; after it, the right password works again.
+        now.withLock { $0 = refusals[0].timestamp.addingTimeInterval(61) }
+        _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
+        #expect(try store.log.readStream(id).count == 1 + 3 + 1 + 1)
+        await store.close()
+    }
+
     @Test("login: success, wrong password (recorded), unknown user, lockout, rehash with stronger parameters")
     func login() async throws {
         let fixture = StoreFixture()

@@ -66,3 +66,18 @@ struct CrashTestTests {
         #expect(result.output.contains("c-never-written"))
     }
 }
+
+@Suite("crash-test with several processes on one store")
+struct MultiProcessCrashTests {
+    @Test("3 writer processes and a rebuilding process, each killed at random, 8 rounds: nothing acknowledged lost, no mismatch")
+    func severalProcesses() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try runTool("crash-test", ["--crashes", "8", "--processes", "3", "--rebuilder", "--store", directory.path])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(count("crashes", in: result.output) == 8)
+        #expect((count("operations acknowledged", in: result.output) ?? 0) > 100)
+        #expect(count("lost", in: result.output) == 0)
+        #expect(count("mismatches", in: result.output) == 0)
+    }
+}

@@ -35,7 +35,8 @@ struct ChildWorkload {
         let acks = try AckFile(path: ackPath)
         // The live accounts as the harness found them after the last round (not this process's
         // cache, which may already show accounts another process of this round created).
-        let known: [(id: String, userId: String)] = (try? String(contentsOfFile: directory + "/live.txt", encoding: .utf8))
+        let known: [(id: String, userId: String)] =
+            (try? String(contentsOfFile: directory + "/live.txt", encoding: .utf8))
             .map { text in
                 text.split(separator: "\n").compactMap { line in
                     let fields = line.split(separator: " ")

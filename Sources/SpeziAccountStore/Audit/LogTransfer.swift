@@ -65,7 +65,7 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
         switch self {
-        case let .notEmpty(path): "\(path) already holds a log; import needs an empty store"
+        case let .notEmpty(path): "\(path) is not empty: an import or restore needs a new or empty folder"
         case let .badLine(line, reason): "line \(line): \(reason)"
         case let .outOfOrder(line, position, expected): "\(line): position \(position), expected \(expected)"
         case let .hashMismatch(position): "position \(position): the imported record's chain hash differs from the exported one"

@@ -136,7 +136,7 @@ extension AccountStore {
         try? FileManager.default.removeItem(at: fresh)
         var batch: [RecordedEvent] = []
         var next: UInt64 = 1
-        _ = try await StoreBuilder.build(at: fresh.path, vault: nil, progress: { progress?($0, total) }) {
+        let source: StoreBuilder.Source = {
             if batch.isEmpty {
                 batch = try log.read(from: next, limit: 1_024).reversed()
             }
@@ -144,6 +144,7 @@ extension AccountStore {
             next = record.position + 1
             return (ExportedRecord(record), "position \(record.position)")
         }
+        _ = try await StoreBuilder.build(at: fresh.path, vault: nil, progress: { progress?($0, total) }, next: source)
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
         let kept = root.deletingLastPathComponent().appendingPathComponent("\(root.lastPathComponent).plain-\(stamp)")
         guard rename(root.path, kept.path) == 0 else {

@@ -1,0 +1,161 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import SpeziAccount
+import Testing
+
+@testable import SpeziAccountStore
+
+/// Starts the crash test's workload (signups, changes, deletions, durable) on a store in another
+/// process; it runs until killed.
+func startWriterProcess(store: URL, seed: Int) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent("crash-test")
+    process.arguments = [
+        "child", "--store", store.path, "--acks", store.appendingPathComponent("acks-\(seed).txt").path, "--seed", "\(seed)", "--writers", "2",
+        "--slot", "\(seed)", "--slots", "8"
+    ]
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
+/// The store as the crash test's workload opens it (durable, cheap hashing).
+func openLikeWriters(_ directory: URL) throws -> AccountStore {
+    var options = AccountStoreOptions()
+    options.passwordParameters = .insecureTesting
+    options.allowWeakPasswordParameters = true
+    return try AccountStore(directory: directory.path, options: options)
+}
+
+@Suite("Backups while writers run, restores, and imports that are all or nothing", .serialized)
+struct StoreTransferTests {
+    @Test("three online backups while another process writes: each verifies, its head is a record the original has, every account reads")
+    func onlineBackup() async throws {
+        let fixture = StoreFixture()
+        let backups = (0..<3).map { _ in FileManager.default.temporaryDirectory.appendingPathComponent("backup-\(UUID().uuidString)") }
+        defer {
+            fixture.cleanup()
+            for backup in backups { try? FileManager.default.removeItem(at: backup) }
+        }
+        let store = try openLikeWriters(fixture.directory)
+        try await store.signup(leland())
+        let writer = try startWriterProcess(store: fixture.directory, seed: 0)
+        var reports: [StoreCopyReport] = []
+        for backup in backups {
+            // Let the other process write between the backups.
+            let before = try store.log.lastPosition()
+            while try store.log.lastPosition() < before + 40 { try await Task.sleep(for: .milliseconds(20)) }
+            reports.append(try store.backup(to: backup.path))
+        }
+        kill(writer.processIdentifier, SIGKILL)
+        writer.waitUntilExit()
+        #expect(reports.map(\.lastPosition) == reports.map(\.lastPosition).sorted())
+        #expect(reports[0].lastPosition > 40)
+        for report in reports {
+            #expect(try store.log.record(at: report.lastPosition)?.hash.description == report.headHash)
+            #expect(report.vaultID == store.accounts.vault?.id)
+            // A backup is a store: open it, and every live account reads with its user id and name.
+            let copy = try openLikeWriters(URL(fileURLWithPath: report.directory))
+            #expect(try copy.log.verify().isIntact)
+            try await copy.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: report.lastPosition)
+            var live = 0
+            try copy.forEachCachedAccount { state in
+                guard !state.isDeleted else { return }
+                live += 1
+                #expect(!state.userId.isEmpty && state.values["name"] != nil, "account \(state.accountId) unreadable in the backup")
+            }
+            #expect(live > 1)
+            await copy.close()
+        }
+        await store.close()
+
+        // Restore the last one into a new folder: same head, same accounts; the backup is untouched.
+        let restored = StoreFixture()
+        defer { restored.cleanup() }
+        let report = try AccountStore.restore(from: reports[2].directory, to: restored.directory.path)
+        #expect(report.headHash == reports[2].headHash && report.lastPosition == reports[2].lastPosition)
+        let reopened = try openLikeWriters(restored.directory)
+        #expect(try reopened.resolve("lelandstanford@stanford.edu") != nil)
+        await reopened.close()
+        #expect(throws: LogTransferError.self) { try AccountStore.restore(from: reports[2].directory, to: restored.directory.path) }
+    }
+
+    @Test("a restore is refused when the backup's vault is missing or not the log's own, and leaves nothing behind")
+    func restoreChecksTheVault() async throws {
+        let fixture = StoreFixture()
+        let other = StoreFixture()
+        let backup = StoreFixture()
+        let target = StoreFixture()
+        defer {
+            for f in [fixture, other, backup, target] { f.cleanup() }
+        }
+        var store = try fixture.open()
+        try await store.signup(leland())
+        _ = try store.backup(to: backup.directory.path)
+        await store.close()
+        store = try other.open()
+        await store.close()
+        let vault = backup.directory.appendingPathComponent("keys/vault")
+        try FileManager.default.removeItem(at: vault)
+        #expect(throws: AccountStoreError.self) { try AccountStore.restore(from: backup.directory.path, to: target.directory.path) }
+        try FileManager.default.copyItem(at: other.directory.appendingPathComponent("keys/vault"), to: vault)
+        #expect(throws: AccountStoreError.self) { try AccountStore.restore(from: backup.directory.path, to: target.directory.path) }
+        #expect(!FileManager.default.fileExists(atPath: target.directory.path))
+        let parent = target.directory.deletingLastPathComponent()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.contains(".restoring-") })
+    }
+
+    @Test("an import that fails on a tampered line leaves no store behind; importing the intact export then works")
+    func importIsAllOrNothing() async throws {
+        let fixture = StoreFixture()
+        let target = StoreFixture()
+        defer {
+            fixture.cleanup()
+            target.cleanup()
+        }
+        let store = try fixture.open()
+        for index in 0..<5 { try await store.signup(leland(userId: "import-\(index)@example.org")) }
+        let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
+        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: exportURL)
+        _ = try LogTransfer.export(store.log, to: handle)
+        try handle.close()
+        let head = try store.log.verify().headHash
+        await store.close()
+        let vault = fixture.directory.appendingPathComponent("keys/vault")
+
+        var lines = try String(contentsOf: exportURL, encoding: .utf8).split(separator: "\n").map(String.init)
+        let good = lines
+        lines[3] = lines[3].replacingOccurrences(of: "\"actor\"", with: "\"actor_\"").replacingOccurrences(
+            of: "\"timestampMicros\":", with: "\"timestampMicros\":1")
+        let tampered = fixture.directory.appendingPathComponent("tampered.jsonl")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: tampered)
+        await #expect(throws: LogTransferError.hashMismatch(position: 4)) {
+            _ = try await LogTransfer.importLog(from: tampered, into: target.directory.path, vault: vault)
+        }
+        #expect(!FileManager.default.fileExists(atPath: target.directory.path))
+        let parent = target.directory.deletingLastPathComponent()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.contains(".importing-") })
+
+        // Without the vault, a sealed export is refused (its accounts could not be read or claimed).
+        await #expect(throws: LogTransferError.missingKey(position: 1, account: try #require(good.first.flatMap(stream(of:))))) {
+            _ = try await LogTransfer.importLog(from: exportURL, into: target.directory.path, vault: nil)
+        }
+        #expect(try await LogTransfer.importLog(from: exportURL, into: target.directory.path, vault: vault) == 5)
+        let copy = try target.open()
+        #expect(try copy.log.verify().headHash == head)
+        #expect(try copy.resolve("import-3@example.org") != nil)
+        await copy.close()
+    }
+}
+
+/// The stream of an exported line.
+private func stream(of line: String) -> String? {
+    (try? JSONDecoder().decode(ExportedRecord.self, from: Data(line.utf8)))?.stream
+}
