@@ -84,7 +84,8 @@ let package = Package(
                 "SpeziAccount",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections")
             ]
         ),
         // The child process that the log's crash test kills at random moments.

@@ -19,24 +19,21 @@ struct AppendRequest: @unchecked Sendable {
     let releases: Set<String>
     /// The encoded size of all its records.
     var byteCount: Int { sizes.reduce(0, +) }
-    /// Nil for an append run directly by its caller.
+    /// Resumed after the commit (set when the request is queued).
     var continuation: CheckedContinuation<AppendResult, any Error>?
 }
 
 /// The log's single writer, with group commit.
 ///
-/// An append that finds the writer idle runs its own write transaction on its caller's thread (no
-/// thread hop: the latency of a lone append is LMDB's). Appends that arrive while a transaction is
-/// running queue up; a dedicated thread then drains the whole queue into one transaction and answers
-/// every request after the commit, so many concurrent appenders share one `fdatasync`. Exactly one
-/// write transaction runs at a time, each begun and committed on one thread, never across a
-/// suspension point, as LMDB requires.
+/// Every write transaction, and the `fdatasync` of its commit, runs on one dedicated thread: an
+/// appender queues its request and suspends (its task gives its thread back to the cooperative
+/// pool) until the commit that holds it is done. The thread drains the whole queue into each
+/// transaction, so the appenders that arrived during one commit share the next one and its flush.
+/// Exactly one write transaction runs at a time, begun and committed on that thread, never across
+/// a suspension point, as LMDB requires.
 final class AppendWriter: @unchecked Sendable {
-    private enum Owner { case none, caller, thread }
-
     private let condition = NSCondition()
     private var pending = Deque<AppendRequest>()
-    private var owner = Owner.none
     private var stopping = false
     private var stopped = false
 
@@ -64,35 +61,11 @@ final class AppendWriter: @unchecked Sendable {
         thread.start()
     }
 
-    /// Appends: directly when the writer is idle, otherwise through the queue.
+    /// Queues the request for the writer thread and returns after the commit that holds it.
     func append(_ request: AppendRequest) async throws -> AppendResult {
-        if let outcome = try appendDirectly(request) {
-            return try outcome.get()
-        }
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             enqueue(request, continuation: continuation)
         }
-    }
-
-    /// Runs the request on the calling thread if nobody is writing; nil when it must queue.
-    private func appendDirectly(_ request: AppendRequest) throws -> Result<AppendResult, any Error>? {
-        condition.lock()
-        if stopping {
-            condition.unlock()
-            throw EventLogError.closed(path: path)
-        }
-        guard owner == .none && pending.isEmpty else {
-            condition.unlock()
-            return nil
-        }
-        owner = .caller
-        condition.unlock()
-        let outcome = process([request]).first!
-        condition.lock()
-        owner = .none
-        if !pending.isEmpty || stopping { condition.broadcast() }
-        condition.unlock()
-        return outcome
     }
 
     private func enqueue(_ request: AppendRequest, continuation: CheckedContinuation<AppendResult, any Error>) {
@@ -105,7 +78,7 @@ final class AppendWriter: @unchecked Sendable {
         var queued = request
         queued.continuation = continuation
         pending.append(queued)
-        if owner == .none { condition.broadcast() }
+        if pending.count == 1 { condition.signal() }
         condition.unlock()
     }
 
@@ -121,16 +94,13 @@ final class AppendWriter: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while (pending.isEmpty || owner != .none) && !(stopping && pending.isEmpty && owner == .none) {
-                condition.wait()
-            }
+            while pending.isEmpty && !stopping { condition.wait() }
             if pending.isEmpty {
                 stopped = true
                 condition.broadcast()
                 condition.unlock()
                 return
             }
-            owner = .thread
             var batch: [AppendRequest] = []
             var events = 0
             var bytes = 0
@@ -143,9 +113,6 @@ final class AppendWriter: @unchecked Sendable {
             }
             condition.unlock()
             let outcomes = process(batch)
-            condition.lock()
-            owner = .none
-            condition.unlock()
             for (request, outcome) in zip(batch, outcomes) {
                 request.continuation?.resume(with: outcome)
             }

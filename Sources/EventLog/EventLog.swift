@@ -175,9 +175,9 @@ public final class EventLog: Sendable {
     ///
     /// Returns when the events are committed (and, in the durable mode, on disk). Appending events
     /// whose ids are all in the log already writes nothing and returns their original positions.
-    /// When no other append is running, the write happens on the calling thread (the commit's
-    /// `fdatasync` then blocks it, as a file write would); concurrent appends are grouped into
-    /// shared commits by the log's writer thread.
+    /// The write transaction and its `fdatasync` run on the log's writer thread while the caller's
+    /// task is suspended, so no thread of Swift's cooperative pool waits for the disk; appends that
+    /// arrive during a commit are grouped into the next one (group commit).
     ///
     /// `claims` are unique keys (a user id, say) that the stream takes in the same transaction: if
     /// another stream holds one, the append throws ``EventLogError/claimTaken(_:owner:)`` and writes

@@ -12,16 +12,10 @@ extension ProjectionStore {
     /// caught-up rebuilt generations, and sleeps until the log grows.
     func run() async {
         while !Task.isCancelled {
-            var worked = false
+            let worked: Bool
             do {
-                try startRequestedRebuilds()
-                let last = try log.lastPosition()
-                for name in order {
-                    // The serving generation first, so that reads stay fresh during a rebuild.
-                    if try advance(name, building: false, upTo: last) { worked = true }
-                    if try advance(name, building: true, upTo: last) { worked = true }
-                    try takeOverIfCaughtUp(name)
-                }
+                // The write transactions and their flushes run on the store's own thread.
+                worked = try await worker.run { [self] in try step() }
             } catch {
                 if state.withLock({ $0.closed }) { return }
                 // A storage failure of the projections environment: report and retry later.
@@ -46,6 +40,21 @@ extension ProjectionStore {
                 group.cancelAll()
             }
         }
+    }
+
+    /// One round: starts requested rebuilds, applies a batch to every generation that is behind,
+    /// hands over caught-up rebuilds. True when it applied anything.
+    private func step() throws -> Bool {
+        var worked = false
+        try startRequestedRebuilds()
+        let last = try log.lastPosition()
+        for name in order {
+            // The serving generation first, so that reads stay fresh during a rebuild.
+            if try advance(name, building: false, upTo: last) { worked = true }
+            if try advance(name, building: true, upTo: last) { worked = true }
+            try takeOverIfCaughtUp(name)
+        }
+        return worked
     }
 
     /// Applies up to one batch of records to a generation; true when it applied any.

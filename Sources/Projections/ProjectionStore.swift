@@ -50,6 +50,8 @@ public final class ProjectionStore: Sendable {
     let order: [String]
     let state = Mutex(State())
     let kick = Signal()
+    /// The thread that runs the projections' write transactions.
+    let worker = BlockingPool(threads: 1, name: "projections")
     private let runner = Mutex<Task<Void, Never>?>(nil)
 
     /// Opens (or creates) the projections in the directory at `path` and starts following the log.
@@ -80,6 +82,7 @@ public final class ProjectionStore: Sendable {
                 $0.building = building
             }
         } catch {
+            worker.shutdown()
             environment.close()
             throw error
         }
@@ -140,6 +143,7 @@ public final class ProjectionStore: Sendable {
         task?.cancel()
         kick.signal()
         await task?.value
+        worker.shutdown()
         environment.close()
     }
 

@@ -51,7 +51,12 @@ public struct AccountLog: Sendable {
     ) async throws -> AppendResult {
         var metadata = metadata
         metadata.extra[SchemaEvolution.metadataKey] = String(evolution.currentVersion)
-        let key = try vault.flatMap { vault in events.contains(where: \.carriesPersonalData) ? try vault.makeKey(for: accountId) : nil }
+        var key: SymmetricKey?
+        if let vault, events.contains(where: \.carriesPersonalData) {
+            // Known keys come from memory; a new one is written and flushed off the cooperative pool.
+            key = vault.knownKey(for: accountId)
+            if key == nil { key = try await vault.offPool { try $0.makeKey(for: accountId) } }
+        }
         let proposed = try events.map { event in
             var payload = event.encodedPayload()
             if let key, event.carriesPersonalData {

@@ -4,6 +4,7 @@
 //
 
 import Crypto
+import EventLog
 import Foundation
 import Synchronization
 
@@ -45,7 +46,9 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
 /// Any number of processes may open one vault. New slots are allocated at the end of the file
 /// under an exclusive file lock, after re-reading the slots other processes added; a key this
 /// process does not know yet is looked up in the file before an account is taken to have none; and
-/// every state change re-reads its slot under the lock first.
+/// every state change re-reads its slot under the lock first. Keys already known are answered
+/// from memory under a lock of their own, never held across file access, so a flush holds up
+/// only other writers.
 public final class KeyVault: Sendable {
     typealias SlotState = VaultFile.SlotState
 
@@ -79,6 +82,8 @@ public final class KeyVault: Sendable {
     /// The secret that keys user-id claims (HMAC-SHA256).
     let claimSecret: SymmetricKey
     private let cache: Mutex<Cache>
+    /// Held while this process uses the file (see `withFile`).
+    private let fileAccess = Mutex(())
 
     /// Opens the vault at `path`. A missing vault is created (with a new claim secret and id) when
     /// `create` is true, and refused with ``KeyVaultError/missing(path:)`` otherwise.
@@ -161,85 +166,113 @@ public final class KeyVault: Sendable {
         cache.slotCount += bytes.count / VaultFile.slotSize
     }
 
-    /// The account's entry, looking in the file for slots other processes added when the cache has none.
-    private func entry(_ accountId: String, in cache: inout Cache, exclusive: Bool) throws -> Entry? {
-        if let entry = cache.byAccount[accountId] { return entry }
-        if exclusive {
-            try Self.readNewSlots(file, into: &cache)
-        } else {
-            try file.withLock(exclusive: false) { try Self.readNewSlots(file, into: &cache) }
-        }
-        return cache.byAccount[accountId]
+    /// Runs `body` holding the file: the in-process lock first (threads of this process share one
+    /// open file, and so one `flock`), then the `flock` that excludes other processes.
+    private func withFile<T: Sendable>(exclusive: Bool, _ body: () throws -> T) throws -> T {
+        try fileAccess.withLock { _ in try file.withLock(exclusive: exclusive, body) }
     }
 
-    /// Re-reads the account's slot from the file (another process may have changed it); call with the exclusive lock held.
-    private func currentEntry(_ accountId: String, in cache: inout Cache) throws -> Entry? {
-        guard var entry = try entry(accountId, in: &cache, exclusive: true) else { return nil }
+    /// Adds the slots written since the cache last looked (by this process or another); call it
+    /// holding the file. The cache's own lock is taken only to merge, never across file access.
+    private func refresh() throws {
+        let known = cache.withLock { $0.slotCount }
+        var fresh = Cache(byAccount: [:], slotCount: known)
+        try Self.readNewSlots(file, into: &fresh)
+        guard fresh.slotCount > known else { return }
+        cache.withLock { cache in
+            cache.byAccount.merge(fresh.byAccount) { _, new in new }
+            cache.slotCount = fresh.slotCount
+        }
+    }
+
+    /// The account's entry from the cache, or else from slots other processes added.
+    private func entry(_ accountId: String) throws -> Entry? {
+        if let entry = cache.withLock({ $0.byAccount[accountId] }) { return entry }
+        try withFile(exclusive: false) { try refresh() }
+        return cache.withLock { $0.byAccount[accountId] }
+    }
+
+    /// Re-reads the account's slot from the file (another process may have changed it); call it
+    /// holding the file exclusively.
+    private func currentEntry(_ accountId: String) throws -> Entry? {
+        if cache.withLock({ $0.byAccount[accountId] }) == nil { try refresh() }
+        guard var entry = cache.withLock({ $0.byAccount[accountId] }) else { return nil }
         guard let slot = try file.readSlot(entry.slot), slot.accountId == accountId else {
             throw KeyVaultError.damagedSlot(path: path, slot: entry.slot)
         }
         entry.state = slot.state
         entry.key = slot.key
-        cache.byAccount[accountId] = entry
+        cache.withLock { [entry] in $0.byAccount[accountId] = entry }
         return entry
     }
 
     /// The account's key, or nil when it has none or it was shredded.
     public func key(for accountId: String) throws -> SymmetricKey? {
-        try cache.withLock { cache in try entry(accountId, in: &cache, exclusive: false)?.key }
+        try entry(accountId)?.key
     }
 
     /// Whether the vault has a slot for the account (a live or a destroyed key).
     public func hasSlot(_ accountId: String) throws -> Bool {
-        try cache.withLock { cache in try entry(accountId, in: &cache, exclusive: false) != nil }
+        try entry(accountId) != nil
     }
 
     /// Whether the account's key was destroyed (or is being destroyed).
     public func isShredded(_ accountId: String) throws -> Bool {
-        try cache.withLock { cache in
-            try file.withLock(exclusive: true) { (try currentEntry(accountId, in: &cache)?.state ?? .live) != .live }
-        }
+        try withFile(exclusive: true) { (try currentEntry(accountId)?.state ?? .live) != .live }
     }
 
-    /// The account's key, created (and flushed) when it has none yet.
+    /// The account's key if this process has seen it already (no file access), or nil.
+    func knownKey(for accountId: String) -> SymmetricKey? {
+        cache.withLock { $0.byAccount[accountId]?.key }
+    }
+
+    /// Runs a vault call that may write and flush the file on the vault's own thread, so that the
+    /// flush never holds a thread of Swift's cooperative pool.
+    func offPool<T: Sendable>(_ body: @escaping @Sendable (KeyVault) throws -> T) async throws -> T {
+        try await BlockingPool.vault.run { [self] in try body(self) }
+    }
+
+    /// The account's key, created (and flushed) when it has none yet. Readers of other keys are
+    /// not held up by the flush.
     public func makeKey(for accountId: String) throws -> SymmetricKey {
         let id = Array(accountId.utf8)
         guard id.count <= Self.maxAccountIdBytes else { throw KeyVaultError.accountIdTooLong(accountId) }
-        return try cache.withLock { cache in
-            if let existing = cache.byAccount[accountId]?.key { return existing }
-            return try file.withLock(exclusive: true) {
-                try Self.readNewSlots(file, into: &cache)
-                if let existing = cache.byAccount[accountId] {
-                    guard let key = existing.key else { throw KeyVaultError.notAVault(path: path, reason: "the key of \(accountId) was destroyed") }
-                    return key
-                }
-                let key = SymmetricKey(size: .bits256)
-                let slot = cache.slotCount
-                try file.write(slot: slot, state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: id)
-                cache.slotCount += 1
-                cache.byAccount[accountId] = Entry(slot: slot, state: .live, key: key)
+        if let existing = knownKey(for: accountId) { return existing }
+        return try withFile(exclusive: true) {
+            try refresh()
+            if let existing = cache.withLock({ $0.byAccount[accountId] }) {
+                guard let key = existing.key else { throw KeyVaultError.notAVault(path: path, reason: "the key of \(accountId) was destroyed") }
                 return key
             }
+            let key = SymmetricKey(size: .bits256)
+            let slot = cache.withLock { $0.slotCount }
+            try file.write(slot: slot, state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: id)
+            cache.withLock { cache in
+                cache.slotCount = slot + 1
+                cache.byAccount[accountId] = Entry(slot: slot, state: .live, key: key)
+            }
+            return key
         }
     }
 
     /// Keys for many new accounts at once, written with one flush (bulk imports, benchmarks).
     public func makeKeys(for accountIds: [String]) throws {
         for accountId in accountIds where accountId.utf8.count > Self.maxAccountIdBytes { throw KeyVaultError.accountIdTooLong(accountId) }
-        try cache.withLock { cache in
-            try file.withLock(exclusive: true) {
-                try Self.readNewSlots(file, into: &cache)
-                var bytes: [UInt8] = []
-                var added: [(String, Entry)] = []
-                var seen: Set<String> = []
-                for accountId in accountIds where cache.byAccount[accountId] == nil && seen.insert(accountId).inserted {
-                    let key = SymmetricKey(size: .bits256)
-                    bytes += VaultFile.slotBytes(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
-                    added.append((accountId, Entry(slot: cache.slotCount + added.count, state: .live, key: key)))
-                }
-                guard !added.isEmpty else { return }
-                try file.write(bytes, at: VaultFile.headerSize + cache.slotCount * VaultFile.slotSize)
-                cache.slotCount += added.count
+        try withFile(exclusive: true) {
+            try refresh()
+            let (known, first) = cache.withLock { (Set($0.byAccount.keys), $0.slotCount) }
+            var bytes: [UInt8] = []
+            var added: [(String, Entry)] = []
+            var seen: Set<String> = []
+            for accountId in accountIds where !known.contains(accountId) && seen.insert(accountId).inserted {
+                let key = SymmetricKey(size: .bits256)
+                bytes += VaultFile.slotBytes(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
+                added.append((accountId, Entry(slot: first + added.count, state: .live, key: key)))
+            }
+            guard !added.isEmpty else { return }
+            try file.write(bytes, at: VaultFile.headerSize + first * VaultFile.slotSize)
+            cache.withLock { [added] cache in
+                cache.slotCount = first + added.count
                 for (accountId, entry) in added { cache.byAccount[accountId] = entry }
             }
         }
@@ -265,16 +298,14 @@ public final class KeyVault: Sendable {
 
     /// Moves the account's slot from one of `states` (as the file holds it now) to `state`.
     private func change(_ accountId: String, from states: Set<SlotState>, to state: SlotState) throws {
-        try cache.withLock { cache in
-            try file.withLock(exclusive: true) {
-                guard var entry = try currentEntry(accountId, in: &cache), states.contains(entry.state) else { return }
-                let key = state == .shredded ? [UInt8](repeating: 0, count: 32) : entry.key.map { $0.withUnsafeBytes { Array($0) } }
-                guard let key else { return }
-                try file.write(slot: entry.slot, state: state, key: key, accountId: Array(accountId.utf8))
-                entry.state = state
-                entry.key = state == .shredded ? nil : entry.key
-                cache.byAccount[accountId] = entry
-            }
+        try withFile(exclusive: true) {
+            guard var entry = try currentEntry(accountId), states.contains(entry.state) else { return }
+            let key = state == .shredded ? [UInt8](repeating: 0, count: 32) : entry.key.map { $0.withUnsafeBytes { Array($0) } }
+            guard let key else { return }
+            try file.write(slot: entry.slot, state: state, key: key, accountId: Array(accountId.utf8))
+            entry.state = state
+            entry.key = state == .shredded ? nil : entry.key
+            cache.withLock { [entry] in $0.byAccount[accountId] = entry }
         }
     }
 
@@ -285,10 +316,8 @@ public final class KeyVault: Sendable {
     /// destroys it). Returns the accounts shredded.
     @discardableResult
     func finishShredding(isDeleted: (String) throws -> Bool) throws -> [String] {
-        let pending = try cache.withLock { cache in
-            try file.withLock(exclusive: false) { try Self.readNewSlots(file, into: &cache) }
-            return cache.byAccount.filter { $0.value.state == .shredding }.map(\.key)
-        }
+        try withFile(exclusive: false) { try refresh() }
+        let pending = cache.withLock { $0.byAccount.filter { $0.value.state == .shredding }.map(\.key) }
         var shredded: [String] = []
         for accountId in pending {
             if try isDeleted(accountId) {
@@ -307,7 +336,7 @@ public final class KeyVault: Sendable {
     /// Copies the vault to `destination` (a new file) while holding its lock, so that no slot is
     /// copied half-written; the copy is flushed before this returns.
     public func copy(to destination: String) throws {
-        try file.withLock(exclusive: false) {
+        try withFile(exclusive: false) {
             let bytes = try file.read(at: 0, count: try file.size())
             let fd = open(destination, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw KeyVaultError.cannotOpen(path: destination, errno: errno) }

@@ -48,7 +48,7 @@ extension AccountStore {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
         }
         let values = try loggedValues(signupDetails)
-        let hash = try hasher.hash(password)
+        let hash = try await hasher.hashOffPool(password)
         let accountId = options.makeAccountId()
         let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
         let result: AppendResult
@@ -99,7 +99,7 @@ extension AccountStore {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
         }
         let values = try loggedValues(signupDetails)
-        let hash = try hasher.hash(password)
+        let hash = try await hasher.hashOffPool(password)
         let outcome = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
             return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
@@ -127,7 +127,7 @@ extension AccountStore {
             !state.isDeleted, let stored = state.passwordHash
         else {
             // Spend the time one check takes, so that unknown user ids cannot be told apart by timing.
-            _ = try? hasher.verify(password, against: try timingDecoyHash)
+            _ = try? await hasher.verifyOffPool(password, against: try await timingDecoyHash())
             throw AccountServiceError.wrongCredentials
         }
         let now = options.clock()
@@ -150,13 +150,13 @@ extension AccountStore {
                 throw AccountStoreError.lockedOut(until: until)
             }
         }
-        guard try hasher.verify(password, against: stored) else {
+        guard try await hasher.verifyOffPool(password, against: stored) else {
             try await accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any, metadata: context.metadata)
             throw AccountServiceError.wrongCredentials
         }
         var events: [AccountEvent] = []
         if try hasher.needsRehash(stored) {
-            events.append(.passwordChanged(passwordHash: try hasher.hash(password)))
+            events.append(.passwordChanged(passwordHash: try await hasher.hashOffPool(password)))
         }
         events.append(.loginSucceeded)
         let result = try await accounts.append(events, to: accountId, expectedVersion: .any, metadata: context.metadata)
@@ -196,7 +196,8 @@ extension AccountStore {
         let userIdKey = AccountDetails.__Key_userId.self
         let passwordKey = AccountDetails.__Key_password.self
         let modified = try loggedValues(modifications.modifiedDetails)
-        let newPasswordHash = try modifications.modifiedDetails.password.map { try hasher.hash($0) }
+        var newPasswordHash: String?
+        if let password = modifications.modifiedDetails.password { newPasswordHash = try await hasher.hashOffPool(password) }
         let removed = modifications.removedKeys.map { $0.identifier }.filter { $0 != userIdKey.identifier && $0 != passwordKey.identifier }
         let outcome = try await retrying(accountId) { state in
             var events: [AccountEvent] = []
@@ -226,7 +227,7 @@ extension AccountStore {
     public func delete(_ accountId: String, context: Context = Context()) async throws {
         // Crypto-shredding: mark the key first, so that a crash after the append is finished at
         // the next open; destroy it once the deletion is in the log and in the cache.
-        try accounts.vault?.markShredding(accountId)
+        try await accounts.vault?.offPool { try $0.markShredding(accountId) }
         let position: UInt64?
         do {
             position = try await retrying(accountId) { state in
@@ -236,11 +237,11 @@ extension AccountStore {
                 context
             }.position
         } catch {
-            try? accounts.vault?.cancelShredding(accountId)
+            try? await accounts.vault?.offPool { try $0.cancelShredding(accountId) }
             throw error
         }
         if let position { try await awaitCache(position) }
-        try accounts.vault?.shred(accountId)
+        try await accounts.vault?.offPool { try $0.shred(accountId) }
     }
 
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the

@@ -225,12 +225,12 @@ public final class AccountStore: Sendable {
         }
     }
 
-    var timingDecoyHash: String {
-        get throws {
-            if let hash = decoyHash.withLock({ $0 }) { return hash }
-            let hash = try hasher.hash(UUID.random().uuidString)
-            decoyHash.withLock { $0 = $0 ?? hash }
-            return hash
+    func timingDecoyHash() async throws -> String {
+        if let hash = decoyHash.withLock({ $0 }) { return hash }
+        let hash = try await hasher.hashOffPool(UUID.random().uuidString)
+        return decoyHash.withLock { stored in
+            stored = stored ?? hash
+            return stored!
         }
     }
 
