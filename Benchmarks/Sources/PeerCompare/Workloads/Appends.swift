@@ -96,6 +96,23 @@ enum AppendWorkloads {
                 let raw = try RawLMDB(directory: place, durable: true)
                 let frame = RawFrame.make(type: events[0].type, timestamp: microsecondsNow(), stream: "writer-0", payload: [UInt8](events[0].payload))
                 try watch.time { try raw.concurrentSingleAppends(writers: writers, perWriter: perWriter, value: frame) }
+                // The storage's limit for this many writers: a loop that commits `writers` events
+                // per durable transaction (what group commit would reach with perfect groups).
+                if writers > 1 {
+                    let batched = directory.appendingPathComponent("group-\(writers)-batched")
+                    let baseline = try RawLMDB(directory: batched, durable: true)
+                    var batchWatch = Stopwatch()
+                    try batchWatch.time {
+                        for commit in 0..<perWriter {
+                            try baseline.appendBatch(first: UInt64(commit * writers + 1), count: writers, value: frame)
+                        }
+                    }
+                    try? FileManager.default.removeItem(at: batched)
+                    figures.append(
+                        Figure(
+                            "group-\(writers)-batched", "durable append, \(writers) events per commit (raw loop, perfect groups)", .raw,
+                            operations: total, seconds: batchWatch.seconds))
+                }
             case .sqlite:
                 let sqlite = try SQLitePeer(directory: place, durable: true)
                 try await watch.timeAsync {
