@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LMDB", targets: ["LMDB"]),
+        .library(name: "EventLogProtocol", targets: ["EventLogProtocol"]),
         .library(name: "EventLog", targets: ["EventLog"]),
         .library(name: "Projections", targets: ["Projections"]),
         .library(name: "Spezi", targets: ["Spezi"]),
@@ -43,10 +44,14 @@ let package = Package(
         ),
         // CRC-32C with the CPU's instruction (SSE4.2 / ARMv8 CRC), for record checksums.
         .target(name: "CChecksum"),
-        // The generic, durable, append-only log. Knows bytes and stream ids, nothing of accounts.
+        // The backend-neutral vocabulary of the log and the protocol every log backend conforms to.
+        .target(name: "EventLogProtocol"),
+        // The generic, durable, append-only log on LMDB (the embedded backend). Knows bytes and
+        // stream ids, nothing of accounts.
         .target(
             name: "EventLog",
             dependencies: [
+                "EventLogProtocol",
                 "LMDB",
                 "CChecksum",
                 .product(name: "Crypto", package: "swift-crypto"),

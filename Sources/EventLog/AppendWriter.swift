@@ -5,7 +5,7 @@
 
 import DequeModule
 import Foundation
-import LMDB
+internal import LMDB
 
 /// One append, validated and sized, on its way to a write transaction.
 struct AppendRequest: @unchecked Sendable {
@@ -17,6 +17,8 @@ struct AppendRequest: @unchecked Sendable {
     /// Unique keys this stream takes, and keys it gives up, in the same transaction.
     let claims: Set<String>
     let releases: Set<String>
+    /// For imported events: each one's own time (µs since 1970) instead of the log's clock.
+    var timestamps: [Int64]?
     /// The encoded size of all its records.
     var byteCount: Int { sizes.reduce(0, +) }
     /// Resumed after the commit (set when the request is queued).
@@ -202,10 +204,11 @@ final class AppendWriter: @unchecked Sendable {
         }
 
         let now = Int64((clock().timeIntervalSince1970 * 1_000_000).rounded())
-        let timestamp = max(now, head.timestampMicros)
         let firstPosition = head.position + 1
         var version = current
         for (index, event) in request.events.enumerated() {
+            // Never earlier than the record before it, so times never decrease along positions.
+            let timestamp = max(request.timestamps?[index] ?? now, head.timestampMicros)
             let position = head.position + 1
             version += 1
             let positionKey = BigEndian.bytes(position)

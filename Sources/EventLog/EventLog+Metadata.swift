@@ -4,7 +4,7 @@
 //
 
 import Foundation
-import LMDB
+internal import LMDB
 
 extension EventLog {
     /// The prefix of the `meta` keys that belong to the application writing the log.

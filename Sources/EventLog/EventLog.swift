@@ -3,8 +3,9 @@
 // SPDX-License-Identifier: MIT
 //
 
+@_exported import EventLogProtocol
 import Foundation
-import LMDB
+internal import LMDB
 import Synchronization
 
 /// Options for opening an ``EventLog``.
@@ -13,7 +14,7 @@ public struct EventLogOptions: Sendable {
     /// a crashed process loses nothing, an OS crash or power loss may lose the latest appends (and,
     /// on file systems that reorder writes, damage the file: `verify` tells).
     /// `.lastCommitMayRollBack`: an OS crash may undo the last commit only.
-    public var sync: SyncMode = .durable
+    public var sync: Durability = .durable
     /// The map size to start with; it grows by itself when full.
     public var initialMapSize: Int = 1 << 30
     /// The largest payload accepted.
@@ -70,7 +71,7 @@ public final class EventLog: Sendable {
     /// Opens the log in the directory at `path`, creating it when it does not exist.
     public init(path: String, options: EventLogOptions = EventLogOptions()) throws {
         var environmentOptions = EnvironmentOptions()
-        environmentOptions.sync = options.sync
+        environmentOptions.sync = SyncMode(options.sync)
         environmentOptions.initialMapSize = options.initialMapSize
         environmentOptions.readOnly = options.readOnly
         environmentOptions.maxDatabases = 8
@@ -186,6 +187,13 @@ public final class EventLog: Sendable {
         _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any,
         claims: Set<String> = [], releases: Set<String> = []
     ) async throws -> AppendResult {
+        try await append(events, to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases, timestamps: nil)
+    }
+
+    func append(
+        _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>,
+        timestamps: [Int64]?
+    ) async throws -> AppendResult {
         try RecordFormat.validate(streamID: streamID)
         for claim in claims.union(releases) where claim.utf8.isEmpty || claim.utf8.count > 500 {
             throw EventLogError.invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
@@ -208,7 +216,7 @@ public final class EventLog: Sendable {
         return try await writer.append(
             AppendRequest(
                 streamID: streamID, expected: expectedVersion, events: events,
-                metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases))
+                metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases, timestamps: timestamps))
     }
 
     /// Appends one event.
@@ -360,16 +368,4 @@ public final class EventLog: Sendable {
     public func sync() throws {
         do { try environment.sync() } catch { throw EventLogError.wrapping(error, path: path) }
     }
-}
-
-/// Counts and sizes of a log.
-public struct LogStatistics: Sendable, Equatable {
-    /// The number of records in the log.
-    public let records: Int
-    /// The position of the last record (0 when the log is empty).
-    public let lastPosition: UInt64
-    /// The size of `data.mdb`.
-    public let fileBytes: Int
-    /// The current map size (address space reserved, not disk used).
-    public let mapBytes: Int
 }

@@ -5,7 +5,7 @@
 
 import Crypto
 import Foundation
-import LMDB
+internal import LMDB
 
 /// The byte layout of one record (format version 1); FORMAT.md describes it for other readers.
 ///

@@ -4,7 +4,7 @@
 //
 
 import Foundation
-import LMDB
+internal import LMDB
 
 /// A checked record read in place, without copying: its fields are decoded only when asked for,
 /// and its payload points into LMDB's map. Valid only inside the ``EventLog/scan(from:batchSize:_:)``

@@ -4,7 +4,7 @@
 //
 
 import Foundation
-import LMDB
+internal import LMDB
 
 /// The log's named databases and their key encodings (FORMAT.md, "Sub-databases").
 struct LogDatabases: Sendable {

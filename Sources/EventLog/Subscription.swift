@@ -4,7 +4,7 @@
 //
 
 import Foundation
-import LMDB
+internal import LMDB
 
 extension EventLog {
     /// A catch-up subscription: every record after `position` (of one stream, or of the whole log),
@@ -18,7 +18,15 @@ extension EventLog {
     ///   - streamID: only this stream's records; `position` still counts global positions.
     ///   - batchSize: how many records one read transaction fetches (at least 1).
     public func subscribe(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
-        EventSubscription(log: self, after: position, streamID: streamID, batchSize: max(1, batchSize))
+        EventSubscription(batches: subscribeBatches(after: position, stream: streamID, batchSize: batchSize))
+    }
+
+    /// The same subscription a batch at a time (what projection runners consume).
+    public func subscribeBatches(after position: UInt64, stream streamID: String?, batchSize: Int) -> RecordBatches {
+        RecordBatches { [self] in
+            let cursor = SubscriptionCursor(log: self, position: position, streamID: streamID, batchSize: max(1, batchSize))
+            return { try await cursor.next() }
+        }
     }
 
     /// Reads the next batch of a subscription and the log's last position seen by the same transaction.
@@ -49,70 +57,46 @@ extension EventLog {
     }
 }
 
-/// The records of a catch-up subscription, as an `AsyncSequence`. See ``EventLog/subscribe(after:stream:batchSize:)``.
-public struct EventSubscription: AsyncSequence, Sendable {
-    /// The type of the elements the sequence delivers.
-    public typealias Element = RecordedEvent
-
+/// Where one subscription iterator stands. Each iterator owns its cursor and calls it from one
+/// task at a time, which is what `AsyncIteratorProtocol` promises.
+final class SubscriptionCursor: @unchecked Sendable {
     let log: EventLog
-    let after: UInt64
+    /// The position of the last record delivered (or the starting point).
+    var position: UInt64
     let streamID: String?
+    /// For stream subscriptions: the stream version of the last record delivered.
+    var streamVersion: UInt64 = 0
     let batchSize: Int
 
-    /// Starts reading; each iterator reads on its own.
-    public func makeAsyncIterator() -> Iterator {
-        Iterator(log: log, position: after, streamID: streamID, batchSize: batchSize)
+    init(log: EventLog, position: UInt64, streamID: String?, batchSize: Int) {
+        self.log = log
+        self.position = position
+        self.streamID = streamID
+        self.batchSize = batchSize
     }
 
-    /// Pulls records batch by batch; waits for commits when caught up.
-    public struct Iterator: AsyncIteratorProtocol {
-        let log: EventLog
-        /// The position of the last record delivered (or the starting point).
-        var position: UInt64
-        let streamID: String?
-        /// For stream subscriptions: the stream version of the last record delivered.
-        var streamVersion: UInt64 = 0
-        let batchSize: Int
-        var buffer: [RecordedEvent] = []
-        var index = 0
-
-        init(log: EventLog, position: UInt64, streamID: String?, batchSize: Int) {
-            self.log = log
-            self.position = position
-            self.streamID = streamID
-            self.batchSize = batchSize
-        }
-
-        /// The next element; `nil` when the sequence ended.
-        public mutating func next() async throws -> RecordedEvent? {
-            while true {
-                if Task.isCancelled { return nil }
-                if index < buffer.count {
-                    let record = buffer[index]
-                    index += 1
-                    position = record.position
-                    streamVersion = record.streamVersion
-                    return record
-                }
-                if log.notifier.isClosed { return nil }
-                let batch: (records: [RecordedEvent], lastPosition: UInt64, streamVersionRead: UInt64)
-                do {
-                    batch = try log.subscriptionBatch(after: position, streamID: streamID, streamVersion: streamVersion, limit: batchSize)
-                } catch EventLogError.closed {
-                    return nil
-                }
-                buffer = batch.records
-                index = 0
-                if buffer.isEmpty && batch.streamVersionRead > streamVersion {
-                    // Stream events at or before the starting position: skip them and read on.
-                    streamVersion = batch.streamVersionRead
-                    continue
-                }
-                if buffer.isEmpty {
-                    // Caught up with everything this read saw: wait for a later commit.
-                    await log.notifier.wait(beyond: Swift.max(batch.lastPosition, position))
-                }
+    /// The next non-empty batch, waiting for commits when caught up; nil once the log is closed.
+    func next() async throws -> [RecordedEvent]? {
+        while true {
+            if Task.isCancelled || log.notifier.isClosed { return nil }
+            let batch: (records: [RecordedEvent], lastPosition: UInt64, streamVersionRead: UInt64)
+            do {
+                batch = try log.subscriptionBatch(after: position, streamID: streamID, streamVersion: streamVersion, limit: batchSize)
+            } catch EventLogError.closed {
+                return nil
             }
+            if let last = batch.records.last {
+                position = last.position
+                streamVersion = last.streamVersion
+                return batch.records
+            }
+            if batch.streamVersionRead > streamVersion {
+                // Stream events at or before the starting position: skip them and read on.
+                streamVersion = batch.streamVersionRead
+                continue
+            }
+            // Caught up with everything this read saw: wait for a later commit.
+            await log.notifier.wait(beyond: Swift.max(batch.lastPosition, position))
         }
     }
 }

@@ -4,75 +4,13 @@
 //
 
 import Foundation
-import LMDB
-
-/// The first thing found wrong by ``EventLog/verify(batchSize:progress:)``.
-public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
-    /// What is wrong.
-    public enum Kind: Sendable, Equatable {
-        /// The record's CRC-32C does not match its bytes, or it does not parse.
-        case corruptRecord
-        /// The record is intact on its own, but its chain hash is not SHA-256(previous hash || body):
-        /// it, or an earlier record, was altered.
-        case hashMismatch
-        /// Positions are not 1, 2, 3, … without gaps.
-        case positionGap
-        /// The stream or event-id index disagrees with the records.
-        case indexMismatch
-    }
-
-    /// The position of the first bad record.
-    public let position: UInt64
-    /// What is wrong.
-    public let kind: Kind
-    /// What and where, in words.
-    public let detail: String
-
-    /// Creates a problem report.
-    public init(position: UInt64, kind: Kind, detail: String) {
-        self.position = position
-        self.kind = kind
-        self.detail = detail
-    }
-
-    /// A one-line, human-readable description (for logs and error messages).
-    public var description: String { "position \(position): \(detail)" }
-}
-
-/// What ``EventLog/verify(batchSize:progress:)`` found.
-public struct VerificationReport: Sendable, Equatable {
-    /// Records checked before stopping (all of them when intact).
-    public let recordsChecked: UInt64
-    /// The last position checked.
-    public let lastPosition: UInt64
-    /// The chain hash of the last intact record: note it somewhere else to detect a rewritten log later.
-    public let headHash: ChainHash
-    /// The first problem, or nil when the log is intact.
-    public let problem: IntegrityProblem?
-
-    /// True when no problem was found.
-    public var isIntact: Bool { problem == nil }
-}
-
-/// How far a verification has come.
-public struct VerificationProgress: Sendable, Equatable {
-    /// Records checked so far.
-    public let checked: UInt64
-    /// Records to check in all.
-    public let total: UInt64
-
-    /// Creates a progress report.
-    public init(checked: UInt64, total: UInt64) {
-        self.checked = checked
-        self.total = total
-    }
-}
+internal import LMDB
 
 extension EventLog {
     /// Checks every record's checksum, the hash chain, gap-free positions and both indexes, reading
     /// `batchSize` records per short read transaction (constant memory). Stops at the first problem
     /// and reports its position.
-    public func verify(batchSize: Int = 4_096, progress: ((VerificationProgress) -> Void)? = nil) throws -> VerificationReport {
+    public func verify(batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil) throws -> VerificationReport {
         let total = try lastPosition()
         var expected: UInt64 = 1
         var previous = ChainHash.genesis

@@ -4,7 +4,7 @@
 //
 
 import Foundation
-import LMDB
+internal import LMDB
 
 /// One copy of a projection's state: its databases and how far into the log it has come.
 struct Generation: Sendable {

@@ -5,10 +5,10 @@
 
 import EventLog
 import Foundation
-import LMDB
+internal import LMDB
 
-/// A read model built by replaying the event log: it folds records, in order, into its own LMDB
-/// databases. The ``ProjectionStore`` commits the state it writes for a batch of records together
+/// A read model built by replaying the event log: it folds records, in order, into its own
+/// key-value databases (kept in a local LMDB environment, which stays out of this API). The ``ProjectionStore`` commits the state it writes for a batch of records together
 /// with the position it reached, so a crash never applies a record twice or skips one.
 public protocol Projection: Sendable {
     /// A stable name, unique in a store (e.g. `account-details`).
@@ -67,9 +67,18 @@ public struct ProjectionState {
         try transaction.delete(try self.database(database), key: key)
     }
 
-    /// Runs `body` with a cursor over the named database.
-    public func withCursor<T>(_ database: String, _ body: (inout Cursor) throws -> T) throws -> T {
-        try transaction.withCursor(try self.database(database), body)
+    /// Calls `body` with each entry of the named database in key order, from the first key at or
+    /// after `start` (the beginning when nil), until it returns false. The buffers are valid only
+    /// during the call.
+    public func forEach(
+        _ database: String, from start: [UInt8]? = nil, _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        try transaction.withCursor(try self.database(database)) { cursor in
+            var entry = try start.map { try cursor.seek(atOrAfter: $0) } ?? cursor.first()
+            while let current = entry, try body(current.key, current.value) {
+                entry = try cursor.next()
+            }
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 import EventLog
 import Foundation
-import LMDB
+internal import LMDB
 
 extension ProjectionStore {
     /// The runner: applies new records to every generation, starts requested rebuilds, hands over

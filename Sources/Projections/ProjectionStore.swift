@@ -5,7 +5,7 @@
 
 import EventLog
 import Foundation
-import LMDB
+internal import LMDB
 import Synchronization
 
 /// Options for a ``ProjectionStore``.
@@ -14,7 +14,7 @@ public struct ProjectionStoreOptions: Sendable {
     public var batchSize = 4_096
     /// Projections can be rebuilt from the log, so by default a power loss may undo their last commit
     /// (never damage them): one flush per batch instead of two.
-    public var sync: SyncMode = .lastCommitMayRollBack
+    public var sync: Durability = .lastCommitMayRollBack
     /// The map size to start with; it grows by itself.
     public var initialMapSize = 1 << 30
 
@@ -63,7 +63,7 @@ public final class ProjectionStore: Sendable {
         }
         var environmentOptions = EnvironmentOptions()
         environmentOptions.maxDatabases = UInt32(8 + projections.reduce(0) { $0 + 2 * $1.databaseNames.count })
-        environmentOptions.sync = options.sync
+        environmentOptions.setDurability(options.sync)
         environmentOptions.initialMapSize = options.initialMapSize
         let environment = try Environment(path: path, options: environmentOptions)
         self.log = log
@@ -225,6 +225,17 @@ public final class ProjectionStore: Sendable {
                 return false
             }
             if closed { continuation.resume(throwing: ProjectionError.closed) } else { kick.signal() }
+        }
+    }
+}
+
+extension EnvironmentOptions {
+    /// The LMDB sync mode for a durability.
+    mutating func setDurability(_ durability: Durability) {
+        switch durability {
+        case .durable: sync = .durable
+        case .relaxed: sync = .relaxed
+        case .lastCommitMayRollBack: sync = .lastCommitMayRollBack
         }
     }
 }

@@ -5,6 +5,7 @@
 
 import EventLog
 import Foundation
+import Synchronization
 import LMDB
 import Testing
 
@@ -38,8 +39,9 @@ struct IntegrityTests {
         try await makeLog(at: directory.path("log"), count: 50)
         let log = try EventLog(path: directory.path("log"))
         defer { log.close() }
-        var progress: [VerificationProgress] = []
-        let report = try log.verify(batchSize: 16) { progress.append($0) }
+        let seen = Mutex<[VerificationProgress]>([])
+        let report = try log.verify(batchSize: 16) { step in seen.withLock { $0.append(step) } }
+        let progress = seen.withLock { $0 }
         #expect(report.isIntact)
         #expect(report.recordsChecked == 50)
         #expect(report.headHash == (try log.record(at: 50))?.hash)

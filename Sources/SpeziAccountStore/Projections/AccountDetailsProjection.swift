@@ -5,7 +5,6 @@
 
 import EventLog
 import Foundation
-import LMDB
 import Projections
 
 /// The details cache: every account's current state, folded from the log and kept in LMDB. Every
@@ -149,13 +148,10 @@ public struct AccountDetailsProjection: Projection {
     /// Calls `body` with every account's state, in account-id order.
     public static func forEachAccount(in store: ProjectionStore, vault: KeyVault? = nil, _ body: (AccountState) throws -> Void) throws {
         try store.read(projectionName) { state in
-            try state.withCursor("accounts") { cursor in
-                var entry = try cursor.first()
-                while let current = entry {
-                    let accountId = String(decoding: current.key, as: UTF8.self)
-                    try body(try decodeState(Array(current.value), accountId: accountId, vault: vault))
-                    entry = try cursor.next()
-                }
+            try state.forEach("accounts") { key, value in
+                let accountId = String(decoding: key, as: UTF8.self)
+                try body(try decodeState(Array(value), accountId: accountId, vault: vault))
+                return true
             }
         }
     }

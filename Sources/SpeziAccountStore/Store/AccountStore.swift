@@ -5,7 +5,6 @@
 
 import EventLog
 import Foundation
-import LMDB
 import Logging
 import Projections
 import SpeziAccount
@@ -30,7 +29,7 @@ public struct AccountStoreLimits: Sendable, Equatable {
 /// Options for an ``AccountStore``.
 public struct AccountStoreOptions: Sendable {
     /// How appends reach the disk (default: flushed before an operation returns).
-    public var sync: SyncMode = .durable
+    public var sync: Durability = .durable
     /// The key changes over time, for reading old events (upcasting).
     public var evolution = SchemaEvolution()
     /// scrypt parameters for new password hashes; stored hashes below them are rehashed at login.

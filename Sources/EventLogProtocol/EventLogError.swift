@@ -4,9 +4,10 @@
 //
 
 import Foundation
-import LMDB
 
 /// Everything that can go wrong with the log, each with what and where.
+/// Every backend of ``EventLogBackend`` reports its failures with these cases; a storage engine's
+/// own error, where there is one, travels attached as `any Error`.
 public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The optimistic-concurrency check failed; nothing was written. `actual` is nil for a missing stream.
     case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: UInt64?)
@@ -27,9 +28,9 @@ public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The log was closed.
     case closed(path: String)
     /// The disk is full: the append was not committed, and the log is intact.
-    case diskFull(path: String, underlying: LMDBError)
-    /// Another storage failure (I/O error, permissions, …): the append was not committed.
-    case storage(LMDBError)
+    case diskFull(path: String, underlying: any Error)
+    /// Another storage failure (I/O error, permissions, a lost connection, …): the append was not committed.
+    case storage(any Error)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -54,18 +55,39 @@ public enum EventLogError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .closed(path):
             return "the log at \(path) is closed"
         case let .diskFull(path, underlying):
-            return "the disk holding \(path) is full (\(underlying.reason)); the append was not committed and the log is intact"
+            return "the disk holding \(path) is full (\(Self.reason(of: underlying))); the append was not committed and the log is intact"
         case let .storage(error):
-            return "storage failure: \(error.description)"
+            return "storage failure: \(String(describing: error))"
         }
     }
 
-    /// Wraps an LMDB error in the case that describes it.
-    static func wrapping(_ error: any Error, path: String) -> any Error {
-        guard let lmdb = error as? LMDBError else { return error }
-        if lmdb.isDiskFull { return EventLogError.diskFull(path: path, underlying: lmdb) }
-        if lmdb.code == EBADF && lmdb.operation.contains("closed") { return EventLogError.closed(path: path) }
-        if lmdb.isInvalidFile { return EventLogError.notAnEventLog(path: path, reason: "\(lmdb.reason) (during \(lmdb.operation))") }
-        return EventLogError.storage(lmdb)
+    /// The attached error's own reason, where it offers one apart from its context.
+    private static func reason(of error: any Error) -> String {
+        (error as? any StorageFailureReason)?.reason ?? String(describing: error)
     }
+
+    /// Equal cases with equal values; attached errors compare by their descriptions.
+    public static func == (lhs: EventLogError, rhs: EventLogError) -> Bool {
+        switch (lhs, rhs) {
+        case let (.wrongExpectedVersion(a, b, c), .wrongExpectedVersion(d, e, f)): a == d && b == e && c == f
+        case let (.duplicateEventID(a, b), .duplicateEventID(c, d)): a == c && b == d
+        case let (.claimTaken(a, b), .claimTaken(c, d)): a == c && b == d
+        case let (.invalidStreamID(a, b), .invalidStreamID(c, d)): a == c && b == d
+        case let (.invalidEvent(a), .invalidEvent(b)): a == b
+        case let (.corruptRecord(a, b, c), .corruptRecord(d, e, f)): a == d && b == e && c == f
+        case let (.unsupportedFormatVersion(a, b, c), .unsupportedFormatVersion(d, e, f)): a == d && b == e && c == f
+        case let (.notAnEventLog(a, b), .notAnEventLog(c, d)): a == c && b == d
+        case let (.closed(a), .closed(b)): a == b
+        case let (.diskFull(a, b), .diskFull(c, d)): a == c && String(describing: b) == String(describing: d)
+        case let (.storage(a), .storage(b)): String(describing: a) == String(describing: b)
+        default: false
+        }
+    }
+}
+
+/// An error that can say what went wrong without the operation and path around it (the disk-full
+/// message uses it).
+public protocol StorageFailureReason: Error {
+    /// The cause alone, e.g. "No space left on device".
+    var reason: String { get }
 }

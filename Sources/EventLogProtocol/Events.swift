@@ -47,7 +47,7 @@ public struct EventMetadata: Sendable, Hashable {
     public static let reservedKeys: Set<String> = ["actor", "correlation-id", "causation-id"]
 
     /// The metadata as one sorted list of string pairs, the stored form.
-    var pairs: [(String, String)] {
+    package var pairs: [(String, String)] {
         var result = extra.filter { !Self.reservedKeys.contains($0.key) }.map { ($0.key, $0.value) }
         if let actor { result.append(("actor", actor)) }
         if let correlationID { result.append(("correlation-id", correlationID)) }
@@ -55,7 +55,8 @@ public struct EventMetadata: Sendable, Hashable {
         return result.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
     }
 
-    init(pairs: [(String, String)]) {
+    /// Metadata from its stored pairs.
+    package init(pairs: [(String, String)]) {
         self.init()
         for (key, value) in pairs {
             switch key {
@@ -127,7 +128,7 @@ public struct ChainHash: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A hash read from 32 bytes of a buffer.
-    init(_ buffer: UnsafeRawBufferPointer) {
+    package init(_ buffer: UnsafeRawBufferPointer) {
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<32])) }
         self.words = words
@@ -139,7 +140,7 @@ public struct ChainHash: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Calls `body` with the 32 bytes.
-    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    package func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
         try withUnsafeBytes(of: words, body)
     }
 
@@ -191,6 +192,23 @@ public struct RecordedEvent: Sendable, Hashable {
     public let payload: Data
     /// The chain hash up to and including this record.
     public let hash: ChainHash
+
+    /// A record as a backend read it.
+    public init(
+        position: UInt64, streamID: String, streamVersion: UInt64, eventID: UUID, type: String, schemaVersion: UInt32, timestamp: Date,
+        metadata: EventMetadata, payload: Data, hash: ChainHash
+    ) {
+        self.position = position
+        self.streamID = streamID
+        self.streamVersion = streamVersion
+        self.eventID = eventID
+        self.type = type
+        self.schemaVersion = schemaVersion
+        self.timestamp = timestamp
+        self.metadata = metadata
+        self.payload = payload
+        self.hash = hash
+    }
 }
 
 /// What an append did.
@@ -201,6 +219,13 @@ public struct AppendResult: Sendable, Hashable {
     public let streamVersion: UInt64
     /// True when every event id was already in the log, so nothing new was written.
     public let wasDuplicate: Bool
+
+    /// What a backend reports for an append.
+    public init(positions: ClosedRange<UInt64>, streamVersion: UInt64, wasDuplicate: Bool) {
+        self.positions = positions
+        self.streamVersion = streamVersion
+        self.wasDuplicate = wasDuplicate
+    }
 }
 
 /// The direction of a read by position.

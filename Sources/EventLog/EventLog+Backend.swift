@@ -1,0 +1,33 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+internal import LMDB
+
+extension EventLog: EventLogBackend {
+    /// The log's folder.
+    public var location: String { path }
+
+    /// Appends events stamped with their own times (see ``EventLogBackend/appendImported(_:to:expectedVersion:claims:releases:)``).
+    public func appendImported(
+        _ events: [(event: ProposedEvent, timestamp: Date)], to streamID: String, expectedVersion: ExpectedVersion = .any,
+        claims: Set<String> = [], releases: Set<String> = []
+    ) async throws -> AppendResult {
+        try await append(
+            events.map(\.event), to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases,
+            timestamps: events.map { Int64(($0.timestamp.timeIntervalSince1970 * 1_000_000).rounded()) })
+    }
+}
+
+extension SyncMode {
+    /// LMDB's way of giving each durability.
+    init(_ durability: Durability) {
+        switch durability {
+        case .durable: self = .durable
+        case .relaxed: self = .relaxed
+        case .lastCommitMayRollBack: self = .lastCommitMayRollBack
+        }
+    }
+}

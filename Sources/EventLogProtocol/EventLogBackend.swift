@@ -1,0 +1,149 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// A durable, append-only log of events grouped in streams: what the account store and its
+/// projections need of a storage backend. The LMDB log (`EventLog`) is the embedded one; a backend
+/// of your own passes the conformance kit in `SpeziAccountTesting` (`LogConformance`).
+///
+/// What every backend guarantees:
+/// - positions are 1, 2, 3, … without gaps, assigned in commit order: a reader never sees position
+///   n + 1 before n;
+/// - an append carries an expected stream version, and a mismatch writes nothing
+///   (``EventLogError/wrongExpectedVersion(stream:expected:actual:)``);
+/// - event ids are unique: an append whose ids are all in the log already writes nothing and
+///   answers with the original positions (a retry after a timeout never duplicates an event);
+/// - claims are unique keys held by one stream at a time, taken and released in the append's own
+///   transaction;
+/// - timestamps never decrease along positions;
+/// - a subscription delivers every record after its starting point exactly once, in order, first
+///   those already committed, then live ones;
+/// - with ``Durability/durable`` an acknowledged append survives a crash or a power cut.
+///
+/// Every method may suspend; none blocks a thread of Swift's cooperative pool for storage I/O.
+public protocol EventLogBackend: AnyObject, Sendable {
+    /// Where the log lives (a folder, a URL without its password), for messages.
+    var location: String { get }
+
+    /// Appends `events` to the stream in one transaction, after checking `expectedVersion`, taking
+    /// `claims` and giving up `releases`; returns after the commit (flushed, when durable).
+    func append(
+        _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>
+    ) async throws -> AppendResult
+
+    /// Appends events that keep the time they were first recorded with (an import, a move from
+    /// another backend): each is stamped with its own `timestamp` instead of the log's clock, no
+    /// earlier than the log's last record. Everything else is as in
+    /// ``append(_:to:expectedVersion:claims:releases:)``.
+    func appendImported(
+        _ events: [(event: ProposedEvent, timestamp: Date)], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>,
+        releases: Set<String>
+    ) async throws -> AppendResult
+
+    /// The stream that holds a claimed key, or nil.
+    func claimOwner(_ claim: String) async throws -> String?
+    /// The position of the last record; 0 for an empty log.
+    func lastPosition() async throws -> UInt64
+    /// The record at `position`, or nil.
+    func record(at position: UInt64) async throws -> RecordedEvent?
+    /// Up to `limit` records starting at `position`, forward or backward.
+    func read(from position: UInt64, direction: ReadDirection, limit: Int) async throws -> [RecordedEvent]
+    /// Up to `limit` events of one stream, from stream version `version` on.
+    func readStream(_ streamID: String, from version: UInt64, limit: Int) async throws -> [RecordedEvent]
+    /// The stream's current version, or nil when it does not exist.
+    func streamVersion(_ streamID: String) async throws -> UInt64?
+    /// Every record after `position` (of one stream, or of all), catch-up then live, in batches of
+    /// at most `batchSize`, pulled only as fast as the consumer asks.
+    func subscribeBatches(after position: UInt64, stream streamID: String?, batchSize: Int) -> RecordBatches
+    /// Returns once a record past `position` is committed (or the log closed).
+    func waitForCommit(beyond position: UInt64) async
+    /// Checks every record, the hash chain, gap-free positions and the indexes, in batches.
+    func verify(batchSize: Int, progress: (@Sendable (VerificationProgress) -> Void)?) async throws -> VerificationReport
+    /// Counts and sizes.
+    func statistics() async throws -> LogStatistics
+    /// Flushes what the relaxed mode has not flushed yet.
+    func sync() async throws
+    /// Finishes queued appends, ends subscriptions and releases the storage. Idempotent.
+    func close() async
+    /// A value the application stored with the log under `name`, or nil.
+    func metadata(_ name: String) async throws -> [UInt8]?
+    /// Stores `value` under `name` unless a value is there; returns the value stored now.
+    func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8]
+}
+
+extension EventLogBackend {
+    /// Every record after `position`, one at a time (see ``subscribeBatches(after:stream:batchSize:)``).
+    public func subscribeRecords(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
+        EventSubscription(batches: subscribeBatches(after: position, stream: streamID, batchSize: batchSize))
+    }
+}
+
+/// Batches of records from a subscription, as an `AsyncSequence`: a backend supplies, for each
+/// iterator, a function that returns the next batch (waiting for commits when caught up) and nil
+/// once the log is closed or the task cancelled.
+public struct RecordBatches: AsyncSequence, Sendable {
+    /// The type of the elements the sequence delivers.
+    public typealias Element = [RecordedEvent]
+
+    private let makeNext: @Sendable () -> @Sendable () async throws -> [RecordedEvent]?
+
+    /// A sequence whose iterators each call `makeNext` once for their own reader.
+    public init(_ makeNext: @escaping @Sendable () -> @Sendable () async throws -> [RecordedEvent]?) {
+        self.makeNext = makeNext
+    }
+
+    /// Starts reading; each iterator reads on its own.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(pull: makeNext())
+    }
+
+    /// Pulls the next batch.
+    public struct Iterator: AsyncIteratorProtocol {
+        let pull: @Sendable () async throws -> [RecordedEvent]?
+
+        /// The next batch; `nil` when the sequence ended.
+        public mutating func next() async throws -> [RecordedEvent]? {
+            if Task.isCancelled { return nil }
+            return try await pull()
+        }
+    }
+}
+
+/// The records of a subscription one at a time, as an `AsyncSequence`.
+public struct EventSubscription: AsyncSequence, Sendable {
+    /// The type of the elements the sequence delivers.
+    public typealias Element = RecordedEvent
+
+    let batches: RecordBatches
+
+    /// The records of `batches`, in order.
+    public init(batches: RecordBatches) {
+        self.batches = batches
+    }
+
+    /// Starts reading; each iterator reads on its own.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(batches: batches.makeAsyncIterator())
+    }
+
+    /// Hands out the records of one batch, then pulls the next.
+    public struct Iterator: AsyncIteratorProtocol {
+        var batches: RecordBatches.Iterator
+        var buffer: [RecordedEvent] = []
+        var index = 0
+
+        /// The next element; `nil` when the sequence ended.
+        public mutating func next() async throws -> RecordedEvent? {
+            while index >= buffer.count {
+                guard let batch = try await batches.next() else { return nil }
+                buffer = batch
+                index = 0
+            }
+            defer { index += 1 }
+            return buffer[index]
+        }
+    }
+}
