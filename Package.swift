@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "CChecksum"),
         // The backend-neutral vocabulary of the log and the protocol every log backend conforms to.
         .target(name: "EventLogProtocol"),
+        // The checks every log backend must pass (no test framework imported; the test kit re-exports it).
+        .target(name: "EventLogConformance", dependencies: ["EventLogProtocol"]),
         // The generic, durable, append-only log on LMDB (the embedded backend). Knows bytes and
         // stream ids, nothing of accounts.
         .target(
@@ -99,7 +101,7 @@ let package = Package(
         // and ids, headless versions of the seed's UI-test helpers. No XCTest or Testing import.
         .target(
             name: "SpeziAccountTesting",
-            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLog"]
+            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLog", "EventLogConformance"]
         ),
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
@@ -121,7 +123,8 @@ let package = Package(
             ],
             path: "Tools/accountctl"
         ),
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "SpeziAccountTesting"]),
+        .testTarget(
+            name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "SpeziAccountTesting", "EventLogConformance"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EventLog", "LMDB"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(

@@ -75,7 +75,6 @@ public struct VerificationProgress: Sendable, Equatable {
     }
 }
 
-
 /// Counts and sizes of a log.
 public struct LogStatistics: Sendable, Equatable {
     /// The number of records in the log.

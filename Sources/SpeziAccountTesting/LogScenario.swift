@@ -4,6 +4,7 @@
 //
 
 import EventLog
+@_exported import EventLogConformance
 import Foundation
 import Projections
 import SpeziAccount

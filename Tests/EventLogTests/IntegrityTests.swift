@@ -5,8 +5,8 @@
 
 import EventLog
 import Foundation
-import Synchronization
 import LMDB
+import Synchronization
 import Testing
 
 @Suite("Integrity: checksums and the hash chain")

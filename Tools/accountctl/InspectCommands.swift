@@ -55,7 +55,9 @@ struct Stats: AsyncParsableCommand {
                     "log file:       \(ByteCountFormatter.string(fromByteCount: Int64(statistics.fileBytes), countStyle: .file)) (\(statistics.fileBytes) bytes)"
                 )
                 print("accounts:       \(live) (and \(deleted) deleted)")
-                print("keys:           \(store.accounts.vault.map { "user-id claims keyed by vault \($0.id)" } ?? "plain user-id claims, no key vault")")
+                print(
+                    "keys:           \(store.accounts.vault.map { "user-id claims keyed by vault \($0.id)" } ?? "plain user-id claims, no key vault")"
+                )
                 for status in try store.projections.status() {
                     var line = "projection \(status.name): checkpoint \(status.checkpoint), lag \(status.lag), generation \(status.generation)"
                     if let rebuilding = status.rebuilding { line += ", rebuilding at \(rebuilding.checkpoint)" }
