@@ -62,7 +62,7 @@ let package = Package(
             ]
         ),
         // Read models built by replaying the log: generations, checkpoints, blue/green rebuilds.
-        .target(name: "Projections", dependencies: ["EventLog", "LMDB"]),
+        .target(name: "Projections", dependencies: ["EventLog", "LMDB", .product(name: "Logging", package: "swift-log")]),
         // A small module runtime for Linux: Module, @Dependency, Configuration, Standard.
         .target(name: "Spezi"),
         // The @AccountKey and @KeyEntry macros.

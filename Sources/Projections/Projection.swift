@@ -90,6 +90,9 @@ public enum ProjectionError: Error, Sendable, Equatable, CustomStringConvertible
     /// The projection threw while applying the record at `position`; it is stopped there.
     case failed(projection: String, position: UInt64, reason: String)
     case closed
+    /// A read-your-writes wait gave up: the projection had not applied `position` in time
+    /// (`lastError` is the runner's last storage failure, if it had one).
+    case timedOut(projection: String, position: UInt64, lastError: String?)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -99,6 +102,8 @@ public enum ProjectionError: Error, Sendable, Equatable, CustomStringConvertible
         case let .duplicateName(name): "two projections are named \"\(name)\""
         case let .failed(projection, position, reason): "projection \"\(projection)\" stopped at position \(position): \(reason)"
         case .closed: "the projection store is closed"
+        case let .timedOut(projection, position, lastError):
+            "projection \"\(projection)\" has not applied position \(position) in time" + (lastError.map { " (last storage error: \($0))" } ?? "")
         }
     }
 }
@@ -117,11 +122,13 @@ public struct ProjectionStatus: Sendable, Equatable {
     public let rebuilding: (generation: UInt32, checkpoint: UInt64)?
     /// Why it stopped, if it did.
     public let failure: String?
+    /// The runner's current storage failure (it retries), if any.
+    public var storageError: String? = nil
 
     /// Whether both sides are equal.
     public static func == (lhs: ProjectionStatus, rhs: ProjectionStatus) -> Bool {
         lhs.name == rhs.name && lhs.generation == rhs.generation && lhs.checkpoint == rhs.checkpoint && lhs.lag == rhs.lag
             && lhs.rebuilding?.generation == rhs.rebuilding?.generation && lhs.rebuilding?.checkpoint == rhs.rebuilding?.checkpoint
-            && lhs.failure == rhs.failure
+            && lhs.failure == rhs.failure && lhs.storageError == rhs.storageError
     }
 }

@@ -6,11 +6,16 @@
 import EventLog
 import Foundation
 internal import LMDB
+import Logging
 
 extension ProjectionStore {
+    static let logger = Logger(label: "Projections")
+
     /// The runner: applies new records to every generation, starts requested rebuilds, hands over
     /// caught-up rebuilt generations, and sleeps until the log grows.
     func run() async {
+        /// The storage failure last logged, so that a failure repeated every retry is logged once.
+        var reported: String?
         while !Task.isCancelled {
             let worked: Bool
             do {
@@ -18,9 +23,21 @@ extension ProjectionStore {
                 worked = try await worker.run { [self] in try step() }
             } catch {
                 if state.withLock({ $0.closed }) { return }
-                // A storage failure of the projections environment: report and retry later.
+                // A storage failure of the projections environment (or of reading the log): it is
+                // logged, shown by status(), and retried; waiting commands give up after their timeout.
+                let message = String(describing: error)
+                state.withLock { $0.storageError = message }
+                if reported != message {
+                    Self.logger.error("projections cannot advance; retrying", metadata: ["error": "\(message)", "path": "\(environment.path)"])
+                    reported = message
+                }
                 try? await Task.sleep(for: .milliseconds(100))
                 continue
+            }
+            if reported != nil {
+                state.withLock { $0.storageError = nil }
+                Self.logger.notice("projections advance again", metadata: ["path": "\(environment.path)"])
+                reported = nil
             }
             if worked {
                 await Task.yield()
@@ -80,12 +97,16 @@ extension ProjectionStore {
             var reached = start
             var count = 0
             let projectionState = ProjectionState(transaction: txn, databases: generation.databases)
+            // A storage error of the projections' own environment is not the projection's fault:
+            // the batch is abandoned and retried (the runner reports it), the projection not stopped.
+            var storageFailure: LMDBError?
             do {
                 try log.scan(from: start + 1, batchSize: min(options.batchSize, 1_024)) { record in
                     do {
                         try projection.apply(record, to: projectionState)
                     } catch let error as LMDBError {
-                        throw error
+                        storageFailure = error
+                        return false
                     } catch {
                         failure = .failed(projection: name, position: record.position, reason: "\(error)")
                         return false
@@ -98,6 +119,7 @@ extension ProjectionStore {
                 // The log itself could not be read here (e.g. a corrupt record): stop this projection.
                 failure = .failed(projection: name, position: reached + 1, reason: error.description)
             }
+            if let storageFailure { throw storageFailure }
             try projection.finishBatch(projectionState)
             try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(reached))
             return reached
@@ -109,6 +131,7 @@ extension ProjectionStore {
         }
         generation.checkpoint = reached
         let (ready, failed, progress) = state.withLock { state in
+            state.storageError = nil
             if building {
                 if state.building[name]?.number == generation.number { state.building[name] = generation }
             } else if state.active[name]?.number == generation.number {

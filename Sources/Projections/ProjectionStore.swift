@@ -6,6 +6,7 @@
 import EventLog
 import Foundation
 internal import LMDB
+import Logging
 import Synchronization
 
 /// Options for a ``ProjectionStore``.
@@ -17,6 +18,10 @@ public struct ProjectionStoreOptions: Sendable {
     public var sync: Durability = .lastCommitMayRollBack
     /// The map size to start with; it grows by itself.
     public var initialMapSize = 1 << 30
+    /// How long ``ProjectionStore/waitUntilApplied(_:position:)`` waits before it gives up with
+    /// ``ProjectionError/timedOut(projection:position:lastError:)`` (a runner that cannot write
+    /// must not make commands hang).
+    public var readYourWritesTimeout: Duration = .seconds(30)
 
     /// Creates the default value.
     public init() {}
@@ -35,7 +40,10 @@ public final class ProjectionStore: Sendable {
         var building: [String: Generation] = [:]
         var failures: [String: ProjectionError] = [:]
         var requestedRebuilds: Set<String> = []
-        var appliedWaiters: [(name: String, position: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var appliedWaiters: [(name: String, position: UInt64, id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var nextWaiterID: UInt64 = 0
+        /// The last storage failure of the runner (cleared by the next round that succeeds).
+        var storageError: String?
         var rebuildWaiters: [(name: String, continuation: CheckedContinuation<Void, any Error>)] = []
         var progress: [String: @Sendable (UInt64, UInt64) -> Void] = [:]
         var closed = false
@@ -191,7 +199,7 @@ public final class ProjectionStore: Sendable {
                 return ProjectionStatus(
                     name: name, generation: active.number, checkpoint: active.checkpoint,
                     lag: last > active.checkpoint ? last - active.checkpoint : 0,
-                    rebuilding: building, failure: state.failures[name]?.description)
+                    rebuilding: building, failure: state.failures[name]?.description, storageError: state.storageError)
             }
         }
     }
@@ -200,12 +208,27 @@ public final class ProjectionStore: Sendable {
     /// (read-your-writes after an append). Throws if the projection stopped on an error.
     public func waitUntilApplied(_ name: String, position: UInt64) async throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        let timeout = Task { [self] in
+            try await Task.sleep(for: options.readYourWritesTimeout)
+            let expired = state.withLock { state -> (CheckedContinuation<Void, any Error>, String?)? in
+                guard let index = state.appliedWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return (state.appliedWaiters.remove(at: index).continuation, state.storageError)
+            }
+            if let (continuation, lastError) = expired {
+                continuation.resume(throwing: ProjectionError.timedOut(projection: name, position: position, lastError: lastError))
+            }
+        }
+        defer { timeout.cancel() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let outcome = state.withLock { state -> Result<Void, any Error>? in
                 if state.closed { return .failure(ProjectionError.closed) }
                 if let failure = state.failures[name] { return .failure(failure) }
                 if let active = state.active[name], active.checkpoint >= position { return .success(()) }
-                state.appliedWaiters.append((name, position, continuation))
+                state.appliedWaiters.append((name, position, id, continuation))
                 return nil
             }
             if let outcome { continuation.resume(with: outcome) }

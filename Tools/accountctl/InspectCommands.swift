@@ -62,6 +62,7 @@ struct Stats: AsyncParsableCommand {
                     var line = "projection \(status.name): checkpoint \(status.checkpoint), lag \(status.lag), generation \(status.generation)"
                     if let rebuilding = status.rebuilding { line += ", rebuilding at \(rebuilding.checkpoint)" }
                     if let failure = status.failure { line += ", failed: \(failure)" }
+                    if let storageError = status.storageError { line += ", cannot write (retrying): \(storageError)" }
                     print(line)
                 }
             }
