@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
         // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
@@ -58,7 +59,8 @@ let package = Package(
                 "CChecksum",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "DequeModule", package: "swift-collections")
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
         // Read models built by replaying the log: generations, checkpoints, blue/green rebuilds.
@@ -137,7 +139,10 @@ let package = Package(
         .testTarget(name: "SpeziAccountTests", dependencies: ["Spezi", "SpeziAccount"]),
         .testTarget(
             name: "SpeziAccountStoreTests",
-            dependencies: ["SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting"]),
+            dependencies: [
+                "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]),
         .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])
     ],
     swiftLanguageModes: [.v6]

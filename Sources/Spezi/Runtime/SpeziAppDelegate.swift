@@ -23,10 +23,20 @@ open class SpeziAppDelegate {
         Configuration {}
     }
 
+    /// The runtime the last ``boot()`` started.
+    public private(set) var runtime: SpeziRuntime?
+
     /// Boots configuration in a new SpeziRuntime and returns it.
     public func boot() async throws -> SpeziRuntime {
         let runtime = SpeziRuntime(configuration: configuration)
         try await runtime.boot()
+        self.runtime = runtime
         return runtime
+    }
+
+    /// The seed's `applicationWillTerminate(_:)`: stops the booted runtime (see
+    /// ``SpeziRuntime/shutdown()``). Override it to do more, and call `super`.
+    open func applicationWillTerminate() async {
+        await runtime?.shutdown()
     }
 }

@@ -14,6 +14,7 @@ public final class SpeziRuntime {
     public let configuration: Configuration
     private var graph = DependencyGraph()
     private var booted = false
+    private var stopped = false
     /// The modules in the order they were configured (empty before boot()).
     public private(set) var modules: [any Module] = []
 
@@ -60,6 +61,17 @@ public final class SpeziRuntime {
             } catch {
                 throw SpeziError.moduleConfigurationFailed(module: node.name, underlying: error)
             }
+        }
+    }
+
+    /// Stops the runtime: every module that is a ``LifecycleHandler`` hears
+    /// ``LifecycleHandler/applicationWillTerminate()``, dependents before their dependencies. Call it
+    /// once, when the process is about to end (a server on SIGTERM); later calls do nothing.
+    public func shutdown() async {
+        guard !stopped else { return }
+        stopped = true
+        for module in modules.reversed() {
+            await (module as? any LifecycleHandler)?.applicationWillTerminate()
         }
     }
 

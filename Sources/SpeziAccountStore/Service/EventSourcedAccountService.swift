@@ -219,3 +219,13 @@ public actor EventSourcedAccountService: AccountService {
         await account.removeUserDetails()
     }
 }
+
+extension EventSourcedAccountService: LifecycleHandler {
+    /// The runtime stops: the service stops following the store and closes it (every acknowledged
+    /// append is already durable; queued ones are finished first).
+    public func applicationWillTerminate() async {
+        updatesTask?.cancel()
+        updatesTask = nil
+        await store.close()
+    }
+}

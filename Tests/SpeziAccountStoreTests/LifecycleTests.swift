@@ -1,0 +1,51 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Logging
+import ServiceLifecycle
+import Spezi
+import SpeziAccount
+import Testing
+
+@testable import SpeziAccountStore
+
+@Suite("Shutting down: a service group's graceful shutdown and the Spezi runtime's close the store")
+struct LifecycleTests {
+    @Test("in a ServiceGroup, signups run until a graceful shutdown; then the store is closed and everything acknowledged is there")
+    func serviceGroup() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try fixture.open { $0.sync = .durable }
+        let group = ServiceGroup(services: [store], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        var acknowledged: [String] = []
+        for index in 0..<10 { acknowledged.append(try await store.signup(leland(userId: "group-\(index)@example.org")).accountId) }
+        await group.triggerGracefulShutdown()
+        try await running.value
+        await #expect(throws: EventLogError.closed(path: store.log.path)) { try await store.signup(leland(userId: "late@example.org")) }
+        let reopened = try fixture.open()
+        for id in acknowledged { #expect(try reopened.accounts.load(id)?.isDeleted == false) }
+        await reopened.close()
+    }
+
+    @Test("SpeziRuntime.shutdown() tells the account service, which closes its store; a second shutdown does nothing")
+    func speziShutdown() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try fixture.open()
+        let service = EventSourcedAccountService(store: store)
+        let runtime = SpeziRuntime(
+            configuration: Configuration {
+                AccountConfiguration(service: service, configuration: [.requires(\.userId), .requires(\.password)])
+            })
+        try await runtime.boot()
+        try await store.signup(leland())
+        await runtime.shutdown()
+        await #expect(throws: EventLogError.closed(path: store.log.path)) { try await store.signup(leland(userId: "after@example.org")) }
+        await runtime.shutdown()
+    }
+}
