@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
         // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
@@ -59,12 +60,16 @@ let package = Package(
                 "CChecksum",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "DequeModule", package: "swift-collections")
             ]
         ),
         // Read models built by replaying the log: generations, checkpoints, blue/green rebuilds.
-        .target(name: "Projections", dependencies: ["EventLog", "LMDB", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "Projections",
+            dependencies: [
+                "EventLog", "LMDB", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")
+            ]),
         // A small module runtime for Linux: Module, @Dependency, Configuration, Standard.
         .target(name: "Spezi"),
         // The @AccountKey and @KeyEntry macros.
@@ -94,7 +99,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "DequeModule", package: "swift-collections")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
         // The child process that the log's crash test kills at random moments.
@@ -127,7 +132,9 @@ let package = Package(
         ),
         .testTarget(
             name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "SpeziAccountTesting", "EventLogConformance"]),
-        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EventLog", "LMDB"]),
+        .testTarget(
+            name: "ProjectionsTests",
+            dependencies: ["Projections", "EventLog", "LMDB", .product(name: "MetricsTestKit", package: "swift-metrics")]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(
             name: "SpeziAccountMacrosTests",

@@ -6,6 +6,7 @@
 import DequeModule
 import Foundation
 internal import LMDB
+import Metrics
 
 /// One append, validated and sized, on its way to a write transaction.
 struct AppendRequest: @unchecked Sendable {
@@ -23,6 +24,8 @@ struct AppendRequest: @unchecked Sendable {
     var byteCount: Int { sizes.reduce(0, +) }
     /// Resumed after the commit (set when the request is queued).
     var continuation: CheckedContinuation<AppendResult, any Error>?
+    /// When it was queued (for the append-duration metric).
+    var queuedAt: ContinuousClock.Instant?
 }
 
 /// The log's single writer, with group commit.
@@ -46,6 +49,7 @@ final class AppendWriter: @unchecked Sendable {
     private let maxBatchBytes: Int
     private let onCommit: @Sendable (UInt64) -> Void
     private let path: String
+    private let metrics: WriterMetrics
 
     init(
         environment: Environment, databases: LogDatabases, clock: @escaping @Sendable () -> Date,
@@ -58,6 +62,7 @@ final class AppendWriter: @unchecked Sendable {
         self.maxBatchBytes = maxBatchBytes
         self.onCommit = onCommit
         self.path = environment.path
+        self.metrics = WriterMetrics(path: environment.path)
         let thread = Thread { [self] in run() }
         thread.name = "EventLog writer"
         thread.start()
@@ -79,6 +84,7 @@ final class AppendWriter: @unchecked Sendable {
         }
         var queued = request
         queued.continuation = continuation
+        queued.queuedAt = .now
         pending.append(queued)
         if pending.count == 1 { condition.signal() }
         condition.unlock()
@@ -114,8 +120,13 @@ final class AppendWriter: @unchecked Sendable {
                 bytes += next.byteCount
             }
             condition.unlock()
+            let started = ContinuousClock.now
             let outcomes = process(batch)
+            let done = ContinuousClock.now
+            metrics.commitDuration.recordNanoseconds(nanoseconds(done - started))
+            metrics.groupEvents.record(events)
             for (request, outcome) in zip(batch, outcomes) {
+                if let queuedAt = request.queuedAt { metrics.appendDuration.recordNanoseconds(nanoseconds(done - queuedAt)) }
                 request.continuation?.resume(with: outcome)
             }
         }
@@ -226,4 +237,27 @@ final class AppendWriter: @unchecked Sendable {
         }
         return AppendResult(positions: firstPosition...head.position, streamVersion: version, wasDuplicate: false)
     }
+}
+
+/// What the writer reports through swift-metrics (no backend is bundled: bootstrap the one you
+/// run). Every metric carries the log's folder as the dimension `log`.
+struct WriterMetrics {
+    /// From queueing an append to its commit being done (flushed, when durable), per append.
+    let appendDuration: Metrics.Timer
+    /// One write transaction with its commit (and `fdatasync`, when durable), per group.
+    let commitDuration: Metrics.Timer
+    /// Events per commit: how well group commit groups.
+    let groupEvents: Recorder
+
+    init(path: String) {
+        let dimensions = [("log", path)]
+        appendDuration = Metrics.Timer(label: "eventlog_append_duration", dimensions: dimensions)
+        commitDuration = Metrics.Timer(label: "eventlog_commit_duration", dimensions: dimensions)
+        groupEvents = Recorder(label: "eventlog_commit_events", dimensions: dimensions)
+    }
+}
+
+func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
 }

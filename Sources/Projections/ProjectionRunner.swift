@@ -7,6 +7,7 @@ import EventLog
 import Foundation
 internal import LMDB
 import Logging
+import Metrics
 
 extension ProjectionStore {
     static let logger = Logger(label: "Projections")
@@ -146,6 +147,11 @@ extension ProjectionStore {
         for waiter in ready { waiter.resume() }
         for waiter in failed { waiter.resume(throwing: failure!) }
         progress?(reached, last)
+        if building {
+            metrics.rebuildProgress(name).record(last == 0 ? 1 : Double(reached) / Double(last))
+        } else {
+            metrics.lag(name).record(last > reached ? Double(last - reached) : 0)
+        }
         return reached > known
     }
 
@@ -275,5 +281,21 @@ extension ProjectionStore {
         }
         for waiter in done { waiter.resume() }
         for waiter in ready { waiter.resume() }
+    }
+}
+
+/// What the projection runner reports through swift-metrics, per projection (dimension
+/// `projection`) and store (dimension `path`).
+struct RunnerMetrics: Sendable {
+    let path: String
+
+    /// Log records the serving generation has still to apply, after each batch.
+    func lag(_ projection: String) -> Gauge {
+        Gauge(label: "projection_lag", dimensions: [("projection", projection), ("path", path)])
+    }
+
+    /// How far a rebuild has come, 0 to 1, after each batch.
+    func rebuildProgress(_ projection: String) -> Gauge {
+        Gauge(label: "projection_rebuild_progress", dimensions: [("projection", projection), ("path", path)])
     }
 }

@@ -60,6 +60,7 @@ public final class ProjectionStore: Sendable {
     let kick = Signal()
     /// The thread that runs the projections' write transactions.
     let worker = BlockingPool(threads: 1, name: "projections")
+    let metrics: RunnerMetrics
     private let runner = Mutex<Task<Void, Never>?>(nil)
 
     /// Opens (or creates) the projections in the directory at `path` and starts following the log.
@@ -76,6 +77,7 @@ public final class ProjectionStore: Sendable {
         let environment = try Environment(path: path, options: environmentOptions)
         self.log = log
         self.environment = environment
+        self.metrics = RunnerMetrics(path: environment.path)
         self.options = options
         self.projections = Dictionary(uniqueKeysWithValues: projections.map { ($0.name, $0) })
         self.order = projections.map(\.name)
