@@ -105,4 +105,27 @@ struct SubscriptionTests {
             #expect(count == 2_000)
         }
     }
+
+    @Test("batch by batch: a consumer that pauses between pulls gets at most batchSize records per pull, all of them once, in order")
+    func boundedBatches() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            _ = try await log.append((0..<1_000).map { _ in event() }, to: "s")
+            var sizes: [Int] = []
+            var positions: [UInt64] = []
+            var appended = false
+            for try await batch in log.subscribeBatches(after: 0, stream: nil, batchSize: 10) {
+                sizes.append(batch.count)
+                positions += batch.map(\.position)
+                if !appended {
+                    // A backlog of 1,000 more arrives while the consumer is busy with its first batch.
+                    _ = try await log.append((0..<1_000).map { _ in event() }, to: "s")
+                    appended = true
+                }
+                if positions.count == 2_000 { break }
+            }
+            #expect(sizes.allSatisfy { $0 >= 1 && $0 <= 10 })
+            #expect(sizes.count == 200)
+            #expect(positions == Array(1...2_000))
+        }
+    }
 }

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import Dispatch
 import EventLog
 import Foundation
 import LMDB
@@ -107,7 +108,7 @@ struct ProjectionStoreTests {
         await store.close()
     }
 
-    @Test("a rebuild is blue/green: the old generation serves reads until the new one takes over")
+    @Test("a rebuild is blue/green: held halfway, the old generation serves complete reads; then the new one takes over")
     func blueGreenRebuild() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
@@ -116,23 +117,22 @@ struct ProjectionStoreTests {
         try await append(log, 5_000, stream: { "s\($0 % 5)" })
         var options = ProjectionStoreOptions()
         options.batchSize = 250
-        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()], options: options)
+        let gate = Gate()
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [GatedCounts(gate: gate)], options: options)
         try await store.waitUntilApplied("stream-counts", position: 5_000)
+        // The rebuild stops inside its batch that applies position 2,500, until the test opens the gate.
+        gate.arm(at: 2_500)
         let reports = Mutex<[(UInt64, UInt64)]>([])
         let rebuild = Task {
             try await store.rebuild("stream-counts") { applied, target in reports.withLock { $0.append((applied, target)) } }
         }
-        // While it rebuilds, reads see the complete old generation, and new appends still reach it.
-        var sawRebuilding = false
-        for _ in 0..<200 {
-            let status = try #require(try store.status().first)
-            if status.rebuilding != nil { sawRebuilding = true }
-            if status.generation == 1 {
-                #expect(try StreamCounts.count("s0", in: store) >= 1_000)
-            }
-            if status.generation == 2 { break }
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        await gate.waitUntilReached()
+        let halfway = try #require(try store.status().first)
+        #expect(halfway.generation == 1)
+        #expect(halfway.rebuilding.map { $0.checkpoint > 0 && $0.checkpoint < 2_500 } == true, "\(String(describing: halfway.rebuilding))")
+        // Reads come from the complete old generation, not from the half-built new one.
+        for stream in 0..<5 { #expect(try StreamCounts.count("s\(stream)", in: store) == 1_000) }
+        gate.open()
         _ = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "s0")
         try await rebuild.value
         try await store.waitUntilApplied("stream-counts", position: 5_001)
@@ -141,7 +141,6 @@ struct ProjectionStoreTests {
         #expect(status.rebuilding == nil)
         #expect(try StreamCounts.count("s0", in: store) == 1_001)
         #expect(try StreamCounts.count("s4", in: store) == 1_000)
-        #expect(sawRebuilding || reports.withLock { $0.count } > 0)
         let last = reports.withLock { $0.last }
         #expect(last.map { $0.0 >= 5_000 } ?? false)
         await store.close()
@@ -197,5 +196,48 @@ struct ProjectionStoreTests {
         #expect(status.first?.failure?.contains("position 7") == true)
         await #expect(throws: ProjectionError.unknownProjection("nope")) { try await store.waitUntilApplied("nope", position: 1) }
         await store.close()
+    }
+}
+
+/// Holds a projection's apply at one position until the test opens it (blocks the projections'
+/// own thread, never the cooperative pool).
+final class Gate: Sendable {
+    private let position = Mutex<UInt64?>(nil)
+    private let reached = DispatchSemaphore(value: 0)
+    private let opened = DispatchSemaphore(value: 0)
+
+    func arm(at position: UInt64) { self.position.withLock { $0 = position } }
+
+    /// Called by the projection for every record.
+    func pass(_ at: UInt64) {
+        guard position.withLock({ $0 == at ? true : false }) else { return }
+        position.withLock { $0 = nil }
+        reached.signal()
+        opened.wait()
+    }
+
+    func waitUntilReached() async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.reached.wait()
+                continuation.resume()
+            }
+        }
+    }
+
+    func open() { opened.signal() }
+}
+
+/// ``StreamCounts`` with a gate.
+struct GatedCounts: Projection {
+    let gate: Gate
+    var counts = StreamCounts()
+    var name: String { counts.name }
+    var fingerprint: String { counts.fingerprint }
+    var databaseNames: [String] { counts.databaseNames }
+
+    func apply(_ record: RecordView, to state: ProjectionState) throws {
+        gate.pass(record.position)
+        try counts.apply(record, to: state)
     }
 }
