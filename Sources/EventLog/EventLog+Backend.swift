@@ -10,7 +10,7 @@ extension EventLog: EventLogBackend {
     /// The log's folder.
     public var location: String { path }
 
-    /// Appends events stamped with their own times (see ``EventLogBackend/appendImported(_:to:expectedVersion:claims:releases:)``).
+    /// Appends events stamped with their own times (see `EventLogBackend.appendImported`).
     public func appendImported(
         _ events: [(event: ProposedEvent, timestamp: Date)], to streamID: String, expectedVersion: ExpectedVersion = .any,
         claims: Set<String> = [], releases: Set<String> = []

@@ -181,7 +181,7 @@ public final class EventLog: Sendable {
     /// arrive during a commit are grouped into the next one (group commit).
     ///
     /// `claims` are unique keys (a user id, say) that the stream takes in the same transaction: if
-    /// another stream holds one, the append throws ``EventLogError/claimTaken(_:owner:)`` and writes
+    /// another stream holds one, the append throws `EventLogError.claimTaken` and writes
     /// nothing. `releases` are keys the stream gives up. ``claimOwner(_:)`` looks them up.
     public func append(
         _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any,
@@ -236,7 +236,7 @@ public final class EventLog: Sendable {
 
     // MARK: Reading
 
-    /// Runs `body` in a read transaction, turning storage errors into ``EventLogError``s.
+    /// Runs `body` in a read transaction, turning storage errors into `EventLogError`s.
     func reading<T>(_ body: (Transaction) throws -> T) throws -> T {
         do {
             return try environment.read(body)

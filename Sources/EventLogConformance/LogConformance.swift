@@ -7,7 +7,7 @@ import EventLogProtocol
 import Foundation
 import Synchronization
 
-/// The checks every ``EventLogBackend`` must pass, runnable from any test framework (this target
+/// The checks every `EventLogBackend` must pass, runnable from any test framework (this target
 /// imports neither XCTest nor Testing): give it a way to open a fresh or existing log by name, and
 /// call ``run()``; each check reports what it found. The project runs it for its own backends, and
 /// a backend of your own can run it the same way.
