@@ -51,7 +51,7 @@ struct StoreTransferTests {
             // Let the other process write between the backups.
             let before = try store.log.lastPosition()
             while try store.log.lastPosition() < before + 40 { try await Task.sleep(for: .milliseconds(20)) }
-            reports.append(try store.backup(to: backup.path))
+            reports.append(try await store.backup(to: backup.path))
         }
         kill(writer.processIdentifier, SIGKILL)
         writer.waitUntilExit()
@@ -97,7 +97,7 @@ struct StoreTransferTests {
         }
         var store = try fixture.open()
         try await store.signup(leland())
-        _ = try store.backup(to: backup.directory.path)
+        _ = try await store.backup(to: backup.directory.path)
         await store.close()
         store = try other.open()
         await store.close()

@@ -105,7 +105,7 @@ struct Backup: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let report = try await global.withStore(creating: false) { store in try store.backup(to: destination) }
+            let report = try await global.withStore(creating: false) { store in try await store.backup(to: destination) }
             print("backed up \(report.lastPosition) records to \(report.directory); head hash \(report.headHash)")
         }
     }

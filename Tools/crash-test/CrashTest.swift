@@ -86,6 +86,7 @@ struct CrashTest: AsyncParsableCommand {
         @Option var slots = 1
 
         func run() async throws {
+            exitWhenOrphaned()
             do {
                 try await ChildWorkload(directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots).run()
             } catch {
@@ -103,6 +104,7 @@ struct CrashTest: AsyncParsableCommand {
         @Option var store: String
 
         func run() async throws {
+            exitWhenOrphaned()
             do {
                 let opened = try openStore(store)
                 while true { try await opened.projections.rebuild(AccountDetailsProjection.projectionName) }
@@ -111,5 +113,15 @@ struct CrashTest: AsyncParsableCommand {
                 throw ExitCode(3)
             }
         }
+    }
+}
+
+/// A child whose harness died (killed, say, rather than finishing its rounds) ends too, instead of
+/// writing on for ever: it watches for its parent to change.
+func exitWhenOrphaned() {
+    let parent = getppid()
+    Thread.detachNewThread {
+        while getppid() == parent { usleep(100_000) }
+        exit(0)
     }
 }

@@ -31,7 +31,14 @@ extension AccountStore {
     /// as live while its key is already destroyed in the copied vault: it reads as redacted, as the
     /// erasure demands. The copy is built beside `destination`, its chain is checked against the
     /// original, and it is moved into place only then.
-    public func backup(to destination: String) throws -> StoreCopyReport {
+    public func backup(to destination: String) async throws -> StoreCopyReport {
+        // The copies read the whole store: on a thread of their own, not the cooperative pool.
+        let pool = BlockingPool(threads: 1, name: "backup")
+        defer { pool.shutdown() }
+        return try await pool.run { [self] in try backupBlocking(to: destination) }
+    }
+
+    private func backupBlocking(to destination: String) throws -> StoreCopyReport {
         let target = URL(fileURLWithPath: destination).standardizedFileURL
         try StoreFolders.checkFree(target)
         let staging = try StoreFolders.makeStaging(beside: target, purpose: "backup")
