@@ -7,6 +7,7 @@ import DequeModule
 import Foundation
 internal import LMDB
 import Metrics
+import Synchronization
 
 /// One append, validated and sized, on its way to a write transaction.
 struct AppendRequest: @unchecked Sendable {
@@ -22,8 +23,8 @@ struct AppendRequest: @unchecked Sendable {
     var timestamps: [Int64]?
     /// The encoded size of all its records.
     var byteCount: Int { sizes.reduce(0, +) }
-    /// Resumed after the commit (set when the request is queued).
-    var continuation: CheckedContinuation<AppendResult, any Error>?
+    /// Called with the outcome after the commit (set when the request is queued).
+    var completion: (@Sendable (Result<AppendResult, any Error>) -> Void)?
     /// When it was queued (for the append-duration metric).
     var queuedAt: ContinuousClock.Instant?
 }
@@ -71,22 +72,37 @@ final class AppendWriter: @unchecked Sendable {
     /// Queues the request for the writer thread and returns after the commit that holds it.
     func append(_ request: AppendRequest) async throws -> AppendResult {
         try await withCheckedThrowingContinuation { continuation in
-            enqueue(request, continuation: continuation)
+            enqueue([request]) { _, outcome in continuation.resume(with: outcome) }
         }
     }
 
-    private func enqueue(_ request: AppendRequest, continuation: CheckedContinuation<AppendResult, any Error>) {
+    /// Queues several requests at once, in this order (they share commits as far as the batch
+    /// limits allow), and returns each one's outcome, in the same order, after their commits. One
+    /// suspension for all of them: what imports use.
+    func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, any Error>] {
+        guard !requests.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            let collector = OutcomeCollector(count: requests.count, continuation: continuation)
+            enqueue(requests) { index, outcome in collector.set(index, outcome) }
+        }
+    }
+
+    private func enqueue(_ requests: [AppendRequest], completion: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
         condition.lock()
         if stopping {
             condition.unlock()
-            continuation.resume(throwing: EventLogError.closed(path: path))
+            for index in requests.indices { completion(index, .failure(EventLogError.closed(path: path))) }
             return
         }
-        var queued = request
-        queued.continuation = continuation
-        queued.queuedAt = .now
-        pending.append(queued)
-        if pending.count == 1 { condition.signal() }
+        let wasEmpty = pending.isEmpty
+        let now = ContinuousClock.now
+        for (index, request) in requests.enumerated() {
+            var queued = request
+            queued.completion = { completion(index, $0) }
+            queued.queuedAt = now
+            pending.append(queued)
+        }
+        if wasEmpty { condition.signal() }
         condition.unlock()
     }
 
@@ -127,7 +143,7 @@ final class AppendWriter: @unchecked Sendable {
             metrics.groupEvents.record(events)
             for (request, outcome) in zip(batch, outcomes) {
                 if let queuedAt = request.queuedAt { metrics.appendDuration.recordNanoseconds(nanoseconds(done - queuedAt)) }
-                request.continuation?.resume(with: outcome)
+                request.completion?(outcome)
             }
         }
     }
@@ -260,4 +276,24 @@ struct WriterMetrics {
 func nanoseconds(_ duration: Duration) -> Int64 {
     let (seconds, attoseconds) = duration.components
     return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+}
+
+/// Gathers the outcomes of requests queued together and resumes their caller once all are in.
+final class OutcomeCollector: Sendable {
+    private let state: Mutex<(outcomes: [Result<AppendResult, any Error>?], remaining: Int)>
+    private let continuation: CheckedContinuation<[Result<AppendResult, any Error>], Never>
+
+    init(count: Int, continuation: CheckedContinuation<[Result<AppendResult, any Error>], Never>) {
+        state = Mutex((Array(repeating: nil, count: count), count))
+        self.continuation = continuation
+    }
+
+    func set(_ index: Int, _ outcome: Result<AppendResult, any Error>) {
+        let finished = state.withLock { state -> [Result<AppendResult, any Error>]? in
+            state.outcomes[index] = outcome
+            state.remaining -= 1
+            return state.remaining == 0 ? state.outcomes.map { $0! } : nil
+        }
+        if let finished { continuation.resume(returning: finished) }
+    }
 }

@@ -194,7 +194,49 @@ public final class EventLog: Sendable {
         _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>,
         timestamps: [Int64]?
     ) async throws -> AppendResult {
+        let request = try makeRequest(
+            events, to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases, timestamps: timestamps)
+        guard let writer else { throw EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path)) }
+        return try await writer.append(request)
+    }
+
+    /// Appends to several streams with one suspension: the appends are queued together, in this
+    /// order, share commits as far as the batch limits allow, and each is checked on its own (one
+    /// that fails writes nothing and holds back none of the others). Returns each one's outcome, in
+    /// order. Imports and moves between backends use it.
+    public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
+        var outcomes: [Result<AppendResult, any Error>?] = Array(repeating: nil, count: appends.count)
+        var requests: [AppendRequest] = []
+        var queuedIndexes: [Int] = []
+        for (index, append) in appends.enumerated() {
+            do {
+                let micros = append.timestamps?.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) }
+                requests.append(
+                    try makeRequest(
+                        append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
+                        releases: append.releases, timestamps: micros))
+                queuedIndexes.append(index)
+            } catch {
+                outcomes[index] = .failure(error)
+            }
+        }
+        guard let writer else {
+            let error = EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path))
+            return appends.indices.map { outcomes[$0] ?? .failure(error) }
+        }
+        for (index, outcome) in zip(queuedIndexes, await writer.appendAll(requests)) { outcomes[index] = outcome }
+        return outcomes.map { $0! }
+    }
+
+    /// Checks an append and sizes its records.
+    private func makeRequest(
+        _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>,
+        timestamps: [Int64]?
+    ) throws -> AppendRequest {
         try RecordFormat.validate(streamID: streamID)
+        if let timestamps, timestamps.count != events.count {
+            throw EventLogError.invalidEvent(reason: "\(timestamps.count) timestamps for \(events.count) events")
+        }
         for claim in claims.union(releases) where claim.utf8.isEmpty || claim.utf8.count > 500 {
             throw EventLogError.invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
         }
@@ -212,11 +254,9 @@ public final class EventLog: Sendable {
             sizes.append(try RecordFormat.encodedSize(streamID: streamID, event: event, pairs: eventPairs, maxPayload: options.maxPayloadBytes))
             pairs.append(eventPairs)
         }
-        guard let writer else { throw EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path)) }
-        return try await writer.append(
-            AppendRequest(
-                streamID: streamID, expected: expectedVersion, events: events,
-                metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases, timestamps: timestamps))
+        return AppendRequest(
+            streamID: streamID, expected: expectedVersion, events: events,
+            metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases, timestamps: timestamps)
     }
 
     /// Appends one event.

@@ -53,7 +53,7 @@ public struct LogConformance: Sendable {
     public static let checks = [
         "expected-version matrix", "idempotent retries", "64 concurrent appenders over 16 streams", "claims under concurrency",
         "timestamps never decrease", "subscription from catch-up to live", "cancelled subscription ends", "verify finds a changed record",
-        "reopen keeps everything", "limits give typed errors", "a closed log refuses"
+        "reopen keeps everything", "limits give typed errors", "a closed log refuses", "batch appends"
     ]
 
     /// Runs every check, each on a log of its own.
@@ -80,6 +80,7 @@ public struct LogConformance: Sendable {
             case "reopen keeps everything": try await reopen()
             case "limits give typed errors": try await limits()
             case "a closed log refuses": try await closedLog()
+            case "batch appends": try await batchAppends()
             default: throw Mismatch(description: "no such check")
             }
             return Outcome(check: check, failure: nil)
@@ -331,6 +332,30 @@ public struct LogConformance: Sendable {
             _ = try await log.lastPosition()
             throw Mismatch(description: "a closed log answered a read")
         } catch EventLogError.closed {}
+    }
+
+    func batchAppends() async throws {
+        try await using("batch") { log in
+            try await append(log, "b", .any)
+            let imported = Date(timeIntervalSince1970: 2_000_000_000)
+            let outcomes = await log.appendBatch([
+                StreamAppend(streamID: "a", events: [event(), event()], expectedVersion: .noStream, claims: ["batch-key"]),
+                StreamAppend(streamID: "b", events: [event()], expectedVersion: .noStream),
+                StreamAppend(streamID: "c", events: [event()], timestamps: [imported], expectedVersion: .noStream, claims: ["batch-key"]),
+                StreamAppend(streamID: "b", events: [event()], expectedVersion: .exact(1))
+            ])
+            try expect(outcomes.count == 4, "one outcome per append")
+            try expect((try? outcomes[0].get())?.positions == 2...3, "the first lands at 2…3")
+            guard case .failure(EventLogError.wrongExpectedVersion) = outcomes[1] else {
+                throw Mismatch(description: "a wrong expected version in a batch: \(outcomes[1])")
+            }
+            guard case .failure(EventLogError.claimTaken) = outcomes[2] else {
+                throw Mismatch(description: "a claim taken earlier in the same batch: \(outcomes[2])")
+            }
+            try expect((try? outcomes[3].get())?.positions == 4...4, "the refused ones held back nothing: the last lands at 4")
+            try expect(try await log.lastPosition() == 4, "the refused appends wrote nothing")
+            try expect(try await log.streamVersion("c") == nil, "no stream c")
+        }
     }
 
     // MARK: Helpers

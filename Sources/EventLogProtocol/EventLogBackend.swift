@@ -43,6 +43,11 @@ public protocol EventLogBackend: AnyObject, Sendable {
         releases: Set<String>
     ) async throws -> AppendResult
 
+    /// Appends to several streams with one call: committed in this order, each checked on its own
+    /// (one that fails writes nothing and holds back none of the others); the outcomes come back in
+    /// the same order. A backend may share commits among them (the default appends one by one).
+    func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>]
+
     /// The stream that holds a claimed key, or nil.
     func claimOwner(_ claim: String) async throws -> String?
     /// The position of the last record; 0 for an empty log.
@@ -75,6 +80,31 @@ public protocol EventLogBackend: AnyObject, Sendable {
 }
 
 extension EventLogBackend {
+    /// One append after the other.
+    public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
+        var outcomes: [Result<AppendResult, any Error>] = []
+        for append in appends {
+            do {
+                if let timestamps = append.timestamps {
+                    outcomes.append(
+                        .success(
+                            try await appendImported(
+                                Array(zip(append.events, timestamps)).map { (event: $0.0, timestamp: $0.1) }, to: append.streamID,
+                                expectedVersion: append.expectedVersion, claims: append.claims, releases: append.releases)))
+                } else {
+                    outcomes.append(
+                        .success(
+                            try await self.append(
+                                append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
+                                releases: append.releases)))
+                }
+            } catch {
+                outcomes.append(.failure(error))
+            }
+        }
+        return outcomes
+    }
+
     /// Every record after `position`, one at a time (see ``subscribeBatches(after:stream:batchSize:)``).
     public func subscribeRecords(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
         EventSubscription(batches: subscribeBatches(after: position, stream: streamID, batchSize: batchSize))
@@ -145,5 +175,34 @@ public struct EventSubscription: AsyncSequence, Sendable {
             defer { index += 1 }
             return buffer[index]
         }
+    }
+}
+
+/// One stream's part of ``EventLogBackend/appendBatch(_:)``.
+public struct StreamAppend: Sendable {
+    /// The stream.
+    public var streamID: String
+    /// Its events, in order.
+    public var events: [ProposedEvent]
+    /// For imported events: each one's own time (else the log's clock stamps them).
+    public var timestamps: [Date]?
+    /// The stream version the append expects.
+    public var expectedVersion: ExpectedVersion
+    /// Unique keys the stream takes.
+    public var claims: Set<String>
+    /// Keys the stream gives up.
+    public var releases: Set<String>
+
+    /// One stream's append.
+    public init(
+        streamID: String, events: [ProposedEvent], timestamps: [Date]? = nil, expectedVersion: ExpectedVersion = .any,
+        claims: Set<String> = [], releases: Set<String> = []
+    ) {
+        self.streamID = streamID
+        self.events = events
+        self.timestamps = timestamps
+        self.expectedVersion = expectedVersion
+        self.claims = claims
+        self.releases = releases
     }
 }

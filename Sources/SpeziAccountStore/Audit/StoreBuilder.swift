@@ -5,7 +5,6 @@
 
 import EventLog
 import Foundation
-import Synchronization
 
 /// Builds a new store from a stream of records (an export, or another store's log) in a folder
 /// beside its target, and moves it into place only once every record checked out.
@@ -38,21 +37,18 @@ enum StoreBuilder {
         }
         let vault = try KeyVault(path: vaultPath.path, create: vaultFile == nil)
         defer { vault.release() }
-        // The import keeps each record's own time: the log's clock reads it from here.
-        let now = Mutex(Date())
         var options = EventLogOptions()
         options.sync = .relaxed
-        options.clock = { now.withLock { $0 } }
         let log = try EventLog(path: root.appendingPathComponent("log").path, options: options)
         defer { log.close() }
         let accounts = AccountLog(log: log, vault: vault)
         var userIds: [String: String] = [:]
         var expected: UInt64 = 1
+        var chunk: [(record: ExportedRecord, append: StreamAppend)] = []
         while let (record, origin) = try next() {
             guard record.position == expected else {
                 throw LogTransferError.outOfOrder(line: origin, position: record.position, expected: expected)
             }
-            now.withLock { $0 = Date(timeIntervalSince1970: Double(record.timestampMicros) / 1_000_000) }
             if record.payload.first == Sealing.version, try !vault.hasSlot(record.stream) {
                 throw LogTransferError.missingKey(position: record.position, account: record.stream)
             }
@@ -61,22 +57,49 @@ enum StoreBuilder {
                 actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
             let proposed = ProposedEvent(
                 eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: metadata, payload: record.payload)
-            let result = try await log.append(
-                [proposed], to: record.stream,
-                expectedVersion: record.streamVersion == 1 ? .noStream : .exact(record.streamVersion - 1),
-                claims: claims, releases: releases)
-            guard result.positions.upperBound == record.position,
-                try log.record(at: record.position)?.hash.description == record.hash
-            else {
-                throw LogTransferError.hashMismatch(position: record.position)
-            }
+            // Each record keeps its own time; the log never lets times go back.
+            let time = Date(timeIntervalSince1970: Double(record.timestampMicros) / 1_000_000)
+            chunk.append(
+                (
+                    record,
+                    StreamAppend(
+                        streamID: record.stream, events: [proposed], timestamps: [time],
+                        expectedVersion: record.streamVersion == 1 ? .noStream : .exact(record.streamVersion - 1), claims: claims,
+                        releases: releases)
+                ))
             expected += 1
-            if expected % 10_000 == 0 { progress?(expected - 1) }
+            if chunk.count == chunkSize {
+                try await appendChecked(chunk, to: log)
+                chunk.removeAll(keepingCapacity: true)
+                progress?(expected - 1)
+            }
         }
+        try await appendChecked(chunk, to: log)
         try log.setMetadataIfAbsent(StoreKeying.metadataName, StoreKeying(vault).encoded)
         try log.sync()
         progress?(expected - 1)
         return expected - 1
+    }
+
+    /// Records appended with one suspension: enough to share commits, few enough to stay small.
+    static let chunkSize = 1_000
+
+    /// Appends a chunk of records in one batch, then checks that each landed at its own position
+    /// with its exported chain hash.
+    private static func appendChecked(_ chunk: [(record: ExportedRecord, append: StreamAppend)], to log: EventLog) async throws {
+        guard let first = chunk.first?.record.position else { return }
+        let outcomes = await log.appendBatch(chunk.map(\.append))
+        for ((record, _), outcome) in zip(chunk, outcomes) {
+            guard case let .success(result) = outcome, result.positions.upperBound == record.position, !result.wasDuplicate else {
+                if case let .failure(error) = outcome, !(error is EventLogError) { throw error }
+                throw LogTransferError.hashMismatch(position: record.position)
+            }
+        }
+        let stored = try log.read(from: first, limit: chunk.count)
+        for ((record, _), written) in zip(chunk, stored) where written.position != record.position || written.hash.description != record.hash {
+            throw LogTransferError.hashMismatch(position: record.position)
+        }
+        guard stored.count == chunk.count else { throw LogTransferError.hashMismatch(position: first + UInt64(stored.count)) }
     }
 
     /// The claims a record takes and releases (user ids, keyed by the new store's vault).
