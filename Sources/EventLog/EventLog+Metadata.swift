@@ -45,7 +45,7 @@ extension EventLog {
             throw EventLogError.invalidEvent(reason: "a metadata name must have 1–200 bytes, \"\(name.prefix(40))\" has \(name.utf8.count)")
         }
         guard !options.readOnly else {
-            throw EventLogError.storage(LMDBError(code: EACCES, operation: "write metadata to a log opened read-only", path: path))
+            throw readOnlyError("write metadata to")
         }
         let key = Array((Self.applicationMetadataPrefix + name).utf8)
         do {

@@ -196,7 +196,7 @@ public final class EventLog: Sendable {
     ) async throws -> AppendResult {
         let request = try makeRequest(
             events, to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases, timestamps: timestamps)
-        guard let writer else { throw EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path)) }
+        guard let writer else { throw readOnlyError("append to") }
         return try await writer.append(request)
     }
 
@@ -221,11 +221,16 @@ public final class EventLog: Sendable {
             }
         }
         guard let writer else {
-            let error = EventLogError.storage(LMDBError(code: EACCES, operation: "append to a log opened read-only", path: path))
+            let error = readOnlyError("append to")
             return appends.indices.map { outcomes[$0] ?? .failure(error) }
         }
         for (index, outcome) in zip(queuedIndexes, await writer.appendAll(requests)) { outcomes[index] = outcome }
         return outcomes.map { $0! }
+    }
+
+    /// The error for a write to a log opened read-only.
+    func readOnlyError(_ operation: String) -> EventLogError {
+        EventLogError.storage(LMDBError(code: EACCES, operation: "\(operation) a log opened read-only", path: path))
     }
 
     /// Checks an append and sizes its records.

@@ -171,11 +171,7 @@ struct VaultFile {
             throw KeyVaultError.io(path: path, operation: "link", errno: errno)
         }
         // Make the new name itself durable.
-        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            close(directory)
-        }
+        StoreFolders.syncFolder(URL(fileURLWithPath: path).deletingLastPathComponent())
         return true
     }
 

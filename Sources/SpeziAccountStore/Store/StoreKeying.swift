@@ -59,15 +59,10 @@ enum StoreKeyingCheck {
     /// store. `wantsVault` says what a new store gets.
     static func openVault(for log: EventLog, vaultPath: String, wantsVault: Bool) throws -> KeyVault? {
         let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
-        if let bytes = try log.metadata(StoreKeying.metadataName) {
-            guard let recorded = StoreKeying(encoded: bytes) else {
-                throw AccountStoreError.keyMismatch(
-                    "the log at \(log.path) records a key setting this version cannot read (\(String(decoding: bytes, as: UTF8.self)))")
-            }
+        if let recorded = try recorded(in: log) {
             return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
         }
         // No record: a new store, or one written before the keying was recorded.
-        let proposed: StoreKeying
         let vault: KeyVault?
         if try log.lastPosition() == 0 {
             if vaultExists && !wantsVault {
@@ -75,22 +70,13 @@ enum StoreKeyingCheck {
                     "\(vaultPath) exists, but the store is being created without crypto-shredding: move the vault away or turn shredding on")
             }
             vault = wantsVault ? try KeyVault(path: vaultPath, create: true) : nil
-            proposed = vault.map(StoreKeying.init) ?? .plain
-        } else if vaultExists {
-            let existing = try KeyVault(path: vaultPath, create: false)
-            try checkClaimsMatch(log: log, vault: existing, vaultPath: vaultPath)
-            vault = existing
-            proposed = StoreKeying(existing)
-            logger.notice("recording the key setting of an older store", metadata: ["log": "\(log.path)", "vault": "\(existing.id)"])
         } else {
-            if try looksKeyed(log) {
-                throw AccountStoreError.keyMismatch(
-                    "the log at \(log.path) holds user-id claims or payloads made with a key vault, but \(vaultPath) is missing: "
-                        + "restore keys/vault from a backup (a new vault would make every account unreadable and every user id free again)")
+            vault = try vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
+            if let vault {
+                logger.notice("recording the key setting of an older store", metadata: ["log": "\(log.path)", "vault": "\(vault.id)"])
             }
-            vault = nil
-            proposed = .plain
         }
+        let proposed = vault.map(StoreKeying.init) ?? .plain
         // Another process may have recorded its choice first: then follow that one.
         let stored = try log.setMetadataIfAbsent(StoreKeying.metadataName, proposed.encoded)
         guard let recorded = StoreKeying(encoded: stored) else {
@@ -104,16 +90,34 @@ enum StoreKeyingCheck {
     /// records, or for an older log what it looks like; nothing is created or recorded.
     static func checkRecorded(log: EventLog, vaultPath: String) throws -> KeyVault? {
         let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
-        if let bytes = try log.metadata(StoreKeying.metadataName), let recorded = StoreKeying(encoded: bytes) {
+        if let recorded = try recorded(in: log) {
             return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
         }
+        return try vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
+    }
+
+    /// The keying the log records, nil when it records none; an unreadable record is an error.
+    private static func recorded(in log: EventLog) throws -> StoreKeying? {
+        guard let bytes = try log.metadata(StoreKeying.metadataName) else { return nil }
+        guard let recorded = StoreKeying(encoded: bytes) else {
+            throw AccountStoreError.keyMismatch(
+                "the log at \(log.path) records a key setting this version cannot read (\(String(decoding: bytes, as: UTF8.self)))")
+        }
+        return recorded
+    }
+
+    /// For a log with records written before the keying was recorded: its own vault (checked
+    /// against a claim), nil when it was written without one; a missing vault is an error.
+    private static func vaultOfOlderStore(_ log: EventLog, vaultPath: String, vaultExists: Bool) throws -> KeyVault? {
         if vaultExists {
             let vault = try KeyVault(path: vaultPath, create: false)
             try checkClaimsMatch(log: log, vault: vault, vaultPath: vaultPath)
             return vault
         }
         if try looksKeyed(log) {
-            throw AccountStoreError.keyMismatch("the log at \(log.path) was written with a key vault, but \(vaultPath) is missing")
+            throw AccountStoreError.keyMismatch(
+                "the log at \(log.path) holds user-id claims or payloads made with a key vault, but \(vaultPath) is missing: "
+                    + "restore keys/vault from a backup (a new vault would make every account unreadable and every user id free again)")
         }
         return nil
     }
