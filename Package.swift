@@ -46,6 +46,11 @@ let package = Package(
         ),
         // CRC-32C with the CPU's instruction (SSE4.2 / ARMv8 CRC), for record checksums.
         .target(name: "CChecksum"),
+        // A few threads of their own for blocking work (commits, flushes, hashing), off Swift's pool.
+        .target(
+            name: "BlockingPool",
+            dependencies: [.product(name: "DequeModule", package: "swift-collections")]
+        ),
         // The backend-neutral vocabulary of the log and the protocol every log backend conforms to.
         .target(name: "EventLogProtocol"),
         // The checks every log backend must pass (no test framework imported; the test kit re-exports it).
@@ -68,7 +73,8 @@ let package = Package(
         .target(
             name: "Projections",
             dependencies: [
-                "EventLog", "LMDB", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")
+                "EventLogProtocol", "BlockingPool", "LMDB", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics")
             ]),
         // A small module runtime for Linux: Module, @Dependency, Configuration, Standard.
         .target(name: "Spezi"),
@@ -93,6 +99,7 @@ let package = Package(
                 "CChecksum",
                 "EventLog",
                 "Projections",
+                "BlockingPool",
                 "LMDB",
                 "Spezi",
                 "SpeziAccount",

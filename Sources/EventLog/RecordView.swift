@@ -9,7 +9,7 @@ internal import LMDB
 /// A checked record read in place, without copying: its fields are decoded only when asked for,
 /// and its payload points into LMDB's map. Valid only inside the ``EventLog/scan(from:batchSize:_:)``
 /// callback that received it.
-public struct RecordView {
+public struct RecordView: LogRecord {
     let bytes: UnsafeRawBufferPointer
     /// Offsets found while checking the record.
     let streamIDRange: Range<Int>
@@ -112,6 +112,21 @@ public struct RecordView {
         return metadata
     }
 
+    /// Calls `body` with the payload in place.
+    public func withPayload<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(payload)
+    }
+
+    /// Calls `body` with the stream id's bytes in place.
+    public func withStreamIDBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(streamIDBytes)
+    }
+
+    /// Compares the type's bytes in place (no String is made).
+    public func hasType(_ name: String) -> Bool {
+        typeBytes.elementsEqual(name.utf8)
+    }
+
     /// The whole record, decoded and copied.
     public func decoded() -> RecordedEvent {
         RecordedEvent(
@@ -129,7 +144,7 @@ extension ByteReader {
     }
 }
 
-extension EventLog {
+extension EventLog: InPlaceScanning {
     /// Calls `body` with every record from `position` on, checked but not copied, `batchSize`
     /// records per short read transaction. Return false to stop. The fastest way to replay: decode
     /// what you need straight from ``RecordView/payload``.

@@ -3,14 +3,22 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import EventLogProtocol
 import Foundation
 internal import LMDB
 
 /// A read model built by replaying the event log: it folds records, in order, into its own
-/// key-value databases (kept in a local LMDB environment, which stays out of this API). The ``ProjectionStore`` commits the state it writes for a batch of records together
-/// with the position it reached, so a crash never applies a record twice or skips one.
+/// key-value databases (kept in a local LMDB environment, which stays out of this API). The
+/// ``ProjectionStore`` commits the state it writes for a batch of records together with the
+/// position it reached, so a crash never applies a record twice or skips one.
+///
+/// Records arrive as ``LogRecord``s: the LMDB log hands them over in place, other backends as
+/// copied `RecordedEvent`s; a projection reads both the same way.
 public protocol Projection: Sendable {
+    /// What the projection keeps in memory during one batch (one write transaction), e.g. the
+    /// decoded states of the accounts the batch touched, written out once in ``finishBatch(_:state:)``.
+    /// `Void` for a projection that writes each record's effect at once.
+    associatedtype BatchState = Void
     /// A stable name, unique in a store (e.g. `account-details`).
     var name: String { get }
     /// Everything that shapes the projection's state (its version, configured keys, upcasters…).
@@ -18,33 +26,27 @@ public protocol Projection: Sendable {
     var fingerprint: String { get }
     /// The names of the databases it keeps (each generation gets its own copies).
     var databaseNames: [String] { get }
+    /// The state a batch starts with.
+    func makeBatchState() -> BatchState
     /// Folds one record into the state. Throwing stops this projection at this record; it reports
     /// the failure and applies nothing more until it is rebuilt.
-    func apply(_ record: RecordView, to state: ProjectionState) throws
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout BatchState) throws
     /// Called once per batch, after the last `apply` and before the batch commits with its
-    /// checkpoint: a projection that keeps decoded values in ``ProjectionState/scratch`` writes
-    /// them out here (so an account touched by ten records of a batch is decoded and stored once).
-    func finishBatch(_ state: ProjectionState) throws
+    /// checkpoint: writes out what the batch kept in memory.
+    func finishBatch(_ batch: inout BatchState, state: ProjectionState) throws
 }
 
-extension Projection {
-    /// The default keeps nothing back.
-    public func finishBatch(_ state: ProjectionState) throws {}
-}
-
-/// Values a projection keeps decoded during one batch (one write transaction), by key.
-public final class ProjectionScratch {
-    /// Values kept for the current batch, by key (cleared when the batch commits).
-    public var values: [[UInt8]: Any] = [:]
-    init() {}
+extension Projection where BatchState == Void {
+    /// Nothing is kept between records.
+    public func makeBatchState() {}
+    /// Nothing is kept back.
+    public func finishBatch(_ batch: inout Void, state: ProjectionState) throws {}
 }
 
 /// Read and write access to one generation of a projection's databases, inside one transaction.
 public struct ProjectionState {
     let transaction: Transaction
     let databases: [String: Database]
-    /// Decoded values kept for the rest of the batch (empty for reads).
-    public let scratch = ProjectionScratch()
 
     func database(_ name: String) throws -> Database {
         guard let database = databases[name] else { throw ProjectionError.unknownDatabase(name) }

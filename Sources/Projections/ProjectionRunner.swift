@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import EventLogProtocol
 import Foundation
 internal import LMDB
 import Logging
@@ -13,15 +13,17 @@ extension ProjectionStore {
     static let logger = Logger(label: "Projections")
 
     /// The runner: applies new records to every generation, starts requested rebuilds, hands over
-    /// caught-up rebuilt generations, and sleeps until the log grows.
+    /// caught-up rebuilt generations, and sleeps until the log grows. It consumes the log a batch
+    /// at a time, catch-up first and then live: a backend that scans in place (the LMDB log) is
+    /// read inside the state's write transaction without copies; any other backend's batch is
+    /// fetched first, outside the transaction, and then applied inside one.
     func run() async {
         /// The storage failure last logged, so that a failure repeated every retry is logged once.
         var reported: String?
         while !Task.isCancelled {
             let worked: Bool
             do {
-                // The write transactions and their flushes run on the store's own thread.
-                worked = try await worker.run { [self] in try step() }
+                worked = try await step()
             } catch {
                 if state.withLock({ $0.closed }) { return }
                 // A storage failure of the projections environment (or of reading the log): it is
@@ -51,8 +53,9 @@ extension ProjectionStore {
                         return [state.active[name]?.checkpoint, state.building[name]?.checkpoint].compactMap { $0 }.min()
                     }.min()
                 } ?? UInt64.max
+            let last = lowest == .max ? ((try? await log.lastPosition()) ?? 0) : lowest
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { [log] in await log.waitForCommit(beyond: lowest == .max ? (try? log.lastPosition()) ?? 0 : lowest) }
+                group.addTask { [log] in await log.waitForCommit(beyond: last) }
                 group.addTask { [kick] in await kick.wait() }
                 _ = await group.next()
                 group.cancelAll()
@@ -61,76 +64,110 @@ extension ProjectionStore {
     }
 
     /// One round: starts requested rebuilds, applies a batch to every generation that is behind,
-    /// hands over caught-up rebuilds. True when it applied anything.
-    private func step() throws -> Bool {
+    /// hands over caught-up rebuilds. True when it applied anything. The write transactions and
+    /// their flushes run on the store's own thread.
+    private func step() async throws -> Bool {
         var worked = false
-        try startRequestedRebuilds()
-        let last = try log.lastPosition()
+        try await worker.run { [self] in try startRequestedRebuilds() }
+        let last = try await log.lastPosition()
         for name in order {
             // The serving generation first, so that reads stay fresh during a rebuild.
-            if try advance(name, building: false, upTo: last) { worked = true }
-            if try advance(name, building: true, upTo: last) { worked = true }
-            try takeOverIfCaughtUp(name)
+            if try await advance(name, building: false, upTo: last) { worked = true }
+            if try await advance(name, building: true, upTo: last) { worked = true }
+            try await worker.run { [self] in try takeOverIfCaughtUp(name) }
         }
         return worked
     }
 
     /// Applies up to one batch of records to a generation; true when it applied any.
-    private func advance(_ name: String, building: Bool, upTo last: UInt64) throws -> Bool {
+    private func advance(_ name: String, building: Bool, upTo last: UInt64) async throws -> Bool {
         guard let projection = projections[name] else { return false }
         let snapshot = state.withLock { state -> Generation? in
             guard state.failures[name] == nil else { return nil }
             return building ? state.building[name] : state.active[name]
         }
-        guard var generation = snapshot, generation.checkpoint < last else { return false }
-        var failure: ProjectionError?
-        let known = generation.checkpoint
-        var start = known
-        let outcome: UInt64? = try environment.write { txn in
-            failure = nil
+        guard let generation = snapshot, generation.checkpoint < last else { return false }
+        let outcome = try await fetchAndCommit(projection, name: name, generation: generation, building: building, last: last)
+        guard let outcome else {
+            // Another process replaced the generation (a rebuild took over): follow it.
+            try await worker.run { [self] in try refreshGenerations() }
+            return true
+        }
+        finishAdvance(name, building: building, generation: generation, outcome: outcome, last: last)
+        return outcome.reached > generation.checkpoint
+    }
+
+    /// Reads the next batch for a generation and commits it (see ``commitBatch``).
+    private func fetchAndCommit<P: Projection>(
+        _ projection: P, name: String, generation: Generation, building: Bool, last: UInt64
+    ) async throws -> BatchOutcome? {
+        let batchSize = max(1, options.batchSize)
+        if let scanning = log as? any InPlaceScanning {
+            return try await worker.run { [self] in
+                try commitBatch(projection, name: name, generation: generation, building: building, last: last) { start, applier in
+                    try applyInPlace(from: scanning, after: start, batchSize: batchSize, applier: &applier)
+                }
+            }
+        }
+        // Fetched outside the write transaction; a record another process applied meanwhile
+        // (the stored checkpoint moved on) is skipped inside it.
+        let records = try await log.read(from: generation.checkpoint + 1, direction: .forward, limit: min(batchSize, 1_024))
+        return try await worker.run { [self] in
+            try commitBatch(projection, name: name, generation: generation, building: building, last: last) { start, applier in
+                guard let first = records.first, first.position <= start + 1 else { return }
+                for record in records where record.position > start {
+                    guard applier.apply(record) else { return }
+                }
+            }
+        }
+    }
+
+    /// Calls `body` with every record after `start` in place, until the batch is full.
+    private func applyInPlace<Log: InPlaceScanning, P: Projection>(
+        from log: Log, after start: UInt64, batchSize: Int, applier: inout BatchApplier<P>
+    ) throws {
+        do {
+            try log.scan(from: start + 1, batchSize: min(batchSize, 1_024)) { record in
+                applier.apply(record) && applier.count < batchSize
+            }
+        } catch let error as EventLogError {
+            // The log itself could not be read here (e.g. a corrupt record): stop this projection.
+            applier.failure = .failed(projection: applier.name, position: applier.reached + 1, reason: error.description)
+        }
+    }
+
+    /// One write transaction: checks that the generation still serves (or builds), reads its
+    /// stored checkpoint, lets `feed` apply records after it, finishes the batch and stores the
+    /// checkpoint with the state. Nil when another process replaced the generation.
+    private func commitBatch<P: Projection>(
+        _ projection: P, name: String, generation: Generation, building: Bool, last: UInt64,
+        feed: (_ start: UInt64, _ applier: inout BatchApplier<P>) throws -> Void
+    ) throws -> BatchOutcome? {
+        try environment.write { txn -> BatchOutcome? in
             // Other processes may run the same projections on this environment: the generation and
             // checkpoint in the meta database, read inside this write transaction (which excludes
             // theirs), are the truth, so no record is applied twice or skipped.
             let slot = building ? MetaKeys.building(name) : MetaKeys.active(name)
             guard MetaKeys.u32(try txn.get(meta, key: slot)) == generation.number else { return nil }
-            start = MetaKeys.u64(try txn.get(meta, key: MetaKeys.checkpoint(name, generation.number))) ?? 0
-            guard start < last else { return start }
-            var reached = start
-            var count = 0
+            let start = MetaKeys.u64(try txn.get(meta, key: MetaKeys.checkpoint(name, generation.number))) ?? 0
+            guard start < last else { return BatchOutcome(reached: start, failure: nil) }
             let projectionState = ProjectionState(transaction: txn, databases: generation.databases)
+            var applier = BatchApplier(projection: projection, name: name, state: projectionState, reached: start)
+            try feed(start, &applier)
             // A storage error of the projections' own environment is not the projection's fault:
             // the batch is abandoned and retried (the runner reports it), the projection not stopped.
-            var storageFailure: LMDBError?
-            do {
-                try log.scan(from: start + 1, batchSize: min(options.batchSize, 1_024)) { record in
-                    do {
-                        try projection.apply(record, to: projectionState)
-                    } catch let error as LMDBError {
-                        storageFailure = error
-                        return false
-                    } catch {
-                        failure = .failed(projection: name, position: record.position, reason: "\(error)")
-                        return false
-                    }
-                    reached = record.position
-                    count += 1
-                    return count < options.batchSize
-                }
-            } catch let error as EventLogError {
-                // The log itself could not be read here (e.g. a corrupt record): stop this projection.
-                failure = .failed(projection: name, position: reached + 1, reason: error.description)
-            }
-            if let storageFailure { throw storageFailure }
-            try projection.finishBatch(projectionState)
-            try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(reached))
-            return reached
+            if let storageFailure = applier.storageFailure { throw storageFailure }
+            try applier.finish()
+            try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(applier.reached))
+            return BatchOutcome(reached: applier.reached, failure: applier.failure)
         }
-        guard let reached = outcome else {
-            // Another process replaced the generation (a rebuild took over): follow it.
-            try refreshGenerations()
-            return true
-        }
-        generation.checkpoint = reached
+    }
+
+    /// Records a committed batch: the generation's checkpoint, waiters, progress and metrics.
+    private func finishAdvance(_ name: String, building: Bool, generation: Generation, outcome: BatchOutcome, last: UInt64) {
+        var generation = generation
+        generation.checkpoint = outcome.reached
+        let failure = outcome.failure
         let (ready, failed, progress) = state.withLock { state in
             state.storageError = nil
             if building {
@@ -145,14 +182,13 @@ extension ProjectionStore {
             )
         }
         for waiter in ready { waiter.resume() }
-        for waiter in failed { waiter.resume(throwing: failure!) }
-        progress?(reached, last)
+        if let failure { for waiter in failed { waiter.resume(throwing: failure) } }
+        progress?(outcome.reached, last)
         if building {
-            metrics.rebuildProgress(name).record(last == 0 ? 1 : Double(reached) / Double(last))
+            metrics.rebuildProgress(name).record(last == 0 ? 1 : Double(outcome.reached) / Double(last))
         } else {
-            metrics.lag(name).record(last > reached ? Double(last - reached) : 0)
+            metrics.lag(name).record(last > outcome.reached ? Double(last - outcome.reached) : 0)
         }
-        return reached > known
     }
 
     /// Waiters whose positions the serving generations have reached.
@@ -281,6 +317,59 @@ extension ProjectionStore {
         }
         for waiter in done { waiter.resume() }
         for waiter in ready { waiter.resume() }
+    }
+}
+
+/// What one batch reached.
+struct BatchOutcome: Sendable {
+    /// The last position applied (the stored checkpoint when nothing was).
+    let reached: UInt64
+    /// Why the projection stopped, if it did.
+    let failure: ProjectionError?
+}
+
+/// Folds the records of one batch into a projection's state, with the projection's typed batch
+/// state, and keeps apart the two ways a record can fail.
+struct BatchApplier<P: Projection> {
+    let projection: P
+    let name: String
+    let state: ProjectionState
+    var batch: P.BatchState
+    /// The last position applied.
+    var reached: UInt64
+    var count = 0
+    /// The projection threw: it stops at this record.
+    var failure: ProjectionError?
+    /// The projections' own storage failed: the batch is abandoned and retried.
+    var storageFailure: LMDBError?
+
+    init(projection: P, name: String, state: ProjectionState, reached: UInt64) {
+        self.projection = projection
+        self.name = name
+        self.state = state
+        self.batch = projection.makeBatchState()
+        self.reached = reached
+    }
+
+    /// Applies one record; false when the batch must end here.
+    mutating func apply(_ record: some LogRecord) -> Bool {
+        do {
+            try projection.apply(record, to: state, batch: &batch)
+        } catch let error as LMDBError {
+            storageFailure = error
+            return false
+        } catch {
+            failure = .failed(projection: name, position: record.position, reason: "\(error)")
+            return false
+        }
+        reached = record.position
+        count += 1
+        return true
+    }
+
+    /// Writes out what the batch kept in memory.
+    mutating func finish() throws {
+        try projection.finishBatch(&batch, state: state)
     }
 }
 

@@ -3,7 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+internal import BlockingPool
+import EventLogProtocol
 import Foundation
 internal import LMDB
 import Logging
@@ -50,7 +51,7 @@ public final class ProjectionStore: Sendable {
     }
 
     /// The log it follows.
-    public let log: EventLog
+    public let log: any EventLogBackend
     let environment: Environment
     let meta: Database
     let options: ProjectionStoreOptions
@@ -65,7 +66,7 @@ public final class ProjectionStore: Sendable {
 
     /// Opens (or creates) the projections in the directory at `path` and starts following the log.
     /// A projection whose stored fingerprint differs from its current one starts rebuilding at once.
-    public init(path: String, log: EventLog, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()) throws {
+    public init(path: String, log: any EventLogBackend, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()) throws {
         var seen = Set<String>()
         for projection in projections where !seen.insert(projection.name).inserted {
             throw ProjectionError.duplicateName(projection.name)
@@ -192,8 +193,8 @@ public final class ProjectionStore: Sendable {
     }
 
     /// Where each projection stands.
-    public func status() throws -> [ProjectionStatus] {
-        let last = try log.lastPosition()
+    public func status() async throws -> [ProjectionStatus] {
+        let last = try await log.lastPosition()
         return state.withLock { state in
             order.compactMap { name in
                 guard let active = state.active[name] else { return nil }

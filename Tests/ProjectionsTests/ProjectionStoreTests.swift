@@ -19,12 +19,12 @@ struct StreamCounts: Projection {
     var fingerprint: String { "counts-v1-\(onlyType ?? "all")" }
     var databaseNames: [String] { ["counts"] }
 
-    func apply(_ record: RecordView, to state: ProjectionState) throws {
-        if let failAtPayload, Data(record.payload) == Data(failAtPayload.utf8) {
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
+        if let failAtPayload, record.withPayload({ Data($0) }) == Data(failAtPayload.utf8) {
             throw TestFailure(message: "cannot apply \(failAtPayload)")
         }
         if let onlyType, record.type != onlyType { return }
-        let key = Array(record.streamIDBytes)
+        let key = record.withStreamIDBytes { Array($0) }
         let count = try state.get("counts", key: key).map { $0.withUnsafeBytes { BigEndian.uint64($0) } } ?? 0
         try state.put("counts", key: key, value: BigEndian.bytes(count + 1))
     }
@@ -82,7 +82,7 @@ struct ProjectionStoreTests {
             try await store.waitUntilApplied("stream-counts", position: result.positions.upperBound)
             #expect(try StreamCounts.count("live", in: store) == UInt64(index + 1))
         }
-        let status = try #require(try store.status().first)
+        let status = try #require(try await store.status().first)
         #expect(status.checkpoint == 350)
         #expect(status.lag == 0)
         #expect(status.generation == 1)
@@ -101,7 +101,7 @@ struct ProjectionStoreTests {
         await store.close()
         try await append(log, 100, stream: { "s\($0 % 2)" })
         store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
-        #expect(try store.status().first?.checkpoint == 200)
+        #expect(try await store.status().first?.checkpoint == 200)
         try await store.waitUntilApplied("stream-counts", position: 300)
         #expect(try StreamCounts.count("s0", in: store) == 150)
         #expect(try StreamCounts.count("s1", in: store) == 150)
@@ -127,7 +127,7 @@ struct ProjectionStoreTests {
             try await store.rebuild("stream-counts") { applied, target in reports.withLock { $0.append((applied, target)) } }
         }
         await gate.waitUntilReached()
-        let halfway = try #require(try store.status().first)
+        let halfway = try #require(try await store.status().first)
         #expect(halfway.generation == 1)
         #expect(halfway.rebuilding.map { $0.checkpoint > 0 && $0.checkpoint < 2_500 } == true, "\(String(describing: halfway.rebuilding))")
         // Reads come from the complete old generation, not from the half-built new one.
@@ -136,7 +136,7 @@ struct ProjectionStoreTests {
         _ = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "s0")
         try await rebuild.value
         try await store.waitUntilApplied("stream-counts", position: 5_001)
-        let status = try #require(try store.status().first)
+        let status = try #require(try await store.status().first)
         #expect(status.generation == 2)
         #expect(status.rebuilding == nil)
         #expect(try StreamCounts.count("s0", in: store) == 1_001)
@@ -159,18 +159,18 @@ struct ProjectionStoreTests {
         await store.close()
 
         store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts(onlyType: "a")])
-        let opened = try #require(try store.status().first)
+        let opened = try #require(try await store.status().first)
         #expect(opened.rebuilding?.generation == 2)
-        for _ in 0..<2_000 where try store.status().first?.generation != 2 {
+        for _ in 0..<2_000 where try await store.status().first?.generation != 2 {
             try await Task.sleep(for: .milliseconds(2))
         }
-        #expect(try store.status().first?.generation == 2)
+        #expect(try await store.status().first?.generation == 2)
         #expect(try StreamCounts.count("s", in: store) == 30)
         await store.close()
         // Once more with the same fingerprint: no rebuild, the retired generation is gone.
         store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts(onlyType: "a")])
-        #expect(try store.status().first?.rebuilding == nil)
-        #expect(try store.status().first?.generation == 2)
+        #expect(try await store.status().first?.rebuilding == nil)
+        #expect(try await store.status().first?.generation == 2)
         #expect(try StreamCounts.count("s", in: store) == 30)
         await store.close()
     }
@@ -191,7 +191,7 @@ struct ProjectionStoreTests {
         try await store.waitUntilApplied("healthy", position: 10)
         #expect(try StreamCounts.count("s", in: store, name: "healthy") == 10)
         #expect(try StreamCounts.count("s", in: store) == 6)
-        let status = try store.status()
+        let status = try await store.status()
         #expect(status.first?.checkpoint == 6)
         #expect(status.first?.failure?.contains("position 7") == true)
         await #expect(throws: ProjectionError.unknownProjection("nope")) { try await store.waitUntilApplied("nope", position: 1) }
@@ -236,8 +236,8 @@ struct GatedCounts: Projection {
     var fingerprint: String { counts.fingerprint }
     var databaseNames: [String] { counts.databaseNames }
 
-    func apply(_ record: RecordView, to state: ProjectionState) throws {
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
         gate.pass(record.position)
-        try counts.apply(record, to: state)
+        try counts.apply(record, to: state, batch: &batch)
     }
 }

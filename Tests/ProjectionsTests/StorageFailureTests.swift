@@ -20,7 +20,7 @@ struct FailingStorage: Projection {
     var fingerprint: String { "failing-storage-v1" }
     var databaseNames: [String] { ["seen"] }
 
-    func apply(_ record: RecordView, to state: ProjectionState) throws {
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
         if broken.isOn.withLock({ $0 }) { throw LMDBError(code: EIO, operation: "write the test page", path: "/test/projections") }
         try state.put("seen", key: BigEndian.bytes(record.position), value: [])
     }
@@ -46,13 +46,13 @@ struct StorageFailureTests {
             #expect(projection == "failing-storage" && position == 1)
             #expect(lastError?.contains("write the test page") == true, "\(String(describing: lastError))")
         }
-        let status = try #require(try store.status().first)
+        let status = try #require(try await store.status().first)
         #expect(status.storageError?.contains("Input/output error") == true, "\(String(describing: status.storageError))")
         #expect(status.checkpoint == 0)
 
         broken.broken.isOn.withLock { $0 = false }
         try await store.waitUntilApplied("failing-storage", position: 1)
-        let healed = try #require(try store.status().first)
+        let healed = try #require(try await store.status().first)
         #expect(healed.storageError == nil && healed.checkpoint == 1)
         await store.close()
     }

@@ -150,8 +150,8 @@ struct AccountLogTests {
         let newLog = AccountLog(log: log, evolution: evolution)
         try await newLog.append([.detailsModified(modified: ["bio": json("\"new\"")], removed: [])], to: "a7", expectedVersion: .exact(1))
         store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection(evolution: evolution)])
-        #expect(try store.status().first?.rebuilding != nil)
-        for _ in 0..<2_000 where try store.status().first?.generation != 2 { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(try await store.status().first?.rebuilding != nil)
+        for _ in 0..<2_000 where try await store.status().first?.generation != 2 { try await Task.sleep(for: .milliseconds(2)) }
         try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: 51)
         let a7 = try #require(try AccountDetailsProjection.state(of: "a7", in: store))
         #expect(a7.values["bio"] == json("\"new\""))

@@ -288,7 +288,7 @@ struct AccountStoreTests {
         store = try fixture.open()
         #expect(try ids.map { try store.details(of: $0) } == before)
         try await store.projections.rebuild(AccountDetailsProjection.projectionName)
-        #expect(try store.projections.status().first?.generation == 2)
+        #expect(try await store.projections.status().first?.generation == 2)
         #expect(try ids.map { try store.details(of: $0) } == before)
         #expect(try store.details(of: ids[3])?.genderIdentity == .female)
         #expect(try store.details(of: ids[4]) == nil)

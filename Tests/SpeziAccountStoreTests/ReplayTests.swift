@@ -127,7 +127,7 @@ struct ReplayTests {
         #expect(try foldedStates(store, ids: ids) == incremental)
 
         try await store.projections.rebuild(AccountDetailsProjection.projectionName)
-        #expect(try store.projections.status().first { $0.name == AccountDetailsProjection.projectionName }?.generation == 2)
+        #expect(try await store.projections.status().first { $0.name == AccountDetailsProjection.projectionName }?.generation == 2)
         #expect(try cachedStates(store) == incremental)
         await store.close()
 
@@ -164,7 +164,7 @@ struct ReplayTests {
         await store.close()
 
         store = try fixture.open()
-        let resumedFrom = try #require(try store.projections.status().first { $0.name == AccountDetailsProjection.projectionName })
+        let resumedFrom = try #require(try await store.projections.status().first { $0.name == AccountDetailsProjection.projectionName })
         #expect(resumedFrom.checkpoint >= 60)
         #expect(resumedFrom.generation == 1)
         // More events while it runs, then compare with the fold of every stream.
@@ -175,7 +175,7 @@ struct ReplayTests {
         let cached = try cachedStates(store)
         #expect(cached == (try foldedStates(store, ids: ids)))
         #expect(cached.values.map(\.failedLogins).reduce(0, +) == Int(head) - ids.count + 10)
-        #expect(try store.projections.status().first { $0.name == AccountDetailsProjection.projectionName }?.generation == 1)
+        #expect(try await store.projections.status().first { $0.name == AccountDetailsProjection.projectionName }?.generation == 1)
         await store.close()
     }
 

@@ -17,7 +17,7 @@ struct TypeCounter: Projection {
     var name: String { "type-counter" }
     var fingerprint: String { "type-counter v1" }
     var databaseNames: [String] { ["counts"] }
-    func apply(_ record: RecordView, to state: ProjectionState) throws {
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
         let key = Array(record.type.utf8)
         let count = try state.get("counts", key: key).map { Int(String(decoding: $0, as: UTF8.self)) ?? 0 } ?? 0
         try state.put("counts", key: key, value: Array(String(count + 1).utf8))

@@ -58,7 +58,7 @@ struct Stats: AsyncParsableCommand {
                 print(
                     "keys:           \(store.accounts.vault.map { "user-id claims keyed by vault \($0.id)" } ?? "plain user-id claims, no key vault")"
                 )
-                for status in try store.projections.status() {
+                for status in try await store.projections.status() {
                     var line = "projection \(status.name): checkpoint \(status.checkpoint), lag \(status.lag), generation \(status.generation)"
                     if let rebuilding = status.rebuilding { line += ", rebuilding at \(rebuilding.checkpoint)" }
                     if let failure = status.failure { line += ", failed: \(failure)" }
@@ -141,7 +141,7 @@ struct Rebuild: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             try await global.withStore(creating: false) { store in
-                let names = try store.projections.status().map(\.name)
+                let names = try await store.projections.status().map(\.name)
                 let chosen = projection.map { [$0] } ?? names
                 if let unknown = chosen.first(where: { !names.contains($0) }) {
                     throw ToolError.input("no projection \"\(unknown)\" (known: \(names.joined(separator: ", ")))")

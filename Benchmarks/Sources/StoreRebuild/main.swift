@@ -21,8 +21,8 @@ struct PayloadCopyProjection: Projection {
     var name: String { "payload-copy" }
     var fingerprint: String { "payload-copy v1" }
     var databaseNames: [String] { ["copies"] }
-    func apply(_ record: RecordView, to state: ProjectionState) throws {
-        try state.put("copies", key: Array(record.streamIDBytes), value: Array(record.payload))
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
+        try state.put("copies", key: record.withStreamIDBytes { Array($0) }, value: record.withPayload { Array($0) })
     }
 }
 

@@ -36,18 +36,17 @@ public struct AccountDetailsProjection: Projection {
     public var databaseNames: [String] { ["accounts"] }
 
     /// Folds one record into its account's state (kept for the batch).
-    public func apply(_ record: RecordView, to state: ProjectionState) throws {
+    public func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Batch) throws {
         // Types this build does not know (written by a newer one) stay in the log for the build
         // that knows them; they never stop the cache.
         let type = record.type
         guard AccountEvent.currentSchemaVersions[type] != nil else { return }
         let accountId = record.streamID
-        let event = try AccountEvent.decode(type: type, payload: record.payload, accountId: accountId, vault: vault)
+        let event = try record.withPayload { try AccountEvent.decode(type: type, payload: $0, accountId: accountId, vault: vault) }
         let keysVersion = keysVersion(of: record)
         let upcast = try evolution.upcast(event, writtenAt: keysVersion)
         // States are decoded once per batch and written back in finishBatch.
-        let key = StreamKey(bytes: Array(record.streamIDBytes))
-        let batch = Self.batch(state)
+        let key = record.withStreamIDBytes { StreamKey(bytes: Array($0)) }
         let previous =
             try batch.states[key]
             ?? state.get("accounts", key: key.bytes).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
@@ -62,19 +61,20 @@ public struct AccountDetailsProjection: Projection {
         if case .accountDeleted = upcast { try vault?.shred(accountId) }
     }
 
+    /// A fresh, empty batch.
+    public func makeBatchState() -> Batch { Batch() }
+
     /// Writes the batch's changed states.
-    public func finishBatch(_ state: ProjectionState) throws {
-        guard let batch = state.scratch.values[Self.batchKey] as? BatchStates else { return }
+    public func finishBatch(_ batch: inout Batch, state: ProjectionState) throws {
         for (key, next) in batch.states {
             try state.put("accounts", key: key.bytes, value: try Self.encodeState(next, vault: vault))
         }
-        state.scratch.values.removeAll()
+        batch.states.removeAll()
     }
 
-    /// The states changed in the current batch, by stream id: one typed table in the scratch
-    /// space (under the empty key, which no stream id is), so that a record costs one lookup with
-    /// the id's bytes hashed at once, and no boxing of the state into `Any`.
-    final class BatchStates {
+    /// The states changed in the current batch, by stream id: an account touched by ten records
+    /// of a batch is decoded and stored once.
+    public struct Batch {
         var states: [StreamKey: AccountState] = [:]
     }
 
@@ -87,16 +87,7 @@ public struct AccountDetailsProjection: Projection {
         }
     }
 
-    private static let batchKey: [UInt8] = []
-
-    private static func batch(_ state: ProjectionState) -> BatchStates {
-        if let batch = state.scratch.values[batchKey] as? BatchStates { return batch }
-        let batch = BatchStates()
-        state.scratch.values[batchKey] = batch
-        return batch
-    }
-
-    private func keysVersion(of record: RecordView) -> Int {
+    private func keysVersion(of record: some LogRecord) -> Int {
         guard evolution.currentVersion > 1 else { return 1 }
         return record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1
     }

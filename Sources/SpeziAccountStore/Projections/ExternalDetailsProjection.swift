@@ -35,14 +35,14 @@ public struct ExternalDetailsProjection: Projection {
     public var databaseNames: [String] { ["external"] }
 
     /// Applies one `external.*` record to its account's values.
-    public func apply(_ record: RecordView, to state: ProjectionState) throws {
+    public func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
         let type = record.type
         guard type == "external.details-modified" || type == "external.details-erased" || type == "account.deleted" else { return }
         let keysVersion = evolution.currentVersion > 1 ? record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1 : 1
         let accountId = record.streamID
-        let decoded = try AccountEvent.decode(type: type, payload: record.payload, accountId: accountId, vault: vault)
+        let decoded = try record.withPayload { try AccountEvent.decode(type: type, payload: $0, accountId: accountId, vault: vault) }
         let event = try evolution.upcast(decoded, writtenAt: keysVersion)
-        let key = Array(record.streamIDBytes)
+        let key = record.withStreamIDBytes { Array($0) }
         switch event {
         case let .externalDetailsModified(modified, removed):
             var values = try state.get("external", key: key).map { try Self.decodeValues($0, accountId: accountId, vault: vault) } ?? [:]

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+internal import BlockingPool
 import EventLog
 import Foundation
 

@@ -1,0 +1,66 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// A stored record as a reader sees it: a copied ``RecordedEvent``, or a backend's view of a
+/// record in place (no copy) that is valid only during the call that hands it out. Projections
+/// fold records through this protocol, so the same code replays every backend.
+public protocol LogRecord {
+    /// Its place in the whole log.
+    var position: UInt64 { get }
+    /// The stream it belongs to.
+    var streamID: String { get }
+    /// Its place in the stream.
+    var streamVersion: UInt64 { get }
+    /// The id it was appended with.
+    var eventID: UUID { get }
+    /// The event type name.
+    var type: String { get }
+    /// The schema version of the payload.
+    var schemaVersion: UInt32 { get }
+    /// When the log committed it.
+    var timestamp: Date { get }
+    /// Actor, correlation and causation ids, extra pairs.
+    var metadata: EventMetadata { get }
+    /// The chain hash up to and including this record.
+    var hash: ChainHash { get }
+    /// Calls `body` with the payload's bytes (valid only during the call).
+    func withPayload<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
+    /// Calls `body` with the stream id's UTF-8 bytes (valid only during the call).
+    func withStreamIDBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
+    /// Whether the event type is `name`, without making a String where the backend can avoid it.
+    func hasType(_ name: String) -> Bool
+}
+
+extension LogRecord {
+    /// Compares the type's String.
+    public func hasType(_ name: String) -> Bool { type == name }
+}
+
+extension RecordedEvent: LogRecord {
+    /// Calls `body` with the copied payload.
+    public func withPayload<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try payload.withUnsafeBytes(body)
+    }
+
+    /// Calls `body` with the stream id's bytes.
+    public func withStreamIDBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        var streamID = streamID
+        return try streamID.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
+}
+
+/// A backend that can also hand its records to a synchronous reader in place, without copying them
+/// (the LMDB log's zero-copy scan). Replays use it where a backend offers it and fall back to
+/// ``EventLogBackend/read(from:direction:limit:)`` batches elsewhere.
+public protocol InPlaceScanning: EventLogBackend {
+    /// The backend's view of one record.
+    associatedtype Record: LogRecord
+    /// Calls `body` with every record from `position` on, in order, checked but not copied, until
+    /// it returns false or the log ends. Runs on the caller's thread: call it from a thread of
+    /// your own, not from Swift's cooperative pool, for long replays.
+    func scan(from position: UInt64, batchSize: Int, _ body: (Record) throws -> Bool) throws
+}
