@@ -105,6 +105,26 @@ extension EventLogBackend {
         return outcomes
     }
 
+    /// Appends `events` to the stream (no claims taken or released).
+    public func append(_ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
+        try await append(events, to: streamID, expectedVersion: expectedVersion, claims: [], releases: [])
+    }
+
+    /// Up to `limit` records from `position` on, oldest first.
+    public func read(from position: UInt64 = 1, limit: Int = 1_000) async throws -> [RecordedEvent] {
+        try await read(from: position, direction: .forward, limit: limit)
+    }
+
+    /// The stream from version `version` on (default: all of it), oldest first.
+    public func readStream(_ streamID: String, from version: UInt64 = 1) async throws -> [RecordedEvent] {
+        try await readStream(streamID, from: version, limit: .max)
+    }
+
+    /// Checks the whole log, 4,096 records per batch, reporting to `progress`.
+    public func verify(progress: (@Sendable (VerificationProgress) -> Void)? = nil) async throws -> VerificationReport {
+        try await verify(batchSize: 4_096, progress: progress)
+    }
+
     /// Every record after `position`, one at a time (see ``subscribeBatches(after:stream:batchSize:)``).
     public func subscribeRecords(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
         EventSubscription(batches: subscribeBatches(after: position, stream: streamID, batchSize: batchSize))

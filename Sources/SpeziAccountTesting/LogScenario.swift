@@ -42,7 +42,7 @@ public struct Outcome: Sendable {
 /// and cheap password hashing: the Linux counterpart of the seed's XCTSpeziAccount.
 ///
 /// ```swift
-/// let scenario = try LogScenario()
+/// let scenario = try await LogScenario()
 /// try await scenario.given([StreamEvent("a1", .accountCreated(userId: "a@b.c", passwordHash: nil, isAnonymous: false, values: [:]))])
 /// let outcome = await scenario.when { try await $0.delete("a1") }
 /// #expect(outcome.types == ["account.deleted"])
@@ -63,7 +63,7 @@ public final class LogScenario: Sendable {
     /// - Parameters:
     ///   - values: the app's key configuration for the store's validation.
     ///   - configure: further changes to the options (the clock, ids and hashing are already set).
-    public init(values: AccountValueConfiguration = .default, configure: (inout AccountStoreOptions) -> Void = { _ in }) throws {
+    public init(values: AccountValueConfiguration = .default, configure: (inout AccountStoreOptions) -> Void = { _ in }) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("spezi-account-testing-\(UUID().uuidString)")
         let clock = TestClock()
         let ids = SequentialIDs()
@@ -76,7 +76,7 @@ public final class LogScenario: Sendable {
         configure(&options)
         self.clock = clock
         self.ids = ids
-        store = try AccountStore(directory: directory.path, values: values, options: options)
+        store = try await AccountStore(directory: directory.path, values: values, options: options)
     }
 
     /// Closes the store and deletes the directory.
@@ -93,21 +93,21 @@ public final class LogScenario: Sendable {
                 [event.event], to: event.accountId, expectedVersion: .any,
                 metadata: EventMetadata(actor: event.actor))
         }
-        try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.log.lastPosition())
+        try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try await store.log.lastPosition())
     }
 
     /// Runs an operation on the store and reports what it appended, or the error it threw.
     public func when(_ operation: (AccountStore) async throws -> Void) async -> Outcome {
-        let before = (try? store.log.lastPosition()) ?? 0
+        let before = (try? await store.log.lastPosition()) ?? 0
         var failure: (any Error)?
         do { try await operation(store) } catch { failure = error }
-        let events = (try? appended(after: before)) ?? []
+        let events = (try? await appended(after: before)) ?? []
         return Outcome(events: events, error: failure)
     }
 
     /// The events appended after `position`, decoded, in log order.
-    public func appended(after position: UInt64) throws -> [StreamEvent] {
-        try store.log.read(from: position + 1, limit: .max).map { record in
+    public func appended(after position: UInt64) async throws -> [StreamEvent] {
+        try await store.log.read(from: position + 1, limit: .max).map { record in
             StreamEvent(record.streamID, try store.accounts.event(from: record), actor: record.metadata.actor)
         }
     }
@@ -118,7 +118,7 @@ public final class LogScenario: Sendable {
         let path = directory.appendingPathComponent("replay-\(UUID().uuidString)").path
         let replay = try ProjectionStore(path: path, log: store.log, projections: [projection])
         do {
-            try await replay.waitUntilApplied(projection.name, position: try store.log.lastPosition())
+            try await replay.waitUntilApplied(projection.name, position: try await store.log.lastPosition())
             let result = try replay.read(projection.name, inspect)
             await replay.close()
             return result

@@ -26,7 +26,7 @@ struct AppendTests {
             let third = try await log.append(event("c"), to: "alice", expectedVersion: .exact(1))
             #expect(third == AppendResult(positions: 4...4, streamVersion: 2, wasDuplicate: false))
 
-            let all = try log.read()
+            let all = try await log.read()
             #expect(all.map(\.position) == [1, 2, 3, 4])
             #expect(all.map(\.streamID) == ["alice", "bob", "bob", "alice"])
             #expect(all.map(\.streamVersion) == [1, 1, 2, 2])
@@ -50,19 +50,19 @@ struct AppendTests {
             for index in 1...10 {
                 _ = try await log.append(event("e", "\(index)"), to: index.isMultiple(of: 2) ? "even" : "odd")
             }
-            #expect(try log.read(from: 4, limit: 3).map(\.position) == [4, 5, 6])
+            await #expect(try log.read(from: 4, limit: 3).map(\.position) == [4, 5, 6])
             #expect(try log.read(from: 4, direction: .backward, limit: 3).map(\.position) == [4, 3, 2])
             #expect(try log.read(from: 100, direction: .backward, limit: 2).map(\.position) == [10, 9])
-            #expect(try log.read(from: 11).isEmpty)
-            #expect(try log.readStream("even").map(\.text) == ["2", "4", "6", "8", "10"])
-            #expect(try log.readStream("odd", from: 4).map(\.streamVersion) == [4, 5])
-            #expect(try log.readStream("none").isEmpty)
+            await #expect(try log.read(from: 11).isEmpty)
+            await #expect(try log.readStream("even").map(\.text) == ["2", "4", "6", "8", "10"])
+            await #expect(try log.readStream("odd", from: 4).map(\.streamVersion) == [4, 5])
+            await #expect(try log.readStream("none").isEmpty)
             #expect(try log.streamVersion("even") == 5)
             #expect(try log.streamVersion("none") == nil)
             // A stream whose id is a prefix of another does not see the other's events.
             _ = try await log.append(event(), to: "od")
             #expect(try log.streamVersion("od") == 1)
-            #expect(try log.readStream("od").count == 1)
+            await #expect(try log.readStream("od").count == 1)
             var replayed: [UInt64] = []
             try log.replay(from: 3, batchSize: 4) { record in
                 replayed.append(record.position)
@@ -126,7 +126,7 @@ struct AppendTests {
             await #expect(throws: EventLogError.self) { try await log.append(event(""), to: "s") }
             await #expect(throws: EventLogError.self) { try await log.append(event("t", String(repeating: "p", count: 1_001)), to: "s") }
             #expect(try log.lastPosition() == 0)
-            #expect(try log.verify().isIntact)
+            await #expect(try log.verify().isIntact)
         }
     }
 
@@ -153,14 +153,14 @@ struct AppendTests {
             }
             let positions = results.map(\.positions.lowerBound).sorted()
             #expect(positions == Array(1...UInt64(writers * perWriter)))
-            let records = try log.read(limit: .max)
+            let records = try await log.read(limit: .max)
             #expect(records.map(\.position) == Array(1...UInt64(writers * perWriter)))
             for writer in 0..<writers {
-                let stream = try log.readStream("writer-\(writer)")
+                let stream = try await log.readStream("writer-\(writer)")
                 #expect(stream.map(\.text) == (0..<perWriter).map { "\(writer)-\($0)" })
                 #expect(stream.map(\.streamVersion) == Array(1...UInt64(perWriter)))
             }
-            #expect(try log.verify().isIntact)
+            await #expect(try log.verify().isIntact)
         }
     }
 

@@ -63,7 +63,7 @@ struct CrashTests {
                 #expect(record?.streamID == ack.stream)
                 #expect(record?.streamVersion == ack.version)
             }
-            let report = try log.verify()
+            let report = try await log.verify()
             #expect(report.isIntact, "\(report.problem?.description ?? "")")
             log.close()
         }
@@ -97,7 +97,7 @@ extension CrashTests {
         #expect(try log.clearStaleReaders() == 1)
         #expect(try log.clearStaleReaders() == 0)
         _ = try await log.append(event(), to: "s")
-        #expect(try log.verify().isIntact)
+        await #expect(try log.verify().isIntact)
         #expect(try log.lastPosition() == 2)
     }
 }

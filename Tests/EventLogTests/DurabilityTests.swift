@@ -22,10 +22,10 @@ struct DurabilityTests {
         log = try EventLog(path: path)
         defer { log.close() }
         #expect(log.logID == logID)
-        #expect(try log.read().map(\.type) == ["a", "b"])
+        await #expect(try log.read().map(\.type) == ["a", "b"])
         let result = try await log.append(event("c"), to: "s", expectedVersion: .exact(2))
         #expect(result.positions == 3...3)
-        #expect(try log.verify().isIntact)
+        await #expect(try log.verify().isIntact)
     }
 
     @Test("a full map grows by itself: MDB_MAP_FULL never reaches the caller")
@@ -41,7 +41,7 @@ struct DurabilityTests {
             let stats = try log.statistics()
             #expect(stats.records == 2_000)
             #expect(stats.mapBytes > before)
-            #expect(try log.verify().isIntact)
+            await #expect(try log.verify().isIntact)
         }
     }
 
@@ -154,7 +154,7 @@ struct DurabilityTests {
         options.readOnly = true
         let reader = try EventLog(path: path, options: options)
         defer { reader.close() }
-        #expect(try reader.read().map(\.type) == ["a"])
+        await #expect(try reader.read().map(\.type) == ["a"])
         await #expect(throws: EventLogError.self) { try await reader.append(event(), to: "s") }
     }
 
@@ -166,7 +166,7 @@ struct DurabilityTests {
         options.clock = { times[index.next() % times.count] }
         try await withTemporaryLog(options: options) { (log: EventLog, _: TemporaryDirectory) async throws in
             for _ in 0..<3 { _ = try await log.append(event(), to: "s") }
-            let micros = try log.read().map { Int64(($0.timestamp.timeIntervalSince1970 * 1_000_000).rounded()) }
+            let micros = try await log.read().map { Int64(($0.timestamp.timeIntervalSince1970 * 1_000_000).rounded()) }
             #expect(micros == [1_000_000_000, 1_000_000_000, 2_000_000_001])
         }
     }

@@ -52,8 +52,8 @@ struct FormatDocumentTests {
             ProposedEvent(type: "account.created", schemaVersion: 2, metadata: metadata, payload: Data([0, 1, 2, 0xFF])), to: "alice")
         _ = try await log.append([event("b", "second"), event("c", "")], to: "bob")
         _ = try await log.append(event("d", String(repeating: "long ", count: 1_000)), to: "alice")
-        let swiftRecords = try log.read()
-        let head = try log.verify().headHash
+        let swiftRecords = try await log.read()
+        let head = try await log.verify().headHash
         log.close()
 
         let result = try runFormatCheck(["--json", path])

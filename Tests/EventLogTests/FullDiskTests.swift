@@ -79,7 +79,7 @@ struct FullDiskTests {
 
         // Nothing acknowledged is lost and the chain holds, both in this process and after reopening.
         #expect(try log.lastPosition() == UInt64(appended.count))
-        #expect(try log.verify().isIntact)
+        await #expect(try log.verify().isIntact)
         // Still full: the next append fails the same way and changes nothing.
         await #expect(throws: EventLogError.self) {
             try await log.append([ProposedEvent(type: "disk.test", payload: payload)], to: "stream-0", expectedVersion: .any)
@@ -100,7 +100,7 @@ struct FullDiskTests {
         for (position, id) in appended {
             #expect(try reopened.record(at: position)?.eventID == id)
         }
-        let report = try reopened.verify()
+        let report = try await reopened.verify()
         #expect(report.isIntact)
         #expect(report.recordsChecked == UInt64(appended.count))
     }

@@ -75,7 +75,7 @@ struct IOFaultTests {
                 }
                 if present { kept.append(ack) }
             }
-            let report = try log.verify()
+            let report = try await log.verify()
             #expect(report.isIntact, "\(report.problem?.description ?? "") (run \(run))")
             #expect(report.recordsChecked == last, "the log is a prefix without gaps (run \(run))")
             log.close()

@@ -74,7 +74,7 @@ struct IntegrityTests {
             damaged[offset] ^= UInt8.random(in: 1...255, using: &generator)
             try damaged.write(to: dataFile)
             let log = try EventLog(path: path)
-            let report = try log.verify()
+            let report = try await log.verify()
             let context = "byte \(offset - (try recordRange(in: original, position: position)).lowerBound) of record \(position)"
             #expect(report.problem?.position == UInt64(position), "\(context)")
             #expect(report.problem?.kind == .corruptRecord)
@@ -98,7 +98,7 @@ struct IntegrityTests {
         try original.write(to: dataFile)
         let log = try EventLog(path: path)
         defer { log.close() }
-        #expect(try log.verify().isIntact)
+        await #expect(try log.verify().isIntact)
     }
 
     @Test("an edited hash with a recomputed checksum breaks the chain at that record")
@@ -122,7 +122,7 @@ struct IntegrityTests {
         }
         let log = try EventLog(path: path)
         defer { log.close() }
-        let report = try log.verify()
+        let report = try await log.verify()
         #expect(report.problem?.position == 7)
         #expect(report.problem?.kind == .hashMismatch)
         // The record itself still reads: its checksum matches. Only the chain shows the edit.
@@ -143,7 +143,7 @@ struct IntegrityTests {
         }
         do {
             let log = try EventLog(path: path)
-            let report = try log.verify()
+            let report = try await log.verify()
             #expect(report.problem == IntegrityProblem(position: 4, kind: .positionGap, detail: "position 4 is missing; the next record is at 5"))
             log.close()
         }
@@ -163,7 +163,7 @@ struct IntegrityTests {
         }
         let log = try EventLog(path: second)
         defer { log.close() }
-        #expect(try log.verify().problem?.kind == .indexMismatch)
+        await #expect(try log.verify().problem?.kind == .indexMismatch)
     }
 
     @Test("CRC-32C matches its check value, and the hardware and table paths agree")

@@ -39,6 +39,12 @@ struct StorageFailureTests {
         options.readYourWritesTimeout = .milliseconds(300)
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [broken], options: options)
         let result = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "s")
+        // The runner meets the failure first (on a loaded machine that can take a while); then a
+        // wait for the record times out with the failure attached.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await store.status().first?.storageError == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         do {
             try await store.waitUntilApplied("failing-storage", position: result.positions.upperBound)
             Issue.record("the wait returned although nothing could be written")

@@ -28,7 +28,7 @@ struct AccountFormatTests {
     func pythonDecodesAccountEvents() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open { $0.cryptoShredding = false }
+        let store = try await fixture.open { $0.cryptoShredding = false }
         let id = try await store.signup(leland()).accountId
         var change = AccountDetails()
         change.genderIdentity = .female
@@ -48,7 +48,7 @@ struct AccountFormatTests {
         let anonymous = try await store.signInAnonymously()
         try await store.upgrade(anonymous.accountId, with: leland(userId: "guest@stanford.edu"))
         try await store.delete(id)
-        let records = try store.log.read()
+        let records = try await store.log.read()
         await store.close()
 
         let process = Process()

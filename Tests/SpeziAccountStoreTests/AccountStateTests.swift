@@ -112,15 +112,15 @@ struct AccountLogTests {
                 [.accountCreated(userId: "leland@stanford.edu ", passwordHash: "h", isAnonymous: false, values: [:])],
                 to: "a2", expectedVersion: .noStream, claims: [AccountLog.userIdClaim("leland@stanford.edu ")])
         }
-        #expect(try accounts.accountId(forUserId: "LELAND@stanford.edu") == "a1")
+        await #expect(try accounts.accountId(forUserId: "LELAND@stanford.edu") == "a1")
         try await accounts.append(
             [.detailsModified(modified: ["genderIdentity": json("\"male\"")], removed: [])], to: "a1", expectedVersion: .exact(1))
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection()])
         try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: try log.lastPosition())
-        let folded = try #require(try accounts.load("a1"))
+        let folded = try await #require(try accounts.load("a1"))
         #expect(try AccountDetailsProjection.state(of: "a1", in: store) == folded)
         #expect(folded.values["genderIdentity"] == json("\"male\""))
-        #expect(try accounts.load("nobody") == nil)
+        await #expect(try accounts.load("nobody") == nil)
         await store.close()
     }
 
@@ -159,7 +159,7 @@ struct AccountLogTests {
         #expect(a7.values["unknownFutureKey"] == json("true"))
         #expect(try AccountDetailsProjection.state(of: "a3", in: store)?.values["bio"] == json("\"bio 3\""))
         // The command side folds the same way.
-        #expect(try newLog.load("a7") == a7)
+        await #expect(try newLog.load("a7") == a7)
         await store.close()
     }
 }

@@ -25,8 +25,8 @@ struct StoreFixture {
         return options
     }
 
-    func open(values: AccountValueConfiguration = .default, _ change: (inout AccountStoreOptions) -> Void = { _ in }) throws -> AccountStore {
-        try AccountStore(directory: directory.path, values: values, options: options(change))
+    func open(values: AccountValueConfiguration = .default, _ change: (inout AccountStoreOptions) -> Void = { _ in }) async throws -> AccountStore {
+        try await AccountStore(directory: directory.path, values: values, options: options(change))
     }
 
     func cleanup() { try? FileManager.default.removeItem(at: directory) }
@@ -51,7 +51,7 @@ struct AccountStoreTests {
     func signup() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let details = try await store.signup(leland(), context: .init(actor: "test", correlationID: "req-1"))
         #expect(details.isNewUser)
         #expect(details.password == nil)
@@ -60,8 +60,8 @@ struct AccountStoreTests {
         let cached = try #require(try store.details(of: details.accountId))
         #expect(cached.userId == "lelandstanford@stanford.edu")
         #expect(cached.genderIdentity == .male)
-        #expect(try store.resolve("LelandStanford@Stanford.edu") == details.accountId)
-        let records = try store.log.read()
+        await #expect(try store.resolve("LelandStanford@Stanford.edu") == details.accountId)
+        let records = try await store.log.read()
         #expect(records.map(\.type) == ["account.created"])
         #expect(records.first?.metadata.actor == "test")
         #expect(records.first?.metadata.correlationID == "req-1")
@@ -77,7 +77,7 @@ struct AccountStoreTests {
     func rejections() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         try await store.signup(leland())
         var missing = leland()
         missing.name = nil
@@ -85,7 +85,7 @@ struct AccountStoreTests {
         await #expect(throws: AccountOperationError.self) { try await store.signup(leland(userId: "not-an-email")) }
         await #expect(throws: AccountOperationError.self) { try await store.signup(leland(userId: "a@b.c", password: "short")) }
         await #expect(throws: AccountServiceError.credentialsTaken) { try await store.signup(leland(userId: "LELANDSTANFORD@stanford.edu")) }
-        #expect(try store.log.lastPosition() == 1)
+        await #expect(try store.log.lastPosition() == 1)
         await store.close()
     }
 
@@ -93,7 +93,7 @@ struct AccountStoreTests {
     func concurrentSignups() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let successes = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<20 {
                 group.addTask { (try? await store.signup(leland())) != nil }
@@ -101,7 +101,7 @@ struct AccountStoreTests {
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(successes == 1)
-        #expect(try store.log.lastPosition() == 1)
+        await #expect(try store.log.lastPosition() == 1)
         await store.close()
     }
 
@@ -110,7 +110,7 @@ struct AccountStoreTests {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
         let now = Mutex(Date(timeIntervalSince1970: 1_000_000))
-        let store = try fixture.open {
+        let store = try await fixture.open {
             $0.clock = { now.withLock { $0 } }
             $0.lockout = (attempts: 3, duration: .seconds(60))
         }
@@ -126,12 +126,12 @@ struct AccountStoreTests {
                 try await store.login(userId: "lelandstanford@stanford.edu", password: attempt.isMultiple(of: 2) ? "x" : "StanfordRocks123!")
             }
         }
-        let refusals = try store.log.readStream(id).filter { try store.accounts.event(from: $0) == .loginFailed(reason: "lockedOut") }
+        let refusals = try await store.log.readStream(id).filter { try store.accounts.event(from: $0) == .loginFailed(reason: "lockedOut") }
         #expect(refusals.count == 1)
         // The lockout runs from that one recorded refusal; after it, the right password works again.
         now.withLock { $0 = refusals[0].timestamp.addingTimeInterval(61) }
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
-        #expect(try store.log.readStream(id).count == 1 + 3 + 1 + 1)
+        await #expect(try store.log.readStream(id).count == 1 + 3 + 1 + 1)
         await store.close()
     }
 
@@ -140,7 +140,7 @@ struct AccountStoreTests {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
         let now = Mutex(Date(timeIntervalSince1970: 1_000_000))
-        var store = try fixture.open {
+        var store = try await fixture.open {
             $0.clock = { now.withLock { $0 } }
             $0.lockout = (attempts: 3, duration: .seconds(60))
         }
@@ -159,7 +159,7 @@ struct AccountStoreTests {
         }
         now.withLock { $0 = $0.addingTimeInterval(61) }
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
-        let types = try store.log.readStream(created.accountId).map(\.type)
+        let types = try await store.log.readStream(created.accountId).map(\.type)
         #expect(
             types == [
                 "account.created", "auth.login-succeeded", "auth.login-failed", "auth.login-failed", "auth.login-failed",
@@ -168,14 +168,14 @@ struct AccountStoreTests {
         await store.close()
 
         // Raising the parameters: the next login stores a new hash.
-        store = try fixture.open {
+        store = try await fixture.open {
             $0.passwordParameters = ScryptParameters(logN: 11, blockSize: 8, parallelism: 1)
             $0.clock = { now.withLock { $0 } }
         }
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
-        let last = try store.log.readStream(created.accountId).suffix(2).map(\.type)
+        let last = try await store.log.readStream(created.accountId).suffix(2).map(\.type)
         #expect(last == ["account.password-changed", "auth.login-succeeded"])
-        let state = try #require(try store.accounts.load(created.accountId))
+        let state = try await #require(try store.accounts.load(created.accountId))
         #expect(state.passwordHash?.contains("ln=11") == true)
         await store.close()
     }
@@ -184,7 +184,7 @@ struct AccountStoreTests {
     func modifyAndDelete() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let id = try await store.signup(leland()).accountId
         var change = AccountDetails()
         change.genderIdentity = .preferNotToState
@@ -196,7 +196,7 @@ struct AccountStoreTests {
         #expect(updated.genderIdentity == .preferNotToState)
         #expect(updated.dateOfBirth == nil)
         #expect(updated.userId == "leland@stanford.edu")
-        #expect(try store.resolve("lelandstanford@stanford.edu") == nil)
+        await #expect(try store.resolve("lelandstanford@stanford.edu") == nil)
         _ = try await store.login(userId: "leland@stanford.edu", password: "NewPassword456!")
         // Another account cannot take the new user id; the old one is free again.
         await #expect(throws: AccountServiceError.credentialsTaken) { try await store.signup(leland(userId: "leland@stanford.edu")) }
@@ -214,7 +214,7 @@ struct AccountStoreTests {
         }
         await #expect(throws: AccountStoreError.accountNotFound(id)) { try await store.delete(id) }
         _ = try await store.signup(leland(userId: "leland@stanford.edu"))
-        let types = try store.log.readStream(id).map(\.type)
+        let types = try await store.log.readStream(id).map(\.type)
         #expect(
             types == [
                 "account.created", "account.userid-changed", "account.password-changed", "account.details-modified",
@@ -227,13 +227,13 @@ struct AccountStoreTests {
     func anonymous() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let anonymous = try await store.signInAnonymously()
         #expect(anonymous.isAnonymous && anonymous.isNewUser)
         let upgraded = try await store.upgrade(anonymous.accountId, with: leland())
         #expect(upgraded.accountId == anonymous.accountId)
         #expect(!upgraded.isAnonymous)
-        #expect(try store.resolve("lelandstanford@stanford.edu") == anonymous.accountId)
+        await #expect(try store.resolve("lelandstanford@stanford.edu") == anonymous.accountId)
         await #expect(throws: AccountStoreError.notAnonymous(anonymous.accountId)) {
             try await store.upgrade(anonymous.accountId, with: leland(userId: "x@y.z"))
         }
@@ -244,7 +244,7 @@ struct AccountStoreTests {
     func concurrentModifications() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open(values: AccountValueConfiguration.default)
+        let store = try await fixture.open(values: AccountValueConfiguration.default)
         let id = try await store.signup(leland()).accountId
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<16 {
@@ -258,7 +258,7 @@ struct AccountStoreTests {
             }
             try await group.waitForAll()
         }
-        let stream = try store.log.readStream(id)
+        let stream = try await store.log.readStream(id)
         #expect(stream.count == 17)
         #expect(stream.map(\.streamVersion) == Array(1...17))
         // Every writer's change is in the log exactly once.
@@ -276,7 +276,7 @@ struct AccountStoreTests {
     func reopenAndRebuild() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        var store = try fixture.open()
+        var store = try await fixture.open()
         var ids: [String] = []
         for index in 0..<20 { ids.append(try await store.signup(leland(userId: "user\(index)@stanford.edu")).accountId) }
         var change = AccountDetails()
@@ -285,7 +285,7 @@ struct AccountStoreTests {
         try await store.delete(ids[4])
         let before = try ids.map { try store.details(of: $0) }
         await store.close()
-        store = try fixture.open()
+        store = try await fixture.open()
         #expect(try ids.map { try store.details(of: $0) } == before)
         try await store.projections.rebuild(AccountDetailsProjection.projectionName)
         #expect(try await store.projections.status().first?.generation == 2)

@@ -32,7 +32,7 @@ struct ContentionTests {
     func signupModifyDelete() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let userIds = (0..<4).map { "shared\($0)@stanford.edu" }
         let signedUpUserIds = Shared<[String: String]>([:])
         let acknowledged = Shared<[Acknowledged]>([])
@@ -52,13 +52,13 @@ struct ContentionTests {
                                 acknowledged.withLock { $0.append(Acknowledged(kind: "signup", accountId: created.accountId, token: token)) }
                                 signedUpUserIds.withLock { $0[created.accountId] = userId }
                             case 1:
-                                guard let id = try store.resolve(userId) else { continue }
+                                guard let id = try await store.resolve(userId) else { continue }
                                 var change = AccountDetails()
                                 change.name = PersonNameComponents(givenName: token)
                                 try await store.modify(id, try AccountModifications(modifiedDetails: change))
                                 acknowledged.withLock { $0.append(Acknowledged(kind: "modify", accountId: id, token: token)) }
                             default:
-                                guard let id = try store.resolve(userId) else { continue }
+                                guard let id = try await store.resolve(userId) else { continue }
                                 try await store.delete(id)
                                 acknowledged.withLock { $0.append(Acknowledged(kind: "delete", accountId: id, token: token)) }
                             }
@@ -86,11 +86,11 @@ struct ContentionTests {
         #expect(acks.contains { $0.kind == "signup" } && acks.contains { $0.kind == "modify" } && acks.contains { $0.kind == "delete" })
 
         // Every account the log knows, with its events in order.
-        let head = try store.log.lastPosition()
+        let head = try await store.log.lastPosition()
         var streams: [String: [(position: UInt64, type: String, event: AccountEvent)]] = [:]
         var position: UInt64 = 1
         while position <= head {
-            let batch = try store.log.read(from: position, limit: 1_000)
+            let batch = try await store.log.read(from: position, limit: 1_000)
             for record in batch {
                 streams[record.streamID, default: []].append((record.position, record.type, try store.accounts.event(from: record)))
             }
@@ -142,7 +142,7 @@ struct ContentionTests {
         // The projections equal the fold of every stream and a rebuild from position 0.
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
         let cached = try cachedStates(store)
-        #expect(cached == (try foldedStates(store, ids: streams.keys)))
+        await #expect(cached == (try foldedStates(store, ids: streams.keys)))
         try await store.projections.rebuild(AccountDetailsProjection.projectionName)
         #expect(try cachedStates(store) == cached)
         print("contention: \(acks.count) operations acknowledged, refused \(refused), \(streams.count) accounts, \(head) events")

@@ -73,10 +73,10 @@ struct EventSourcedServiceTests {
     func seedFlow() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let harness = try await ServiceHarness(store: store)
         let live = harness.notifications.events
-        let derived = try store.notifications()
+        let derived = try await store.notifications()
 
         try await harness.service.signup(leland())
         let accountId = try #require(harness.account.details?.accountId)
@@ -100,14 +100,14 @@ struct EventSourcedServiceTests {
         #expect(!harness.account.signedIn)
         #expect(try store.details(of: accountId) == nil)
 
-        let records = try store.log.read()
+        let records = try await store.log.read()
         #expect(records.map(\.type) == ["account.created", "account.details-modified", "account.deleted"])
         #expect(Set(records.map(\.streamID)) == [accountId])
         #expect(records.allSatisfy { $0.metadata.actor == "account-service" && $0.metadata.correlationID != nil })
         // The account's key is destroyed: its personal events can no longer be read (crypto-shredding).
         #expect(try store.accounts.event(from: records[0]) == .redacted(type: "account.created"))
         #expect(try store.accounts.event(from: records[1]) == .redacted(type: "account.details-modified"))
-        #expect(try store.log.verify().isIntact)
+        await #expect(try store.log.verify().isIntact)
 
         let expected = [
             "associatedAccount(lelandstanford@stanford.edu, Leland)",
@@ -128,7 +128,7 @@ struct EventSourcedServiceTests {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
         // As in the README's "The account store", but with test hashing parameters and a temporary path.
-        let store = try AccountStore(directory: fixture.directory.path, options: fixture.options())
+        let store = try await AccountStore(directory: fixture.directory.path, options: fixture.options())
         let configuration = AccountConfiguration(
             service: EventSourcedAccountService(store: store),
             configuration: [
@@ -141,7 +141,7 @@ struct EventSourcedServiceTests {
         let service = try #require(configuration.account.accountService as? EventSourcedAccountService)
         try await service.signup(leland())
         #expect(configuration.account.details?.genderIdentity == .male)
-        #expect(try store.log.read().map(\.type) == ["account.created"])
+        await #expect(try store.log.read().map(\.type) == ["account.created"])
         await store.close()
     }
 
@@ -149,7 +149,7 @@ struct EventSourcedServiceTests {
     func loginAndRejections() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let harness = try await ServiceHarness(store: store)
         try await harness.service.signup(leland())
         try await harness.service.logout()
@@ -159,7 +159,7 @@ struct EventSourcedServiceTests {
         try await harness.service.login(userId: "LelandStanford@stanford.edu", password: "StanfordRocks123!")
         #expect(harness.account.details?.name?.givenName == "Leland")
         #expect(harness.account.details?.isNewUser == false)
-        let before = try store.log.lastPosition()
+        let before = try await store.log.lastPosition()
 
         var missingName = leland(userId: "jane@stanford.edu")
         missingName.name = nil
@@ -167,11 +167,11 @@ struct EventSourcedServiceTests {
         await #expect(throws: AccountOperationError.missingAccountValue(["Name"])) { try await harness.service.signup(missingName) }
         await #expect(throws: AccountServiceError.credentialsTaken) { try await harness.service.signup(leland()) }
         await #expect(throws: AccountOperationError.self) { try await harness.service.signup(leland(userId: "jane@stanford.edu", password: "short")) }
-        #expect(
+        await #expect(
             try store.log.read().map(\.type) == [
                 "account.created", "auth.logged-out", "auth.login-failed", "auth.login-succeeded", "auth.logged-out"
             ])
-        #expect(try store.log.lastPosition() == before + 1)
+        await #expect(try store.log.lastPosition() == before + 1)
         await store.close()
     }
 
@@ -179,7 +179,7 @@ struct EventSourcedServiceTests {
     func anonymousUpgrade() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let harness = try await ServiceHarness(store: store)
         try await harness.service.signInAnonymously()
         let anonymousId = try #require(harness.account.details?.accountId)
@@ -187,7 +187,7 @@ struct EventSourcedServiceTests {
         try await harness.service.signup(leland())
         #expect(harness.account.details?.accountId == anonymousId)
         #expect(harness.account.details?.isAnonymous == false)
-        #expect(try store.log.read().map(\.type) == ["account.created", "account.anonymous-upgraded"])
+        await #expect(try store.log.read().map(\.type) == ["account.created", "account.anonymous-upgraded"])
         await store.close()
     }
 
@@ -195,7 +195,7 @@ struct EventSourcedServiceTests {
     func externalStorage() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let serviceKeys: [any AccountKey.Type] = [
             AccountDetails.__Key_accountId.self, AccountDetails.__Key_userId.self, AccountDetails.__Key_password.self,
             AccountDetails.__Key_name.self
@@ -212,9 +212,9 @@ struct EventSourcedServiceTests {
         #expect(harness.account.details?.biography == "Founded a university")
         #expect(harness.account.details?.genderIdentity == .male)
 
-        let types = try store.log.read().map(\.type)
+        let types = try await store.log.read().map(\.type)
         #expect(types == ["account.created", "external.details-modified"])
-        guard case let .accountCreated(_, _, _, values) = try store.accounts.event(from: try store.log.read()[0]) else {
+        guard case let .accountCreated(_, _, _, values) = try await store.accounts.event(from: try store.log.read()[0]) else {
             Issue.record("expected account.created")
             return
         }
@@ -244,7 +244,7 @@ struct EventSourcedServiceTests {
 
         // Deletion erases the external record through the provider, before account.deleted.
         try await harness.service.delete()
-        #expect(try store.log.read().suffix(2).map(\.type) == ["external.details-erased", "account.deleted"])
+        await #expect(try store.log.read().suffix(2).map(\.type) == ["external.details-erased", "account.deleted"])
         #expect(try store.externalValues(of: accountId).isEmpty)
         await store.close()
     }

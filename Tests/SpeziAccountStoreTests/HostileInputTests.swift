@@ -16,7 +16,7 @@ struct HostileInputTests {
     func oversized() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let id = try await store.signup(leland()).accountId
         let before = try store.details(of: id)
         let logFile = fixture.directory.appendingPathComponent("log/data.mdb")
@@ -50,7 +50,7 @@ struct HostileInputTests {
         }
 
         // Nothing was appended (the refused login is refused before it reaches the account), nothing changed.
-        #expect(try store.log.lastPosition() == 1)
+        await #expect(try store.log.lastPosition() == 1)
         #expect(try store.details(of: id) == before)
         #expect(try FileManager.default.attributesOfItem(atPath: logFile.path)[.size] as? Int == sizeBefore)
         await store.close()

@@ -19,16 +19,16 @@ struct LifecycleTests {
     func serviceGroup() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open { $0.sync = .durable }
+        let store = try await fixture.open { $0.sync = .durable }
         let group = ServiceGroup(services: [store], gracefulShutdownSignals: [], logger: Logger(label: "test"))
         let running = Task { try await group.run() }
         var acknowledged: [String] = []
         for index in 0..<10 { acknowledged.append(try await store.signup(leland(userId: "group-\(index)@example.org")).accountId) }
         await group.triggerGracefulShutdown()
         try await running.value
-        await #expect(throws: EventLogError.closed(path: store.log.path)) { try await store.signup(leland(userId: "late@example.org")) }
-        let reopened = try fixture.open()
-        for id in acknowledged { #expect(try reopened.accounts.load(id)?.isDeleted == false) }
+        await #expect(throws: EventLogError.closed(path: store.log.location)) { try await store.signup(leland(userId: "late@example.org")) }
+        let reopened = try await fixture.open()
+        for id in acknowledged { await #expect(try reopened.accounts.load(id)?.isDeleted == false) }
         await reopened.close()
     }
 
@@ -36,7 +36,7 @@ struct LifecycleTests {
     func speziShutdown() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         let service = EventSourcedAccountService(store: store)
         let runtime = SpeziRuntime(
             configuration: Configuration {
@@ -45,7 +45,7 @@ struct LifecycleTests {
         try await runtime.boot()
         try await store.signup(leland())
         await runtime.shutdown()
-        await #expect(throws: EventLogError.closed(path: store.log.path)) { try await store.signup(leland(userId: "after@example.org")) }
+        await #expect(throws: EventLogError.closed(path: store.log.location)) { try await store.signup(leland(userId: "after@example.org")) }
         await runtime.shutdown()
     }
 }

@@ -19,9 +19,9 @@ func cachedStates(_ store: AccountStore) throws -> [String: AccountState] {
 }
 
 /// Every account's state folded straight from its stream.
-func foldedStates(_ store: AccountStore, ids: some Sequence<String>) throws -> [String: AccountState] {
+func foldedStates(_ store: AccountStore, ids: some Sequence<String>) async throws -> [String: AccountState] {
     var states: [String: AccountState] = [:]
-    for id in ids { states[id] = try store.accounts.load(id) }
+    for id in ids { states[id] = try await store.accounts.load(id) }
     return states
 }
 
@@ -95,7 +95,7 @@ struct ReplayTests {
         defer { fixture.cleanup() }
         // Lockout off: the random failed logins must not lock accounts out of the later successful ones.
         // scrypt at its cheapest: this test is about replay, not hashing cost.
-        let store = try fixture.open(values: storeSeedConfiguration) {
+        let store = try await fixture.open(values: storeSeedConfiguration) {
             $0.lockout = (attempts: .max, duration: .seconds(0))
             $0.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
         }
@@ -117,14 +117,14 @@ struct ReplayTests {
             return try await group.reduce(members.count, +)
         }
         #expect(operations >= 10_000)
-        let head = try store.log.lastPosition()
+        let head = try await store.log.lastPosition()
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
 
         let incremental = try cachedStates(store)
         #expect(incremental.count == 1_000)
         #expect(incremental.values.contains { $0.isDeleted })
         #expect(incremental.values.contains { $0.failedLogins > 0 })
-        #expect(try foldedStates(store, ids: ids) == incremental)
+        await #expect(try foldedStates(store, ids: ids) == incremental)
 
         try await store.projections.rebuild(AccountDetailsProjection.projectionName)
         #expect(try await store.projections.status().first { $0.name == AccountDetailsProjection.projectionName }?.generation == 2)
@@ -145,7 +145,7 @@ struct ReplayTests {
     func restartResumes() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        var store = try fixture.open()
+        var store = try await fixture.open()
         let ids = (0..<50).map { "acct-\($0)" }
         // Failed logins are counters in the cached state: applying one twice or skipping one shows.
         for id in ids {
@@ -158,12 +158,12 @@ struct ReplayTests {
                 try await store.accounts.append([.loginFailed(reason: "wrongPassword")], to: id, expectedVersion: .any)
             }
         }
-        let head = try store.log.lastPosition()
+        let head = try await store.log.lastPosition()
         // Close as soon as the cache has started, mid catch-up (or after it, if it was quicker).
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: 60)
         await store.close()
 
-        store = try fixture.open()
+        store = try await fixture.open()
         let resumedFrom = try #require(try await store.projections.status().first { $0.name == AccountDetailsProjection.projectionName })
         #expect(resumedFrom.checkpoint >= 60)
         #expect(resumedFrom.generation == 1)
@@ -173,7 +173,7 @@ struct ReplayTests {
         }
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head + 10)
         let cached = try cachedStates(store)
-        #expect(cached == (try foldedStates(store, ids: ids)))
+        await #expect(cached == (try foldedStates(store, ids: ids)))
         #expect(cached.values.map(\.failedLogins).reduce(0, +) == Int(head) - ids.count + 10)
         #expect(try await store.projections.status().first { $0.name == AccountDetailsProjection.projectionName }?.generation == 1)
         await store.close()
@@ -185,7 +185,7 @@ struct ReplayTests {
         defer { fixture.cleanup() }
         func json(_ text: String) -> Data { Data(text.utf8) }
         // Version 1 of the app: "nickname", a date of birth as an ISO string, a fax number.
-        var store = try fixture.open()
+        var store = try await fixture.open()
         for index in 0..<20 {
             let values: EncodedAccountValues = [
                 "nickname": json("\"nick \(index)\""), "dateOfBirth": json("\"1990-05-\(String(format: "%02d", index + 1))T00:00:00Z\""),
@@ -211,7 +211,7 @@ struct ReplayTests {
                 return try JSONEncoder().encode(date)
             })
         evolution.add(version: 2, .removed("faxNumber"))
-        store = try fixture.open {
+        store = try await fixture.open {
             $0.evolution = evolution
             $0.additionalKeys = [AccountDetails.__Key_biography.self]
         }
@@ -235,7 +235,7 @@ struct ReplayTests {
         var change = AccountDetails()
         change.biography = "written by v2"
         try await store.modify("v1-5", try AccountModifications(modifiedDetails: change))
-        #expect(try store.log.read(from: try store.log.lastPosition()).first?.metadata.extra["keys-version"] == "2")
+        await #expect(try store.log.read(from: try store.log.lastPosition()).first?.metadata.extra["keys-version"] == "2")
         #expect(try store.details(of: "v1-5")?.biography == "written by v2")
         await store.close()
     }

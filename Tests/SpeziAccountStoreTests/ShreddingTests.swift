@@ -26,7 +26,7 @@ struct ShreddingTests {
     func shredAndScan() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        var store = try fixture.open()
+        var store = try await fixture.open()
         var ids: [String] = []
         for index in 0..<100 {
             var details = leland(userId: "shred-\(index)@example.org")
@@ -51,17 +51,17 @@ struct ShreddingTests {
             }
         }
 
-        store = try fixture.open()
-        #expect(try store.log.verify().isIntact)
+        store = try await fixture.open()
+        await #expect(try store.log.verify().isIntact)
         for (index, id) in ids.enumerated() {
-            let events = try store.log.readStream(id).map { try store.accounts.event(from: $0) }
+            let events = try await store.log.readStream(id).map { try store.accounts.event(from: $0) }
             if index < 50 {
                 #expect(events.prefix(2) == [.redacted(type: "account.created"), .redacted(type: "account.details-modified")])
                 #expect(try store.details(of: id) == nil)
-                #expect(try store.resolve("shred-\(index)@example.org") == nil)
+                await #expect(try store.resolve("shred-\(index)@example.org") == nil)
             } else {
                 #expect(try store.details(of: id)?.name?.givenName == "Renamed\(index)Given")
-                #expect(try store.resolve("SHRED-\(index)@example.org") == id)
+                await #expect(try store.resolve("SHRED-\(index)@example.org") == id)
             }
         }
         try await store.projections.rebuild(AccountDetailsProjection.projectionName)
@@ -80,7 +80,7 @@ struct ShreddingTests {
     func crashWindow() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        var store = try fixture.open()
+        var store = try await fixture.open()
         let deleted = try await store.signup(leland(userId: "gone@example.org")).accountId
         let kept = try await store.signup(leland(userId: "kept@example.org")).accountId
         // As if the process died after appending the deletion but before destroying the key...
@@ -92,13 +92,13 @@ struct ShreddingTests {
         try vault.markShredding(kept)
         await store.close()
 
-        store = try fixture.open()
+        store = try await fixture.open()
         #expect(try store.accounts.vault?.isShredded(deleted) == true)
         #expect(try store.accounts.vault?.isShredded(kept) == false)
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.log.lastPosition())
         #expect(try store.details(of: deleted) == nil)
         #expect(try store.details(of: kept)?.userId == "kept@example.org")
-        #expect(try store.accounts.event(from: try store.log.readStream(deleted)[0]) == .redacted(type: "account.created"))
+        await #expect(try store.accounts.event(from: try store.log.readStream(deleted)[0]) == .redacted(type: "account.created"))
         await store.close()
     }
 
@@ -106,16 +106,16 @@ struct ShreddingTests {
     func damagedVault() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         try await store.signup(leland())
         await store.close()
         let path = fixture.directory.appendingPathComponent("keys/vault")
         var bytes = try Data(contentsOf: path)
         bytes[KeyVault.headerSize + 20] ^= 0xFF
         try bytes.write(to: path)
-        #expect(throws: KeyVaultError.damagedSlot(path: path.path, slot: 0)) { try fixture.open() }
+        await #expect(throws: KeyVaultError.damagedSlot(path: path.path, slot: 0)) { try await fixture.open() }
         bytes[0] = UInt8(ascii: "X")
         try bytes.write(to: path)
-        #expect(throws: KeyVaultError.self) { try fixture.open() }
+        await #expect(throws: KeyVaultError.self) { try await fixture.open() }
     }
 }

@@ -19,9 +19,9 @@ func forgetKeying(_ fixture: StoreFixture) throws {
     try environment.write { txn in _ = try txn.delete(meta, key: Array("app:account-store/keying".utf8)) }
 }
 
-func keyMismatch(_ body: () throws -> Void) -> String? {
+func keyMismatch(_ body: () async throws -> Void) async -> String? {
     do {
-        try body()
+        try await body()
         return nil
     } catch let AccountStoreError.keyMismatch(message) {
         return message
@@ -36,15 +36,15 @@ struct StoreKeyingTests {
     func plainStoreStaysPlain() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        var store = try fixture.open { $0.cryptoShredding = false }
+        var store = try await fixture.open { $0.cryptoShredding = false }
         try await store.signup(leland(userId: "user5@example.org"))
-        #expect(try store.log.metadata("account-store/keying") == Array("plain".utf8))
+        await #expect(try store.log.metadata("account-store/keying") == Array("plain".utf8))
         await store.close()
         // Opened as a tool would, asking for shredding: the store stays plain, no vault appears.
-        store = try fixture.open()
+        store = try await fixture.open()
         #expect(store.accounts.vault == nil)
         #expect(!FileManager.default.fileExists(atPath: fixture.directory.appendingPathComponent("keys/vault").path))
-        #expect(try store.resolve("user5@example.org") != nil)
+        await #expect(try store.resolve("user5@example.org") != nil)
         await #expect(throws: AccountServiceError.credentialsTaken) { try await store.signup(leland(userId: "USER5@example.org")) }
         await store.close()
     }
@@ -53,18 +53,18 @@ struct StoreKeyingTests {
     func missingVault() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         try await store.signup(leland())
         let id = try #require(store.accounts.vault?.id)
         await store.close()
         let vault = fixture.directory.appendingPathComponent("keys/vault")
         try FileManager.default.removeItem(at: vault)
-        let message = try #require(keyMismatch { _ = try fixture.open() })
+        let message = try #require(await keyMismatch { _ = try await fixture.open() })
         #expect(message.contains(id) && message.contains(vault.path) && message.contains("restore keys/vault from a backup"))
         #expect(!FileManager.default.fileExists(atPath: vault.path))
         // The same for a store written before the keying was recorded: its claims are HMACs.
         try forgetKeying(fixture)
-        #expect(keyMismatch { _ = try fixture.open() }?.contains("is missing") == true)
+        #expect(await keyMismatch { _ = try await fixture.open() }?.contains("is missing") == true)
         #expect(!FileManager.default.fileExists(atPath: vault.path))
     }
 
@@ -77,16 +77,16 @@ struct StoreKeyingTests {
             second.cleanup()
         }
         for fixture in [first, second] {
-            let store = try fixture.open()
+            let store = try await fixture.open()
             try await store.signup(leland())
             await store.close()
         }
         let vault = first.directory.appendingPathComponent("keys/vault")
         try FileManager.default.removeItem(at: vault)
         try FileManager.default.copyItem(at: second.directory.appendingPathComponent("keys/vault"), to: vault)
-        #expect(keyMismatch { _ = try first.open() }?.contains("put the store's own keys/vault back") == true)
+        #expect(await keyMismatch { _ = try await first.open() }?.contains("put the store's own keys/vault back") == true)
         try forgetKeying(first)
-        #expect(keyMismatch { _ = try first.open() }?.contains("does not open the accounts") == true)
+        #expect(await keyMismatch { _ = try await first.open() }?.contains("does not open the accounts") == true)
     }
 
     @Test("a vault beside a log written without one is refused; an older plain log is recognised as plain")
@@ -97,22 +97,22 @@ struct StoreKeyingTests {
             fixture.cleanup()
             other.cleanup()
         }
-        var store = try fixture.open { $0.cryptoShredding = false }
+        var store = try await fixture.open { $0.cryptoShredding = false }
         try await store.signup(leland(userId: "user5@example.org"))
         await store.close()
-        let otherStore = try other.open()
+        let otherStore = try await other.open()
         await otherStore.close()
         let vault = fixture.directory.appendingPathComponent("keys/vault")
         try FileManager.default.createDirectory(at: vault.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: other.directory.appendingPathComponent("keys/vault"), to: vault)
-        #expect(keyMismatch { _ = try fixture.open() }?.contains("enable-shredding") == true)
+        #expect(await keyMismatch { _ = try await fixture.open() }?.contains("enable-shredding") == true)
         try FileManager.default.removeItem(at: vault)
         // Written before the keying was recorded: plain claims tell it was plain, and it stays so.
         try forgetKeying(fixture)
-        store = try fixture.open()
+        store = try await fixture.open()
         #expect(store.accounts.vault == nil)
-        #expect(try store.log.metadata("account-store/keying") == Array("plain".utf8))
-        #expect(try store.resolve("user5@example.org") != nil)
+        await #expect(try store.log.metadata("account-store/keying") == Array("plain".utf8))
+        await #expect(try store.resolve("user5@example.org") != nil)
         await store.close()
     }
 
@@ -120,15 +120,15 @@ struct StoreKeyingTests {
     func olderKeyedStore() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        var store = try fixture.open()
+        var store = try await fixture.open()
         let id = try await store.signup(leland()).accountId
         let vaultID = try #require(store.accounts.vault?.id)
         await store.close()
         try forgetKeying(fixture)
-        store = try fixture.open()
+        store = try await fixture.open()
         #expect(store.accounts.vault?.id == vaultID)
-        #expect(StoreKeying(encoded: try #require(try store.log.metadata("account-store/keying"))) == StoreKeying(try #require(store.accounts.vault)))
-        #expect(try store.resolve("lelandstanford@stanford.edu") == id)
+        await #expect(StoreKeying(encoded: try #require(try store.log.metadata("account-store/keying"))) == StoreKeying(try #require(store.accounts.vault)))
+        await #expect(try store.resolve("lelandstanford@stanford.edu") == id)
         await store.close()
     }
 
@@ -136,11 +136,11 @@ struct StoreKeyingTests {
     func migration() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        var store = try fixture.open { $0.cryptoShredding = false }
+        var store = try await fixture.open { $0.cryptoShredding = false }
         let kept = try await store.signup(leland(userId: "kept@example.org")).accountId
         let gone = try await store.signup(leland(userId: "gone@example.org")).accountId
-        let head = try store.log.verify().headHash
-        let count = try store.log.lastPosition()
+        let head = try await store.log.verify().headHash
+        let count = try await store.log.lastPosition()
         // Refused while the store is open.
         await #expect(throws: AccountStoreError.self) { _ = try await AccountStore.enableCryptoShredding(directory: fixture.directory.path) }
         await store.close()
@@ -148,12 +148,12 @@ struct StoreKeyingTests {
         defer { try? FileManager.default.removeItem(atPath: old) }
         #expect(FileManager.default.fileExists(atPath: old + "/log/data.mdb"))
 
-        store = try fixture.open()
+        store = try await fixture.open()
         let vault = try #require(store.accounts.vault)
-        #expect(StoreKeying(encoded: try #require(try store.log.metadata("account-store/keying"))) == StoreKeying(vault))
-        let report = try store.log.verify()
+        await #expect(StoreKeying(encoded: try #require(try store.log.metadata("account-store/keying"))) == StoreKeying(vault))
+        let report = try await store.log.verify()
         #expect(report.isIntact && report.headHash == head && report.lastPosition == count)
-        #expect(try store.resolve("KEPT@example.org") == kept)
+        await #expect(try store.resolve("KEPT@example.org") == kept)
         #expect(store.accounts.claim(forUserId: "kept@example.org") != AccountLog.userIdClaim("kept@example.org"))
         await #expect(throws: AccountServiceError.credentialsTaken) { try await store.signup(leland(userId: "gone@example.org")) }
         // New personal data is sealed, and destroyed with the account.
@@ -162,7 +162,7 @@ struct StoreKeyingTests {
         try await store.modify(gone, try AccountModifications(modifiedDetails: change))
         try await store.delete(gone)
         #expect(try vault.isShredded(gone))
-        let last = try #require(try store.log.readStream(gone).dropLast().last)
+        let last = try await #require(try store.log.readStream(gone).dropLast().last)
         #expect(try store.accounts.event(from: last) == .redacted(type: "account.details-modified"))
         await store.close()
         // A second migration is refused.

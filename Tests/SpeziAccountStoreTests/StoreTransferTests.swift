@@ -26,11 +26,11 @@ func startWriterProcess(store: URL, seed: Int) throws -> Process {
 }
 
 /// The store as the crash test's workload opens it (durable, cheap hashing).
-func openLikeWriters(_ directory: URL) throws -> AccountStore {
+func openLikeWriters(_ directory: URL) async throws -> AccountStore {
     var options = AccountStoreOptions()
     options.passwordParameters = .insecureTesting
     options.allowWeakPasswordParameters = true
-    return try AccountStore(directory: directory.path, options: options)
+    return try await AccountStore(directory: directory.path, options: options)
 }
 
 @Suite("Backups while writers run, restores, and imports that are all or nothing", .serialized)
@@ -43,14 +43,14 @@ struct StoreTransferTests {
             fixture.cleanup()
             for backup in backups { try? FileManager.default.removeItem(at: backup) }
         }
-        let store = try openLikeWriters(fixture.directory)
+        let store = try await openLikeWriters(fixture.directory)
         try await store.signup(leland())
         let writer = try startWriterProcess(store: fixture.directory, seed: 0)
         var reports: [StoreCopyReport] = []
         for backup in backups {
             // Let the other process write between the backups.
-            let before = try store.log.lastPosition()
-            while try store.log.lastPosition() < before + 40 { try await Task.sleep(for: .milliseconds(20)) }
+            let before = try await store.log.lastPosition()
+            while try await store.log.lastPosition() < before + 40 { try await Task.sleep(for: .milliseconds(20)) }
             reports.append(try await store.backup(to: backup.path))
         }
         kill(writer.processIdentifier, SIGKILL)
@@ -58,11 +58,11 @@ struct StoreTransferTests {
         #expect(reports.map(\.lastPosition) == reports.map(\.lastPosition).sorted())
         #expect(reports[0].lastPosition > 40)
         for report in reports {
-            #expect(try store.log.record(at: report.lastPosition)?.hash.description == report.headHash)
+            await #expect(try store.log.record(at: report.lastPosition)?.hash.description == report.headHash)
             #expect(report.vaultID == store.accounts.vault?.id)
             // A backup is a store: open it, and every live account reads with its user id and name.
-            let copy = try openLikeWriters(URL(fileURLWithPath: report.directory))
-            #expect(try copy.log.verify().isIntact)
+            let copy = try await openLikeWriters(URL(fileURLWithPath: report.directory))
+            await #expect(try copy.log.verify().isIntact)
             try await copy.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: report.lastPosition)
             var live = 0
             try copy.forEachCachedAccount { state in
@@ -78,12 +78,12 @@ struct StoreTransferTests {
         // Restore the last one into a new folder: same head, same accounts; the backup is untouched.
         let restored = StoreFixture()
         defer { restored.cleanup() }
-        let report = try AccountStore.restore(from: reports[2].directory, to: restored.directory.path)
+        let report = try await AccountStore.restore(from: reports[2].directory, to: restored.directory.path)
         #expect(report.headHash == reports[2].headHash && report.lastPosition == reports[2].lastPosition)
-        let reopened = try openLikeWriters(restored.directory)
-        #expect(try reopened.resolve("lelandstanford@stanford.edu") != nil)
+        let reopened = try await openLikeWriters(restored.directory)
+        await #expect(try reopened.resolve("lelandstanford@stanford.edu") != nil)
         await reopened.close()
-        #expect(throws: LogTransferError.self) { try AccountStore.restore(from: reports[2].directory, to: restored.directory.path) }
+        await #expect(throws: LogTransferError.self) { try await AccountStore.restore(from: reports[2].directory, to: restored.directory.path) }
     }
 
     @Test("a restore is refused when the backup's vault is missing or not the log's own, and leaves nothing behind")
@@ -95,17 +95,17 @@ struct StoreTransferTests {
         defer {
             for f in [fixture, other, backup, target] { f.cleanup() }
         }
-        var store = try fixture.open()
+        var store = try await fixture.open()
         try await store.signup(leland())
         _ = try await store.backup(to: backup.directory.path)
         await store.close()
-        store = try other.open()
+        store = try await other.open()
         await store.close()
         let vault = backup.directory.appendingPathComponent("keys/vault")
         try FileManager.default.removeItem(at: vault)
-        #expect(throws: AccountStoreError.self) { try AccountStore.restore(from: backup.directory.path, to: target.directory.path) }
+        await #expect(throws: AccountStoreError.self) { try await AccountStore.restore(from: backup.directory.path, to: target.directory.path) }
         try FileManager.default.copyItem(at: other.directory.appendingPathComponent("keys/vault"), to: vault)
-        #expect(throws: AccountStoreError.self) { try AccountStore.restore(from: backup.directory.path, to: target.directory.path) }
+        await #expect(throws: AccountStoreError.self) { try await AccountStore.restore(from: backup.directory.path, to: target.directory.path) }
         #expect(!FileManager.default.fileExists(atPath: target.directory.path))
         let parent = target.directory.deletingLastPathComponent()
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.contains(".restoring-") })
@@ -119,14 +119,14 @@ struct StoreTransferTests {
             fixture.cleanup()
             target.cleanup()
         }
-        let store = try fixture.open()
+        let store = try await fixture.open()
         for index in 0..<5 { try await store.signup(leland(userId: "import-\(index)@example.org")) }
         let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
         _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
         let handle = try FileHandle(forWritingTo: exportURL)
-        _ = try LogTransfer.export(store.log, to: handle)
+        _ = try await LogTransfer.export(store.log, to: handle)
         try handle.close()
-        let head = try store.log.verify().headHash
+        let head = try await store.log.verify().headHash
         await store.close()
         let vault = fixture.directory.appendingPathComponent("keys/vault")
 
@@ -148,9 +148,9 @@ struct StoreTransferTests {
             _ = try await LogTransfer.importLog(from: exportURL, into: target.directory.path, vault: nil)
         }
         #expect(try await LogTransfer.importLog(from: exportURL, into: target.directory.path, vault: vault) == 5)
-        let copy = try target.open()
-        #expect(try copy.log.verify().headHash == head)
-        #expect(try copy.resolve("import-3@example.org") != nil)
+        let copy = try await target.open()
+        await #expect(try copy.log.verify().headHash == head)
+        await #expect(try copy.resolve("import-3@example.org") != nil)
         await copy.close()
     }
 }

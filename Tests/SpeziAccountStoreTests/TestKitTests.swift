@@ -28,7 +28,7 @@ struct TypeCounter: Projection {
 struct TestKitTests {
     @Test("given events, when an operation, then the appended events or the error")
     func givenWhenThen() async throws {
-        let scenario = try LogScenario()
+        let scenario = try await LogScenario()
         try await scenario.given([
             StreamEvent("a1", .accountCreated(userId: "ada@example.org", passwordHash: nil, isAnonymous: false, values: [:]), actor: "v1 app"),
             StreamEvent("a1", .detailsModified(modified: ["genderIdentity": Data("\"female\"".utf8)], removed: []))
@@ -49,10 +49,10 @@ struct TestKitTests {
     @Test("the clock and the ids are deterministic: two runs give the same ids and times")
     func determinism() async throws {
         func run() async throws -> [String] {
-            let scenario = try LogScenario()
+            let scenario = try await LogScenario()
             let ada = try await scenario.store.signup(email: "ada@example.org", password: "Analytical1", name: PersonNameComponents(givenName: "Ada"))
             try await scenario.store.changeDateOfBirth(of: ada.accountId, to: Date(timeIntervalSince1970: -4_000_000_000))
-            let records = try scenario.store.log.read()
+            let records = try await scenario.store.log.read()
             await scenario.remove()
             return records.map { "\($0.streamID) \($0.type) \($0.timestamp.timeIntervalSince1970)" }
         }
@@ -63,7 +63,7 @@ struct TestKitTests {
 
     @Test("a log built from events replays into any projection")
     func replayIntoAnyProjection() async throws {
-        let scenario = try LogScenario()
+        let scenario = try await LogScenario()
         try await scenario.given(
             (1...5).map { StreamEvent("a\($0)", .accountCreated(userId: "u\($0)@example.org", passwordHash: nil, isAnonymous: false, values: [:])) })
         try await scenario.given([StreamEvent("a2", .loginFailed(reason: "wrongPassword")), StreamEvent("a3", .accountDeleted)])
@@ -78,7 +78,7 @@ struct TestKitTests {
 
     @Test("the seed's UI-test flows, headless, on the event-sourced service")
     func headlessFlows() async throws {
-        let scenario = try LogScenario(values: storeSeedConfiguration)
+        let scenario = try await LogScenario(values: storeSeedConfiguration)
         let service = EventSourcedAccountService(store: scenario.store)
         let configuration = AccountConfiguration(service: service, configuration: storeSeedConfiguration)
         try await SpeziRuntime(configuration: Configuration { configuration }).boot()
@@ -93,7 +93,7 @@ struct TestKitTests {
         let details = try #require(configuration.account.details)
         #expect(details.genderIdentity == .preferNotToState)
         #expect(details.dateOfBirth == birthday.addingTimeInterval(86_400))
-        #expect(
+        await #expect(
             try scenario.store.log.read().map(\.type) == [
                 "account.created", "account.details-modified", "account.details-modified", "auth.logged-out", "auth.login-succeeded"
             ])

@@ -113,7 +113,7 @@ struct Modify: AsyncParsableCommand {
             if let userId { change.userId = userId }
             guard !change.isEmpty else { throw ToolError.input("nothing to change: pass --name, --gender-identity or --user-id") }
             try await global.withStore(creating: false) { store in
-                let accountId = try store.lookUp(account)
+                let accountId = try await store.lookUp(account)
                 try await store.modify(accountId, AccountModifications(modifiedDetails: change), context: toolContext)
                 print("modified account \(accountId)")
             }
@@ -136,7 +136,7 @@ struct Delete: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             try await global.withStore(creating: false) { store in
-                let accountId = try store.lookUp(account)
+                let accountId = try await store.lookUp(account)
                 try await store.delete(accountId, context: toolContext)
                 print("deleted account \(accountId)")
             }

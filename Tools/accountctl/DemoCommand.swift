@@ -59,7 +59,7 @@ struct Demo: AsyncParsableCommand {
 
         for accountId in ids {
             print("")
-            print(try HistoryPrinter.lines(of: accountId, in: store).joined(separator: "\n"))
+            await print(try HistoryPrinter.lines(of: accountId, in: store).joined(separator: "\n"))
         }
         print("")
 
@@ -68,7 +68,7 @@ struct Demo: AsyncParsableCommand {
         bar.finish()
         print("rebuilt \(AccountDetailsProjection.projectionName)")
 
-        let report = try store.log.verify()
+        let report = try await store.log.verify()
         if let problem = report.problem {
             throw VerifyFailure(problem: problem)
         }

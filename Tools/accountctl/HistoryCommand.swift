@@ -23,8 +23,8 @@ struct History: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             try await global.withStore(creating: false) { store in
-                let accountId = try store.lookUp(account, includingDeleted: true)
-                print(try HistoryPrinter.lines(of: accountId, in: store).joined(separator: "\n"))
+                let accountId = try await store.lookUp(account, includingDeleted: true)
+                await print(try HistoryPrinter.lines(of: accountId, in: store).joined(separator: "\n"))
             }
         }
     }
@@ -33,9 +33,9 @@ struct History: AsyncParsableCommand {
 /// Formats an account's history.
 enum HistoryPrinter {
     /// The heading and one block per event.
-    static func lines(of accountId: String, in store: AccountStore) throws -> [String] {
+    static func lines(of accountId: String, in store: AccountStore) async throws -> [String] {
         var lines = ["history of account \(accountId)"]
-        for entry in try store.history(of: accountId) {
+        for entry in try await store.history(of: accountId) {
             lines.append(contentsOf: self.lines(for: entry))
         }
         return lines

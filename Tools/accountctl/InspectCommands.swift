@@ -22,7 +22,7 @@ struct Verify: AsyncParsableCommand {
         try await guarded {
             try await global.withStore(creating: false) { store in
                 let bar = ProgressBar("verifying")
-                let report = try store.log.verify { progress in bar.update(progress.checked, of: progress.total) }
+                let report = try await store.log.verify { progress in bar.update(progress.checked, of: progress.total) }
                 bar.finish()
                 if let problem = report.problem {
                     throw VerifyFailure(problem: problem)
@@ -42,7 +42,7 @@ struct Stats: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             try await global.withStore(creating: false) { store in
-                let statistics = try store.log.statistics()
+                let statistics = try await store.log.statistics()
                 var live = 0
                 var deleted = 0
                 try store.forEachCachedAccount { state in
@@ -82,7 +82,7 @@ struct Show: AsyncParsableCommand {
     func run() async throws {
         try await guarded {
             try await global.withStore(creating: false) { store in
-                let accountId = try store.lookUp(account)
+                let accountId = try await store.lookUp(account)
                 guard let details = try store.details(of: accountId), let state = try store.cachedState(of: accountId) else {
                     throw AccountStoreError.accountNotFound(account)
                 }

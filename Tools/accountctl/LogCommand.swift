@@ -32,14 +32,14 @@ struct Log: AsyncParsableCommand {
             try await global.withStore(creating: false) { store in
                 var next = max(from, 1)
                 while true {
-                    let batch = try store.log.read(from: next, limit: 512)
+                    let batch = try await store.log.read(from: next, limit: 512)
                     for record in batch { print(line(for: record)) }
                     guard let last = batch.last else { break }
                     next = last.position + 1
                 }
                 guard follow else { return }
                 fflush(nil)
-                for try await record in store.log.subscribe(after: next - 1) {
+                for try await record in store.log.subscribeRecords(after: next - 1) {
                     print(line(for: record))
                     fflush(nil)
                 }

@@ -96,7 +96,7 @@ extension GlobalOptions {
             let logFile = url.appendingPathComponent("log").appendingPathComponent("data.mdb").path
             guard FileManager.default.fileExists(atPath: logFile) else { throw ToolError.noStore(url.path) }
         }
-        let store = try AccountStore(directory: url.path, options: Self.storeOptions())
+        let store = try await AccountStore(directory: url.path, options: Self.storeOptions())
         do {
             let result = try await body(store)
             await store.close()
@@ -110,11 +110,11 @@ extension GlobalOptions {
 
 extension AccountStore {
     /// The account id for an account id, a user id, or the id of a deleted account's stream.
-    func lookUp(_ accountOrUserId: String, includingDeleted: Bool = false) throws -> String {
-        if let accountId = try resolve(accountOrUserId) {
+    func lookUp(_ accountOrUserId: String, includingDeleted: Bool = false) async throws -> String {
+        if let accountId = try await resolve(accountOrUserId) {
             return accountId
         }
-        if includingDeleted, (try? log.streamVersion(accountOrUserId)) != nil {
+        if includingDeleted, (try? await log.streamVersion(accountOrUserId)) != nil {
             return accountOrUserId
         }
         throw AccountStoreError.accountNotFound(accountOrUserId)

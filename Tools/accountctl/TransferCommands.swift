@@ -34,7 +34,7 @@ struct Export: AsyncParsableCommand {
                     handle = FileHandle.standardOutput
                 }
                 let bar = output == nil ? nil : ProgressBar("exporting")
-                let count = try LogTransfer.export(store.log, to: handle) { done, total in bar?.update(done, of: total) }
+                let count = try await LogTransfer.export(store.log, to: handle) { done, total in bar?.update(done, of: total) }
                 bar?.finish()
                 if output != nil {
                     try handle.close()
@@ -79,7 +79,7 @@ struct Import: AsyncParsableCommand {
             // Opening the store builds its projections from the imported log.
             try await global.withStore(creating: false) { store in
                 try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.log.lastPosition())
-                let report = try store.log.verify()
+                let report = try await store.log.verify()
                 print("imported \(count) records into \(target.path); log \(report.isIntact ? "intact" : "DAMAGED"), head hash \(report.headHash)")
             }
         }
@@ -126,7 +126,7 @@ struct Restore: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let report = try AccountStore.restore(from: backup, to: global.location.path)
+            let report = try await AccountStore.restore(from: backup, to: global.location.path)
             print("restored \(report.lastPosition) records into \(report.directory); head hash \(report.headHash)")
         }
     }

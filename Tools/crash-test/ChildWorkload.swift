@@ -9,12 +9,12 @@ import SpeziAccountStore
 
 /// The store as the crash test opens it: durable appends, cheap password hashing (the test is about
 /// durability, not hashing cost).
-func openStore(_ directory: String) throws -> AccountStore {
+func openStore(_ directory: String) async throws -> AccountStore {
     var options = AccountStoreOptions()
     options.sync = .durable
     options.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
     options.allowWeakPasswordParameters = true
-    return try AccountStore(directory: directory, options: options)
+    return try await AccountStore(directory: directory, options: options)
 }
 
 /// The child's work: signups, modifications and deletions from several tasks until it is killed.
@@ -31,7 +31,7 @@ struct ChildWorkload {
     var slots = 1
 
     func run() async throws -> Never {
-        let store = try openStore(directory)
+        let store = try await openStore(directory)
         let acks = try AckFile(path: ackPath)
         // The live accounts as the harness found them after the last round (not this process's
         // cache, which may already show accounts another process of this round created).

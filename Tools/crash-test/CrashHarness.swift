@@ -128,21 +128,24 @@ struct CrashHarness {
     private mutating func check(_ summary: inout CrashSummary, rebuild: Bool) async throws {
         let acks = readAcks()
         summary.acknowledged = acks.count
-        let store = try openStore(directory)
-        let head = try store.log.lastPosition()
+        let store = try await openStore(directory)
+        let head = try await store.log.lastPosition()
         summary.records = head
 
         // Every acknowledged operation left its events (found by their correlation ids).
-        try store.log.replay(from: readUpTo + 1) { record in
-            if let id = record.metadata.correlationID { logged.insert(id) }
-            return true
+        var next = readUpTo + 1
+        while true {
+            let batch = try await store.log.read(from: next, limit: 4_096)
+            guard let last = batch.last else { break }
+            for record in batch { if let id = record.metadata.correlationID { logged.insert(id) } }
+            next = last.position + 1
         }
         readUpTo = head
         let lost = acks.filter { !logged.contains($0.correlation) }
         summary.lost = lost.count
         summary.problems += lost.prefix(5).map { "acknowledged \($0.kind) \($0.correlation) of \($0.account) is not in the log" }
 
-        let report = try store.log.verify()
+        let report = try await store.log.verify()
         if !report.isIntact {
             summary.mismatches += 1
             summary.problems.append("verify: \(report.problem.map(String.init(describing:)) ?? "?")")
@@ -155,22 +158,24 @@ struct CrashHarness {
         var userIds: [String: String] = [:]
         var accounts = 0
         var live = ""
-        try store.forEachCachedAccount { cached in
+        var cachedStates: [AccountState] = []
+        try store.forEachCachedAccount { cachedStates.append($0) }
+        for cached in cachedStates {
             accounts += 1
             if !cached.isDeleted { live += "\(cached.accountId) \(cached.userId)\n" }
-            let folded = try store.accounts.load(cached.accountId)
+            let folded = try await store.accounts.load(cached.accountId)
             if folded != cached {
                 summary.mismatches += 1
                 summary.problems.append("account \(cached.accountId): the cache differs from the fold of its stream")
             }
-            guard !cached.isDeleted else { return }
+            guard !cached.isDeleted else { continue }
             let claim = AccountLog.userIdClaim(cached.userId)
             if let other = userIds[claim] {
                 summary.mismatches += 1
                 summary.problems.append("user id \(cached.userId) belongs to \(other) and \(cached.accountId)")
             }
             userIds[claim] = cached.accountId
-            if try store.accounts.accountId(forUserId: cached.userId) != cached.accountId {
+            if try await store.accounts.accountId(forUserId: cached.userId) != cached.accountId {
                 summary.mismatches += 1
                 summary.problems.append("the claim of \(cached.userId) does not point to \(cached.accountId)")
             }

@@ -106,7 +106,7 @@ struct CrashTest: AsyncParsableCommand {
         func run() async throws {
             exitWhenOrphaned()
             do {
-                let opened = try openStore(store)
+                let opened = try await openStore(store)
                 while true { try await opened.projections.rebuild(AccountDetailsProjection.projectionName) }
             } catch {
                 FileHandle.standardError.write(Data("crash-test rebuild-child: \(error)\n".utf8))

@@ -51,8 +51,8 @@ extension AccountStore {
     /// too: their sealed events come back redacted.
     ///
     /// - Throws: ``AccountStoreError/accountNotFound(_:)`` when no stream has this account id.
-    public func history(of accountId: String) throws -> [AccountHistoryEntry] {
-        let records = try log.readStream(accountId)
+    public func history(of accountId: String) async throws -> [AccountHistoryEntry] {
+        let records = try await log.readStream(accountId, from: 1, limit: .max)
         guard !records.isEmpty else { throw AccountStoreError.accountNotFound(accountId) }
         var state: AccountState?
         var entries: [AccountHistoryEntry] = []

@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import EventLogProtocol
 import Foundation
 import Synchronization
 
@@ -82,24 +82,33 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
 /// accounts read as redacted.
 public enum LogTransfer {
     /// Writes every record, oldest first, one JSON object per line; returns the number written.
-    public static func export(_ log: EventLog, to output: FileHandle, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> UInt64 {
+    public static func export(
+        _ log: any EventLogBackend, to output: FileHandle, progress: ((UInt64, UInt64) -> Void)? = nil
+    ) async throws -> UInt64 {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let total = try log.lastPosition()
+        let total = try await log.lastPosition()
         var count: UInt64 = 0
         var buffer = Data()
-        try log.replay(from: 1) { record in
-            buffer += try encoder.encode(ExportedRecord(record))
-            buffer.append(UInt8(ascii: "\n"))
-            count += 1
+        var next: UInt64 = 1
+        // Up to the position the export started at: records appended meanwhile are left out, so
+        // the count matches the progress total.
+        while next <= total {
+            let batch = try await log.read(from: next, direction: .forward, limit: 1_024)
+            guard let last = batch.last else { break }
+            for record in batch where record.position <= total {
+                buffer += try encoder.encode(ExportedRecord(record))
+                buffer.append(UInt8(ascii: "\n"))
+                count += 1
+            }
+            next = last.position + 1
             if buffer.count > 1 << 20 {
-                output.write(buffer)
+                try output.write(contentsOf: buffer)
                 buffer.removeAll(keepingCapacity: true)
                 progress?(count, total)
             }
-            return true
         }
-        output.write(buffer)
+        try output.write(contentsOf: buffer)
         progress?(count, total)
         return count
     }

@@ -4,21 +4,21 @@
 //
 
 import Crypto
-import EventLog
+import EventLogProtocol
 import Foundation
 
 /// The account store's view of the event log: one stream per account id, typed events, user ids
 /// kept unique by claims, and each account's state folded from its stream.
 public struct AccountLog: Sendable {
     /// The log underneath.
-    public let log: EventLog
+    public let log: any EventLogBackend
     /// The key changes, to read old events in the current shape.
     public let evolution: SchemaEvolution
     /// The per-account keys personal data is sealed with (nil: written in the clear).
     public let vault: KeyVault?
 
     /// Account streams on `log`, read through `evolution`, with payloads sealed by `vault` when it is given.
-    public init(log: EventLog, evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
+    public init(log: any EventLogBackend, evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.log = log
         self.evolution = evolution
         self.vault = vault
@@ -77,15 +77,15 @@ public struct AccountLog: Sendable {
     }
 
     /// The account's current state from its whole stream, or nil when it never existed.
-    public func load(_ accountId: String) throws -> AccountState? {
-        try load(accountId, throughVersion: .max)
+    public func load(_ accountId: String) async throws -> AccountState? {
+        try await load(accountId, throughVersion: .max)
     }
 
     /// The account's state after the events up to stream version `version`, or nil when it did not exist then.
-    public func load(_ accountId: String, throughVersion version: UInt64) throws -> AccountState? {
+    public func load(_ accountId: String, throughVersion version: UInt64) async throws -> AccountState? {
         guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0), version > 0 else { return nil }
         var state: AccountState?
-        for record in try log.readStream(accountId, limit: version == .max ? .max : Int(clamping: version)) {
+        for record in try await log.readStream(accountId, from: 1, limit: version == .max ? .max : Int(clamping: version)) {
             state = AccountState.applying(
                 try event(from: record), to: state, accountId: accountId,
                 version: record.streamVersion, at: record.timestamp)
@@ -94,7 +94,7 @@ public struct AccountLog: Sendable {
     }
 
     /// The account that holds a user id (deleted accounts release theirs).
-    public func accountId(forUserId userId: String) throws -> String? {
-        try log.claimOwner(claim(forUserId: userId))
+    public func accountId(forUserId userId: String) async throws -> String? {
+        try await log.claimOwner(claim(forUserId: userId))
     }
 }

@@ -41,7 +41,7 @@ public struct AccountNotificationFeed: AsyncSequence, Sendable {
 
     /// Starts reading; each iterator reads on its own.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(store: store, records: store.log.subscribe(after: after).makeAsyncIterator())
+        Iterator(store: store, records: store.log.subscribeRecords(after: after).makeAsyncIterator())
     }
 
     /// The iterator that reads the sequence in batches.
@@ -54,7 +54,7 @@ public struct AccountNotificationFeed: AsyncSequence, Sendable {
         public mutating func next() async throws -> LoggedNotification? {
             while pending.isEmpty {
                 guard let record = try await records.next() else { return nil }
-                pending = try store.notifications(for: record)
+                pending = try await store.notifications(for: record)
             }
             return pending.removeFirst()
         }
@@ -63,36 +63,37 @@ public struct AccountNotificationFeed: AsyncSequence, Sendable {
 
 extension AccountStore {
     /// The notifications derived from the log after `position` (default: from now on), live.
-    public func notifications(after position: UInt64? = nil) throws -> AccountNotificationFeed {
-        AccountNotificationFeed(store: self, after: try position ?? log.lastPosition())
+    public func notifications(after position: UInt64? = nil) async throws -> AccountNotificationFeed {
+        if let position { return AccountNotificationFeed(store: self, after: position) }
+        return AccountNotificationFeed(store: self, after: try await log.lastPosition())
     }
 
     /// The notifications one record stands for (none for most security and external events).
-    func notifications(for record: RecordedEvent) throws -> [LoggedNotification] {
+    func notifications(for record: RecordedEvent) async throws -> [LoggedNotification] {
         guard AccountEvent.currentSchemaVersions[record.type] != nil else { return [] }
         let event = try accounts.event(from: record)
         let accountId = record.streamID
         func notification(_ event: AccountNotifications.Event) -> LoggedNotification {
             LoggedNotification(position: record.position, accountId: accountId, event: event)
         }
-        func detailsAt(_ version: UInt64) throws -> AccountDetails? {
-            try accounts.load(accountId, throughVersion: version).map { try self.details(from: $0) }
+        func detailsAt(_ version: UInt64) async throws -> AccountDetails? {
+            try await accounts.load(accountId, throughVersion: version).map { try self.details(from: $0) }
         }
         switch event {
         case .accountCreated, .loginSucceeded:
-            guard var after = try detailsAt(record.streamVersion) else { return [] }
+            guard var after = try await detailsAt(record.streamVersion) else { return [] }
             if case .accountCreated = event { after.isNewUser = true }
             return [notification(.associatedAccount(after))]
         case .detailsModified, .userIdChanged, .anonymousAccountUpgraded:
-            guard let before = try detailsAt(record.streamVersion - 1),
-                let after = try detailsAt(record.streamVersion)
+            guard let before = try await detailsAt(record.streamVersion - 1),
+                let after = try await detailsAt(record.streamVersion)
             else { return [] }
             return [notification(.detailsChanged(before, after))]
         case .accountDeleted:
-            guard let before = try detailsAt(record.streamVersion - 1) else { return [] }
+            guard let before = try await detailsAt(record.streamVersion - 1) else { return [] }
             return [notification(.deletingAccount(accountId)), notification(.disassociatingAccount(before))]
         case .loggedOut:
-            guard let current = try detailsAt(record.streamVersion) else { return [] }
+            guard let current = try await detailsAt(record.streamVersion) else { return [] }
             return [notification(.disassociatingAccount(current))]
         case .passwordChanged, .loginFailed, .externalDetailsModified, .externalDetailsErased, .redacted:
             return []

@@ -314,14 +314,13 @@ public final class KeyVault: Sendable {
     /// mark whose deletion did not reach the log is taken back (the key made live again) only when
     /// this process opened the vault alone: with others running, one of them may be between its
     /// mark and its append, and the mark stays (harmless: the key still reads, and a later deletion
-    /// destroys it). Returns the accounts shredded.
+    /// destroys it). `deletions` says, for each account ``pendingShreds()`` listed, whether its
+    /// deletion is in the log. Returns the accounts shredded.
     @discardableResult
-    func finishShredding(isDeleted: (String) throws -> Bool) throws -> [String] {
-        try withFile(exclusive: false) { try refresh() }
-        let pending = cache.withLock { $0.byAccount.filter { $0.value.state == .shredding }.map(\.key) }
+    func finishShredding(_ deletions: [String: Bool]) throws -> [String] {
         var shredded: [String] = []
-        for accountId in pending {
-            if try isDeleted(accountId) {
+        for (accountId, isDeleted) in deletions.sorted(by: { $0.key < $1.key }) {
+            if isDeleted {
                 try shred(accountId)
                 shredded.append(accountId)
             } else if openedAlone {
@@ -329,6 +328,13 @@ public final class KeyVault: Sendable {
             }
         }
         return shredded
+    }
+
+    /// The accounts marked for shredding (read again from the file): their deletions may not have
+    /// reached the log. ``finishShredding(_:)`` settles them.
+    func pendingShreds() throws -> [String] {
+        try withFile(exclusive: false) { try refresh() }
+        return cache.withLock { $0.byAccount.filter { $0.value.state == .shredding }.map(\.key) }
     }
 
     /// The number of accounts with a key slot (live or shredded), as far as this process has read.

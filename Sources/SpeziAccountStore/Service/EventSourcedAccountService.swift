@@ -15,7 +15,7 @@ import SpeziAccount
 /// ```swift
 /// Configuration {
 ///     AccountConfiguration(
-///         service: try EventSourcedAccountService(directory: "/var/lib/accounts"),
+///         service: try await EventSourcedAccountService(directory: "/var/lib/accounts"),
 ///         configuration: [.requires(\.userId), .requires(\.name), .collects(\.dateOfBirth)]
 ///     )
 /// }
@@ -85,8 +85,8 @@ public actor EventSourcedAccountService: AccountService {
         userIdType: UserIdConfiguration = .emailAddress,
         supportsAnonymousSignIn: Bool = false,
         options: AccountStoreOptions = AccountStoreOptions()
-    ) throws {
-        let store = try AccountStore(directory: directory, options: options)
+    ) async throws {
+        let store = try await AccountStore(directory: directory, options: options)
         self.init(store: store, supportedKeys: supportedKeys, userIdType: userIdType, supportsAnonymousSignIn: supportsAnonymousSignIn)
     }
 

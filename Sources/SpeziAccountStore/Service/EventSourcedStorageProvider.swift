@@ -13,7 +13,7 @@ import SpeziAccount
 /// account's stream, and reads come from the external-storage view (``ExternalDetailsProjection``).
 ///
 /// ```swift
-/// let store = try AccountStore(directory: path)
+/// let store = try await AccountStore(directory: path)
 /// AccountConfiguration(
 ///     service: EventSourcedAccountService(store: store, supportedKeys: .exactly(serviceKeys)),
 ///     storageProvider: EventSourcedStorageProvider(store: store),
@@ -52,14 +52,14 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
 
     /// Starts feeding `ExternalAccountStorage.updatedDetails` from the log.
     public func configure() async throws {
-        let start = try store.log.lastPosition()
+        let start = try await store.log.lastPosition()
         let store = store
         let storage = externalStorage
         let origin = origin
         let keys = account?.configuration.keys ?? []
         feedTask = Task.detached {
             do {
-                for try await record in store.log.subscribe(after: start) where record.type.hasPrefix("external.") {
+                for try await record in store.log.subscribeRecords(after: start) where record.type.hasPrefix("external.") {
                     guard record.metadata.extra[Self.originKey] != origin else { continue }
                     try await store.projections.waitUntilApplied(ExternalDetailsProjection.projectionName, position: record.position)
                     let values = try store.externalValues(of: record.streamID)
@@ -79,7 +79,7 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
 
     /// Returns the account's values for `keys` from the view, or `nil` when the view has not caught up yet (they arrive later through external storage).
     public func load(_ accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails? {
-        let head = try store.log.lastPosition()
+        let head = try await store.log.lastPosition()
         let name = ExternalDetailsProjection.projectionName
         let caughtUp = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask { [store] in

@@ -123,7 +123,7 @@ extension AccountStore {
         guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
             throw AccountServiceError.wrongCredentials
         }
-        guard let accountId = try accounts.accountId(forUserId: userId), let state = try accounts.load(accountId),
+        guard let accountId = try await accounts.accountId(forUserId: userId), let state = try await accounts.load(accountId),
             !state.isDeleted, let stored = state.passwordHash
         else {
             // Spend the time one check takes, so that unknown user ids cannot be told apart by timing.
@@ -137,7 +137,7 @@ extension AccountStore {
                 // One refusal per lockout goes into the log: the first. Later attempts in the same
                 // lockout are refused without an event (an attacker could otherwise grow the stream
                 // without bound) and only logged here.
-                if try lastEventIsLockoutRefusal(accountId, version: state.version) {
+                if try await lastEventIsLockoutRefusal(accountId, version: state.version) {
                     Self.logger.info("login refused during a recorded lockout", metadata: ["account": "\(accountId)"])
                 } else {
                     do {
@@ -166,14 +166,14 @@ extension AccountStore {
     }
 
     /// Whether the account's last event is a login refused because it was locked out.
-    private func lastEventIsLockoutRefusal(_ accountId: String, version: UInt64) throws -> Bool {
-        guard let record = try accounts.log.readStream(accountId, from: version, limit: 1).first else { return false }
+    private func lastEventIsLockoutRefusal(_ accountId: String, version: UInt64) async throws -> Bool {
+        guard let record = try await accounts.log.readStream(accountId, from: version, limit: 1).first else { return false }
         return try accounts.event(from: record) == .loginFailed(reason: "lockedOut")
     }
 
     /// Records a logout.
     public func logout(_ accountId: String, context: Context = Context()) async throws {
-        guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+        guard let state = try await accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
         try await accounts.append([.loggedOut], to: accountId, expectedVersion: .any, metadata: context.metadata)
     }
 
@@ -256,7 +256,7 @@ extension AccountStore {
     ) async throws -> (position: UInt64?, state: AccountState) {
         let attempts = options.maxConflictRetries
         for attempt in 0..<attempts {
-            guard let state = try accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+            guard let state = try await accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
             guard !decision.events.isEmpty else { return (nil, state) }
             do {

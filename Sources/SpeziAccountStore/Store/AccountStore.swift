@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import EventLogProtocol
 import Foundation
 import Logging
 import Projections
@@ -30,6 +30,10 @@ public struct AccountStoreLimits: Sendable, Equatable {
 public struct AccountStoreOptions: Sendable {
     /// How appends reach the disk (default: flushed before an operation returns).
     public var sync: Durability = .durable
+    /// Where the event log lives: nil for the store's own `log/` folder (the embedded LMDB log),
+    /// else a folder path or a `file://` URL. The store's folder keeps the projections, the key
+    /// vault and the lock wherever the log is. See ``LogLocation``.
+    public var logLocation: String?
     /// The key changes over time, for reading old events (upcasting).
     public var evolution = SchemaEvolution()
     /// scrypt parameters for new password hashes; stored hashes below them are rehashed at login.
@@ -62,13 +66,15 @@ public struct AccountStoreOptions: Sendable {
 /// The event-sourced account store: commands validate, then append typed events to the log; reads
 /// come from projections replayed from that log.
 ///
-/// One directory holds it all: `log/` (the event log, see FORMAT.md) and `projections/` (the details
-/// cache and other read models, rebuildable from the log at any time).
+/// One directory holds it all: `log/` (the event log, see FORMAT.md; or a log elsewhere, see
+/// ``AccountStoreOptions/logLocation``) and `projections/` (the details cache and other read models,
+/// rebuildable from the log at any time). The store reaches its log only through the
+/// `EventLogBackend` protocol.
 public final class AccountStore: Sendable {
     /// The folder of the store.
     public let directory: String
-    /// The event log.
-    public let log: EventLog
+    /// The event log, whichever backend keeps it.
+    public let log: any EventLogBackend
     /// The account view of the log.
     public let accounts: AccountLog
     /// The read models.
@@ -97,26 +103,37 @@ public final class AccountStore: Sendable {
         }
     }
 
-    /// Opens (or creates) the store in `directory`.
+    /// Opens (or creates) the store in `directory`, with its log where `options.logLocation` says
+    /// (by default in the store's own folder).
     public init(
         directory: String, service: AccountServiceConfiguration = AccountStore.defaultServiceConfiguration,
         values: AccountValueConfiguration = .default, options: AccountStoreOptions = AccountStoreOptions()
-    ) throws {
+    ) async throws {
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         lock = try StoreLock(directory: root.path, exclusive: false)
-        var logOptions = EventLogOptions()
-        logOptions.sync = options.sync
-        logOptions.clock = options.clock
-        let log = try EventLog(path: root.appendingPathComponent("log").path, options: logOptions)
+        let log: any EventLogBackend
+        do {
+            log = try await LogLocation(options.logLocation, storeFolder: root).open(sync: options.sync, clock: options.clock)
+        } catch {
+            lock.release()
+            throw error
+        }
         let vault: KeyVault?
         let accounts: AccountLog
         do {
             hasher = try PasswordHasher(parameters: options.passwordParameters, allowingWeakParameters: options.allowWeakPasswordParameters)
-            vault = try StoreKeyingCheck.openVault(
+            vault = try await StoreKeyingCheck.openVault(
                 for: log, vaultPath: root.appendingPathComponent("keys/vault").path, wantsVault: options.cryptoShredding)
             accounts = AccountLog(log: log, evolution: options.evolution, vault: vault)
             // A deletion cut short by a crash: destroy the key if the deletion reached the log.
-            try vault?.finishShredding { accountId in try accounts.load(accountId)?.isDeleted ?? true }
+            if let vault {
+                var deletions: [String: Bool] = [:]
+                for accountId in try await vault.offPool({ try $0.pendingShreds() }) {
+                    deletions[accountId] = try await accounts.load(accountId)?.isDeleted ?? true
+                }
+                let settled = deletions
+                try await vault.offPool { try $0.finishShredding(settled) }
+            }
             projections = try ProjectionStore(
                 path: root.appendingPathComponent("projections").path, log: log,
                 projections: [
@@ -124,7 +141,7 @@ public final class AccountStore: Sendable {
                     ExternalDetailsProjection(evolution: options.evolution, vault: vault)
                 ])
         } catch {
-            log.close()
+            await log.close()
             lock.release()
             throw error
         }
@@ -140,7 +157,7 @@ public final class AccountStore: Sendable {
     /// Stops the projections and closes the files.
     public func close() async {
         await projections.close()
-        log.close()
+        await log.close()
         accounts.vault?.release()
         lock.release()
     }
@@ -169,11 +186,11 @@ public final class AccountStore: Sendable {
     }
 
     /// The account id for an account id or a user id (case-insensitive), or nil.
-    public func resolve(_ accountOrUserId: String) throws -> String? {
+    public func resolve(_ accountOrUserId: String) async throws -> String? {
         if let state = try cachedState(of: accountOrUserId), !state.isDeleted {
             return state.accountId
         }
-        return try accounts.accountId(forUserId: accountOrUserId)
+        return try await accounts.accountId(forUserId: accountOrUserId)
     }
 
     /// Turns a folded state into `AccountDetails` (typed where the registry knows the key, kept as

@@ -26,6 +26,8 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case keyMismatch(String)
     /// A backup, restore, import or migration could not be done; the message says why.
     case storeTransfer(String)
+    /// ``AccountStoreOptions/logLocation`` names no log backend this build has; the message says why.
+    case unsupportedLogLocation(String)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -39,6 +41,7 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .tooManyKeys(count, limit): "\(count) keys in one operation; at most \(limit) are accepted"
         case let .keyMismatch(message): message
         case let .storeTransfer(message): message
+        case let .unsupportedLogLocation(message): "unsupported log location: \(message)"
         }
     }
 }

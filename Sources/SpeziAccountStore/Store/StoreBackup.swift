@@ -36,10 +36,14 @@ extension AccountStore {
         // The copies read the whole store: on a thread of their own, not the cooperative pool.
         let pool = BlockingPool(threads: 1, name: "backup")
         defer { pool.shutdown() }
-        return try await pool.run { [self] in try backupBlocking(to: destination) }
+        guard let log = log as? EventLog else {
+            throw AccountStoreError.storeTransfer(
+                "backup copies a store whose log is in its folder; the log at \(log.location) is backed up with its server's tools")
+        }
+        return try await pool.run { [self] in try backupBlocking(to: destination, log: log) }
     }
 
-    private func backupBlocking(to destination: String) throws -> StoreCopyReport {
+    private func backupBlocking(to destination: String, log: EventLog) throws -> StoreCopyReport {
         let target = URL(fileURLWithPath: destination).standardizedFileURL
         try StoreFolders.checkFree(target)
         let staging = try StoreFolders.makeStaging(beside: target, purpose: "backup")
@@ -83,7 +87,7 @@ extension AccountStore {
     /// one the log was written with), and moved into place. The backup itself is not changed. A
     /// backup is also a store: opening it directly works too.
     @discardableResult
-    public static func restore(from backup: String, to directory: String) throws -> StoreCopyReport {
+    public static func restore(from backup: String, to directory: String) async throws -> StoreCopyReport {
         let source = URL(fileURLWithPath: backup).standardizedFileURL
         let target = URL(fileURLWithPath: directory).standardizedFileURL
         guard FileManager.default.fileExists(atPath: source.appendingPathComponent("log/data.mdb").path) else {
@@ -92,23 +96,32 @@ extension AccountStore {
         try StoreFolders.checkFree(target)
         let staging = try StoreFolders.makeStaging(beside: target, purpose: "restoring")
         do {
-            for part in ["log/data.mdb", "projections/data.mdb", "keys/vault"] {
-                let from = source.appendingPathComponent(part)
-                guard FileManager.default.fileExists(atPath: from.path) else { continue }
-                let to = staging.appendingPathComponent(part)
-                try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try FileManager.default.copyItem(at: from, to: to)
+            // The copies and the check read whole files: on a thread of their own.
+            let pool = BlockingPool(threads: 1, name: "restore")
+            defer { pool.shutdown() }
+            try await pool.run {
+                for part in ["log/data.mdb", "projections/data.mdb", "keys/vault"] {
+                    let from = source.appendingPathComponent(part)
+                    guard FileManager.default.fileExists(atPath: from.path) else { continue }
+                    let to = staging.appendingPathComponent(part)
+                    try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try FileManager.default.copyItem(at: from, to: to)
+                }
             }
             var options = EventLogOptions()
             options.readOnly = true
             let vaultPath = staging.appendingPathComponent("keys/vault").path
-            let vault: KeyVault? = try {
-                let log = try EventLog(path: staging.appendingPathComponent("log").path, options: options)
-                defer { log.close() }
-                return try StoreKeyingCheck.checkRecorded(log: log, vaultPath: vaultPath)
-            }()
+            let log = try EventLog(path: staging.appendingPathComponent("log").path, options: options)
+            let vault: KeyVault?
+            do {
+                vault = try await StoreKeyingCheck.checkRecorded(log: log, vaultPath: vaultPath)
+                log.close()
+            } catch {
+                log.close()
+                throw error
+            }
             vault?.release()
-            let report = try checkCopy(at: staging, against: nil, vault: vault)
+            let report = try await pool.run { try checkCopy(at: staging, against: nil, vault: vault) }
             try StoreFolders.moveIntoPlace(staging, target)
             return StoreCopyReport(directory: target.path, lastPosition: report.lastPosition, headHash: report.headHash, vaultID: report.vaultID)
         } catch {

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+internal import BlockingPool
 import EventLog
 import Foundation
 import Logging
@@ -57,106 +58,113 @@ enum StoreKeyingCheck {
 
     /// Opens the vault that belongs to `log` (nil for a plain store), recording the keying of a new
     /// store. `wantsVault` says what a new store gets.
-    static func openVault(for log: EventLog, vaultPath: String, wantsVault: Bool) throws -> KeyVault? {
+    static func openVault(for log: any EventLogBackend, vaultPath: String, wantsVault: Bool) async throws -> KeyVault? {
         let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
-        if let recorded = try recorded(in: log) {
-            return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
+        if let recorded = try await recorded(in: log) {
+            return try await open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
         }
         // No record: a new store, or one written before the keying was recorded.
         let vault: KeyVault?
-        if try log.lastPosition() == 0 {
+        if try await log.lastPosition() == 0 {
             if vaultExists && !wantsVault {
                 throw AccountStoreError.keyMismatch(
                     "\(vaultPath) exists, but the store is being created without crypto-shredding: move the vault away or turn shredding on")
             }
-            vault = wantsVault ? try KeyVault(path: vaultPath, create: true) : nil
+            vault = wantsVault ? try await openVaultFile(vaultPath, create: true) : nil
         } else {
-            vault = try vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
+            vault = try await vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
             if let vault {
-                logger.notice("recording the key setting of an older store", metadata: ["log": "\(log.path)", "vault": "\(vault.id)"])
+                logger.notice("recording the key setting of an older store", metadata: ["log": "\(log.location)", "vault": "\(vault.id)"])
             }
         }
         let proposed = vault.map(StoreKeying.init) ?? .plain
         // Another process may have recorded its choice first: then follow that one.
-        let stored = try log.setMetadataIfAbsent(StoreKeying.metadataName, proposed.encoded)
+        let stored = try await log.setMetadataIfAbsent(StoreKeying.metadataName, proposed.encoded)
         guard let recorded = StoreKeying(encoded: stored) else {
-            throw AccountStoreError.keyMismatch("the log at \(log.path) records an unreadable key setting")
+            throw AccountStoreError.keyMismatch("the log at \(log.location) records an unreadable key setting")
         }
         if recorded == proposed { return vault }
-        return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: FileManager.default.fileExists(atPath: vaultPath))
+        return try await open(recorded, log: log, vaultPath: vaultPath, vaultExists: FileManager.default.fileExists(atPath: vaultPath))
     }
 
     /// The vault that belongs to a log that is only read (a backup being restored): what the log
     /// records, or for an older log what it looks like; nothing is created or recorded.
-    static func checkRecorded(log: EventLog, vaultPath: String) throws -> KeyVault? {
+    static func checkRecorded(log: any EventLogBackend, vaultPath: String) async throws -> KeyVault? {
         let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
-        if let recorded = try recorded(in: log) {
-            return try open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
+        if let recorded = try await recorded(in: log) {
+            return try await open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
         }
-        return try vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
+        return try await vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
     }
 
     /// The keying the log records, nil when it records none; an unreadable record is an error.
-    private static func recorded(in log: EventLog) throws -> StoreKeying? {
-        guard let bytes = try log.metadata(StoreKeying.metadataName) else { return nil }
+    private static func recorded(in log: any EventLogBackend) async throws -> StoreKeying? {
+        guard let bytes = try await log.metadata(StoreKeying.metadataName) else { return nil }
         guard let recorded = StoreKeying(encoded: bytes) else {
             throw AccountStoreError.keyMismatch(
-                "the log at \(log.path) records a key setting this version cannot read (\(String(decoding: bytes, as: UTF8.self)))")
+                "the log at \(log.location) records a key setting this version cannot read (\(String(decoding: bytes, as: UTF8.self)))")
         }
         return recorded
     }
 
     /// For a log with records written before the keying was recorded: its own vault (checked
     /// against a claim), nil when it was written without one; a missing vault is an error.
-    private static func vaultOfOlderStore(_ log: EventLog, vaultPath: String, vaultExists: Bool) throws -> KeyVault? {
+    private static func vaultOfOlderStore(_ log: any EventLogBackend, vaultPath: String, vaultExists: Bool) async throws -> KeyVault? {
         if vaultExists {
-            let vault = try KeyVault(path: vaultPath, create: false)
-            try checkClaimsMatch(log: log, vault: vault, vaultPath: vaultPath)
+            let vault = try await openVaultFile(vaultPath, create: false)
+            try await checkClaimsMatch(log: log, vault: vault, vaultPath: vaultPath)
             return vault
         }
-        if try looksKeyed(log) {
+        if try await looksKeyed(log) {
             throw AccountStoreError.keyMismatch(
-                "the log at \(log.path) holds user-id claims or payloads made with a key vault, but \(vaultPath) is missing: "
+                "the log at \(log.location) holds user-id claims or payloads made with a key vault, but \(vaultPath) is missing: "
                     + "restore keys/vault from a backup (a new vault would make every account unreadable and every user id free again)")
         }
         return nil
     }
 
-    private static func open(_ recorded: StoreKeying, log: EventLog, vaultPath: String, vaultExists: Bool) throws -> KeyVault? {
+    private static func open(_ recorded: StoreKeying, log: any EventLogBackend, vaultPath: String, vaultExists: Bool) async throws -> KeyVault? {
         switch recorded {
         case .plain:
             if vaultExists {
                 throw AccountStoreError.keyMismatch(
-                    "the log at \(log.path) was written without a key vault (plain user-id claims), but \(vaultPath) exists: "
+                    "the log at \(log.location) was written without a key vault (plain user-id claims), but \(vaultPath) exists: "
                         + "move it away, or turn crypto-shredding on with `accountctl enable-shredding` (see the README)")
             }
             return nil
         case let .keyed(id, fingerprint):
             guard vaultExists else {
                 throw AccountStoreError.keyMismatch(
-                    "the log at \(log.path) was written with key vault \(id), but \(vaultPath) is missing: restore keys/vault from a backup "
+                    "the log at \(log.location) was written with key vault \(id), but \(vaultPath) is missing: restore keys/vault from a backup "
                         + "(never create a new one: every account would become unreadable and every user id free to take again)")
             }
-            let vault = try KeyVault(path: vaultPath, create: false)
+            let vault = try await openVaultFile(vaultPath, create: false)
             guard vault.id == id, vault.fingerprint == fingerprint else {
                 throw AccountStoreError.keyMismatch(
-                    "\(vaultPath) is key vault \(vault.id), but the log at \(log.path) was written with vault \(id): "
+                    "\(vaultPath) is key vault \(vault.id), but the log at \(log.location) was written with vault \(id): "
                         + "put the store's own keys/vault back")
             }
             return vault
         }
     }
 
-    /// Keyed claims are `userid:` and 64 hex digits; sealed payloads start with 0x02.
-    private static func looksKeyed(_ log: EventLog) throws -> Bool {
-        let claims = try log.claims(withPrefix: "userid:", limit: 100)
+    /// Keyed claims are `userid:` and 64 hex digits; sealed payloads start with 0x02. Stores written
+    /// before the keying was recorded are LMDB stores; their claims are listed there.
+    private static func looksKeyed(_ log: any EventLogBackend) async throws -> Bool {
+        let claims = try (log as? EventLog)?.claims(withPrefix: "userid:", limit: 100) ?? []
         if !claims.isEmpty { return claims.allSatisfy { isKeyedClaim($0.claim) } }
-        var sealed = false
-        try log.replay(from: 1) { record in
-            sealed = record.payload.first == Sealing.version
-            return !sealed
+        var next: UInt64 = 1
+        while true {
+            let batch = try await log.read(from: next, direction: .forward, limit: 1_024)
+            guard let last = batch.last else { return false }
+            if batch.contains(where: { $0.payload.first == Sealing.version }) { return true }
+            next = last.position + 1
         }
-        return sealed
+    }
+
+    /// Opens (or creates) the vault file on the vault's own thread (it reads and flushes files).
+    private static func openVaultFile(_ path: String, create: Bool) async throws -> KeyVault {
+        try await BlockingPool.vault.run { try KeyVault(path: path, create: create) }
     }
 
     static func isKeyedClaim(_ claim: String) -> Bool {
@@ -166,13 +174,13 @@ enum StoreKeyingCheck {
 
     /// An older keyed store and a vault that is not its own: a claim of the log must be the HMAC
     /// of its owner's user id under this vault's secret.
-    private static func checkClaimsMatch(log: EventLog, vault: KeyVault, vaultPath: String) throws {
-        guard let (claim, owner) = try log.claims(withPrefix: "userid:", limit: 1).first else { return }
+    private static func checkClaimsMatch(log: any EventLogBackend, vault: KeyVault, vaultPath: String) async throws {
+        guard let (claim, owner) = try (log as? EventLog)?.claims(withPrefix: "userid:", limit: 1).first else { return }
         let accounts = AccountLog(log: log, vault: vault)
-        let userId = try accounts.load(owner)?.userId ?? ""
+        let userId = try await accounts.load(owner)?.userId ?? ""
         guard !userId.isEmpty, accounts.claim(forUserId: userId) == claim else {
             throw AccountStoreError.keyMismatch(
-                "\(vaultPath) (vault \(vault.id)) does not open the accounts of the log at \(log.path): put the store's own keys/vault back")
+                "\(vaultPath) (vault \(vault.id)) does not open the accounts of the log at \(log.location): put the store's own keys/vault back")
         }
     }
 }

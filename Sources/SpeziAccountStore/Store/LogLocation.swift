@@ -1,0 +1,72 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+
+/// Where a store's event log lives, read from ``AccountStoreOptions/logLocation``; opening a store
+/// picks the log backend from it.
+///
+/// - nil: the embedded LMDB log in the store's own `log/` folder.
+/// - a path, or a `file://` URL: an embedded LMDB log in that folder.
+/// - `postgres://` or `postgresql://` URL: a log shared by several servers (not part of this build
+///   yet; refused with ``AccountStoreError/unsupportedLogLocation(_:)``).
+public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
+    /// An embedded LMDB log in this folder.
+    case folder(String)
+    /// A shared PostgreSQL log (the URL without its password, for messages).
+    case postgres(String)
+
+    /// Reads `location` for a store whose folder is `storeFolder`.
+    public init(_ location: String?, storeFolder: URL) throws {
+        guard let location, !location.isEmpty else {
+            self = .folder(storeFolder.appendingPathComponent("log").path)
+            return
+        }
+        let lowered = location.lowercased()
+        if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
+            self = .postgres(Self.withoutPassword(location))
+        } else if lowered.hasPrefix("file://") {
+            guard let url = URL(string: location), url.isFileURL, !url.path.isEmpty else {
+                throw AccountStoreError.unsupportedLogLocation("\(location) is not a valid file URL")
+            }
+            self = .folder(url.standardizedFileURL.path)
+        } else if let scheme = lowered.firstRange(of: "://") {
+            throw AccountStoreError.unsupportedLogLocation(
+                "no log backend for \"\(lowered[..<scheme.lowerBound])://\" (use a folder, a file:// URL or a postgres:// URL)")
+        } else {
+            self = .folder(URL(fileURLWithPath: location, relativeTo: storeFolder).standardizedFileURL.path)
+        }
+    }
+
+    /// The location for messages (never a password).
+    public var description: String {
+        switch self {
+        case let .folder(path): path
+        case let .postgres(url): url
+        }
+    }
+
+    /// Opens the backend.
+    func open(sync: Durability, clock: @escaping @Sendable () -> Date) async throws -> any EventLogBackend {
+        switch self {
+        case let .folder(path):
+            var options = EventLogOptions()
+            options.sync = sync
+            options.clock = clock
+            return try EventLog(path: path, options: options)
+        case let .postgres(url):
+            throw AccountStoreError.unsupportedLogLocation("\(url): this build has no PostgreSQL log backend yet")
+        }
+    }
+
+    /// `user:password@` becomes `user@`.
+    static func withoutPassword(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].lastIndex(of: "@") else { return url }
+        let credentials = url[schemeEnd.upperBound..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + String(url[at...])
+    }
+}
