@@ -95,7 +95,7 @@ enum StoreBuilder {
                 throw LogTransferError.hashMismatch(position: record.position)
             }
         }
-        let stored = try log.read(from: first, limit: chunk.count)
+        let stored = try await log.read(from: first, limit: chunk.count)
         for ((record, _), written) in zip(chunk, stored) where written.position != record.position || written.hash.description != record.hash {
             throw LogTransferError.hashMismatch(position: record.position)
         }
