@@ -117,11 +117,14 @@ let package = Package(
             name: "SpeziAccountTesting",
             dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLog", "EventLogConformance"]
         ),
+        // What the tests and the crash test share (not a product): the I/O fault shim, power loss,
+        // a seedable generator, the built executables.
+        .target(name: "TestSupport"),
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",
             dependencies: [
-                "SpeziAccountStore", "EventLog", "SpeziAccount", "SpeziAccountTesting",
+                "SpeziAccountStore", "EventLog", "SpeziAccount", "TestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             path: "Tools/crash-test"
@@ -138,7 +141,7 @@ let package = Package(
             path: "Tools/accountctl"
         ),
         .testTarget(
-            name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "SpeziAccountTesting", "EventLogConformance"]),
+            name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "TestSupport", "EventLogConformance"]),
         .testTarget(
             name: "ProjectionsTests",
             dependencies: ["Projections", "EventLog", "LMDB", .product(name: "MetricsTestKit", package: "swift-metrics")]),
@@ -155,6 +158,7 @@ let package = Package(
             name: "SpeziAccountStoreTests",
             dependencies: [
                 "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting",
+                "TestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
         .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])

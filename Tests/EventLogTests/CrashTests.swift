@@ -5,12 +5,9 @@
 
 import EventLog
 import Foundation
+import TestSupport
 import Testing
 
-/// The built executables sit next to the test bundle.
-func builtExecutable(_ name: String) -> URL {
-    URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
-}
 
 @Suite("Crash safety")
 struct CrashTests {
@@ -102,15 +99,3 @@ extension CrashTests {
     }
 }
 
-/// A small deterministic generator (SplitMix64) for reproducible test schedules.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

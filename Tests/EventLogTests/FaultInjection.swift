@@ -4,7 +4,7 @@
 //
 
 import Foundation
-import SpeziAccountTesting
+import TestSupport
 import Testing
 
 /// One run of the log's crash child, parsed.

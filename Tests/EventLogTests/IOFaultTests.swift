@@ -5,7 +5,7 @@
 
 import EventLog
 import Foundation
-import SpeziAccountTesting
+import TestSupport
 import Testing
 
 /// I/O errors and power loss, injected into a real child process by the LD_PRELOAD shim in

@@ -57,6 +57,11 @@ struct StorageFailureTests {
         #expect(status.checkpoint == 0)
 
         broken.broken.isOn.withLock { $0 = false }
+        // The runner retries on its own; this store's waits are short, so wait for the checkpoint.
+        let healing = ContinuousClock.now + .seconds(20)
+        while try await store.status().first?.checkpoint != 1, ContinuousClock.now < healing {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         try await store.waitUntilApplied("failing-storage", position: 1)
         let healed = try #require(try await store.status().first)
         #expect(healed.storageError == nil && healed.checkpoint == 1)

@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SpeziAccountStore
@@ -107,18 +108,6 @@ struct AccountEventCodingTests {
     }
 }
 
-/// A fixed-seed generator so a failing random input can be reproduced.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
 
 extension AccountEvent: CustomTestStringConvertible {
     public var testDescription: String { typeName }

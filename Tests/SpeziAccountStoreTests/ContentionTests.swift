@@ -5,6 +5,7 @@
 
 import EventLog
 import Foundation
+import TestSupport
 import SpeziAccount
 import Synchronization
 import Testing

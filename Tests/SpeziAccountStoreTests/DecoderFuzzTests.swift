@@ -5,6 +5,7 @@
 
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 @testable import EventLog

@@ -5,6 +5,7 @@
 
 import EventLog
 import Foundation
+import TestSupport
 import Projections
 import SpeziAccount
 import Testing

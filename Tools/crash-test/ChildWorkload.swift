@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import TestSupport
 import SpeziAccount
 import SpeziAccountStore
 
@@ -113,18 +114,6 @@ final class AckFile: Sendable {
     }
 }
 
-/// A small, fast, seedable generator, so a run can be repeated.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// FNV-1a of the id's bytes: the same in every process (Swift's `hashValue` is seeded per process).
 func stableHash(_ text: String) -> UInt64 {

@@ -6,7 +6,7 @@
 import EventLog
 import Foundation
 import SpeziAccountStore
-import SpeziAccountTesting
+import TestSupport
 
 /// What the rounds found.
 struct CrashSummary {
