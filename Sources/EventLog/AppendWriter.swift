@@ -42,6 +42,8 @@ final class AppendWriter: @unchecked Sendable {
     private var pending = Deque<AppendRequest>()
     private var stopping = false
     private var stopped = false
+    /// Tasks waiting, suspended, for the thread to end (``stopAsync()``).
+    private var stopWaiters: [CheckedContinuation<Void, Never>] = []
 
     private let environment: Environment
     private let databases: LogDatabases
@@ -115,14 +117,34 @@ final class AppendWriter: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Finishes the queued requests, then ends the thread; the caller's task is suspended, not
+    /// its thread, until the thread has ended.
+    func stopAsync() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            stopping = true
+            if stopped {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            stopWaiters.append(continuation)
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
     private func run() {
         while true {
             condition.lock()
             while pending.isEmpty && !stopping { condition.wait() }
             if pending.isEmpty {
                 stopped = true
+                let waiters = stopWaiters
+                stopWaiters.removeAll()
                 condition.broadcast()
                 condition.unlock()
+                for waiter in waiters { waiter.resume() }
                 return
             }
             var batch: [AppendRequest] = []

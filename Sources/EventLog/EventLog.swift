@@ -158,16 +158,31 @@ public final class EventLog: Sendable {
         }
     }
 
-    /// Finishes queued appends, ends subscriptions and closes the files. Idempotent.
+    /// Finishes queued appends, ends subscriptions and closes the files. Idempotent. Blocks the
+    /// calling thread while the writer finishes its queue: from a task, use the `async` overload.
     public func close() {
+        guard markClosed() else { return }
+        writer?.stop()
+        notifier.close()
+        environment.close()
+    }
+
+    /// Finishes queued appends, ends subscriptions and closes the files, with the calling task
+    /// suspended (not its thread) while the writer finishes its queue. Idempotent.
+    public func close() async {
+        guard markClosed() else { return }
+        await writer?.stopAsync()
+        notifier.close()
+        environment.close()
+    }
+
+    /// True for the first caller only.
+    private func markClosed() -> Bool {
         let wasClosed = isClosed.withLock { closed in
             defer { closed = true }
             return closed
         }
-        guard !wasClosed else { return }
-        writer?.stop()
-        notifier.close()
-        environment.close()
+        return !wasClosed
     }
 
     // MARK: Appending

@@ -62,7 +62,7 @@ struct CrashTests {
             }
             let report = try await log.verify()
             #expect(report.isIntact, "\(report.problem?.description ?? "")")
-            log.close()
+            await log.close()
         }
         #expect(crashes == 20)
         // The runs must have done real work for the test to mean anything.

@@ -18,7 +18,7 @@ struct DurabilityTests {
         var log = try EventLog(path: path)
         _ = try await log.append([event("a"), event("b")], to: "s")
         let logID = log.logID
-        log.close()
+        await log.close()
         log = try EventLog(path: path)
         defer { log.close() }
         #expect(log.logID == logID)
@@ -52,7 +52,7 @@ struct DurabilityTests {
         let path = directory.path("log")
         let log = try EventLog(path: path)
         _ = try await log.append(event(), to: "s")
-        log.close()
+        await log.close()
         do {
             let environment = try Environment(path: path)
             let meta = try environment.openDatabase("meta")
@@ -88,7 +88,7 @@ struct DurabilityTests {
         do {
             let log = try EventLog(path: truncated, options: relaxed)
             for index in 0..<300 { _ = try await log.append(event("e", String(repeating: "\(index)", count: 200)), to: "s\(index)") }
-            log.close()
+            await log.close()
             let file = truncated + "/data.mdb"
             let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber).intValue
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
@@ -134,8 +134,8 @@ struct DurabilityTests {
         } throws: { error in
             "\(error)".contains("already open in this process")
         }
-        log.close()
-        log.close()
+        await log.close()
+        await log.close()
         let canonical = URL(fileURLWithPath: path).standardizedFileURL.path
         await #expect(throws: EventLogError.closed(path: canonical)) { try await log.append(event(), to: "s") }
         #expect(throws: EventLogError.closed(path: canonical)) { try log.read() }
@@ -149,7 +149,7 @@ struct DurabilityTests {
         let path = directory.path("log")
         let writer = try EventLog(path: path)
         _ = try await writer.append(event("a"), to: "s")
-        writer.close()
+        await writer.close()
         var options = EventLogOptions()
         options.readOnly = true
         let reader = try EventLog(path: path, options: options)

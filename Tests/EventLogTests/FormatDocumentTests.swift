@@ -54,7 +54,7 @@ struct FormatDocumentTests {
         _ = try await log.append(event("d", String(repeating: "long ", count: 1_000)), to: "alice")
         let swiftRecords = try await log.read()
         let head = try await log.verify().headHash
-        log.close()
+        await log.close()
 
         let result = try runFormatCheck(["--json", path])
         #expect(result.status == 0, "\(result.errors)")
@@ -86,7 +86,7 @@ struct FormatDocumentTests {
         let path = directory.path("log")
         let log = try EventLog(path: path, options: relaxed)
         _ = try await log.append((1...5).map { event("t", "record-\($0)") }, to: "s")
-        log.close()
+        await log.close()
         let environment = try Environment(path: path)
         let records = try environment.openDatabase("records")
         try environment.write { txn in

@@ -93,7 +93,7 @@ struct FullDiskTests {
             let result = try await log.append([event], to: "stream-\(index % 50)", expectedVersion: .any)
             appended[result.positions.lowerBound] = event.eventID
         }
-        log.close()
+        await log.close()
 
         let reopened = try EventLog(path: path)
         defer { reopened.close() }

@@ -20,7 +20,7 @@ struct IntegrityTests {
             event("t", "marker-\(String(format: "%05d", position))".padding(toLength: 64, withPad: ".", startingAt: 0))
         }
         _ = try await log.append(events, to: "stream")
-        log.close()
+        await log.close()
     }
 
     /// The byte range of record `position` in the data file (records are found by their unique payload).
@@ -92,7 +92,7 @@ struct IntegrityTests {
             }
             #expect(throws: EventLogError.self, "\(context)") { try log.record(at: UInt64(position)) }
             if readerThrew { detectedByReaders += 1 }
-            log.close()
+            await log.close()
         }
         print("byte flips: \(flips.count) flipped, \(detectedByVerify) found by verify, \(detectedByReaders) by readers")
         #expect(detectedByVerify == flips.count && detectedByReaders == flips.count)
@@ -146,7 +146,7 @@ struct IntegrityTests {
             let log = try EventLog(path: path)
             let report = try await log.verify()
             #expect(report.problem == IntegrityProblem(position: 4, kind: .positionGap, detail: "position 4 is missing; the next record is at 5"))
-            log.close()
+            await log.close()
         }
         let second = directory.path("second")
         try await makeLog(at: second, count: 5)

@@ -85,7 +85,7 @@ struct SubscriptionTests {
             return count
         }
         try await Task.sleep(for: .milliseconds(100))
-        log.close()
+        await log.close()
         #expect(try await consumer.value == 2)
     }
 

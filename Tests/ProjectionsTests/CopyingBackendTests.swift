@@ -45,7 +45,7 @@ final class ProtocolOnlyLog: EventLogBackend {
     }
     func statistics() async throws -> LogStatistics { try base.statistics() }
     func sync() async throws { try base.sync() }
-    func close() async { base.close() }
+    func close() async { await base.close() }
     func metadata(_ name: String) async throws -> [UInt8]? { try base.metadata(name) }
     func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8] { try base.setMetadataIfAbsent(name, value) }
 }

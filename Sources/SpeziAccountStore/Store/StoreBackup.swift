@@ -115,9 +115,9 @@ extension AccountStore {
             let vault: KeyVault?
             do {
                 vault = try await StoreKeyingCheck.checkRecorded(log: log, vaultPath: vaultPath)
-                log.close()
+                await log.close()
             } catch {
-                log.close()
+                await log.close()
                 throw error
             }
             vault?.release()
