@@ -64,7 +64,6 @@ let package = Package(
                 "LMDB",
                 "CChecksum",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections")
             ]
@@ -97,10 +96,10 @@ let package = Package(
             name: "SpeziAccountStore",
             dependencies: [
                 "CChecksum",
+                "EventLogProtocol",
                 "EventLog",
                 "Projections",
                 "BlockingPool",
-                "LMDB",
                 "Spezi",
                 "SpeziAccount",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -115,7 +114,7 @@ let package = Package(
         // and ids, headless versions of the seed's UI-test helpers. No XCTest or Testing import.
         .target(
             name: "SpeziAccountTesting",
-            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLog", "EventLogConformance"]
+            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLogProtocol", "EventLogConformance"]
         ),
         // What the tests and the crash test share (not a product): the I/O fault shim, power loss,
         // a seedable generator, the built executables.
@@ -135,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "accountctl",
             dependencies: [
-                "SpeziAccountStore", "EventLog", "Projections", "SpeziAccount",
+                "SpeziAccountStore", "EventLogProtocol", "Projections", "SpeziAccount",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             path: "Tools/accountctl"

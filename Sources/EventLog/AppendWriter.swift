@@ -218,7 +218,7 @@ final class AppendWriter: @unchecked Sendable {
             }
             let version = try txn.withCursor(databases.records) { cursor -> UInt64 in
                 guard let entry = try cursor.seek(atOrAfter: BigEndian.bytes(last)) else { return 0 }
-                return BigEndian.uint64(entry.value, at: 46)
+                return BigEndian.uint64(entry.value, at: RecordFormat.Offset.streamVersion)
             }
             return AppendResult(positions: first...last, streamVersion: version, wasDuplicate: true)
         }

@@ -24,7 +24,20 @@ internal import LMDB
 enum RecordFormat {
     static let formatVersion: UInt32 = 1
     static let layoutVersion: UInt8 = 1
-    static let bodyOffset = 36
+    /// Where each fixed field starts (see the table above).
+    enum Offset {
+        static let checksum = 0
+        static let chainHash = 4
+        static let layout = 36
+        static let flags = 37
+        static let position = 38
+        static let streamVersion = 46
+        static let timestamp = 54
+        static let eventID = 62
+        static let schemaVersion = 78
+    }
+    /// The first byte the chain hash covers (the layout byte).
+    static let bodyOffset = Offset.layout
     static let fixedSize = 82
     static let maxStreamIDBytes = 400
     static let maxTypeBytes = 255
@@ -88,7 +101,7 @@ enum RecordFormat {
         precondition(writer.offset == buffer.count, "record size mismatch")
         let hash = chainHash(previous: previous, body: UnsafeRawBufferPointer(rebasing: buffer[bodyOffset...]))
         hash.withBytes { buffer.baseAddress!.advanced(by: 4).copyMemory(from: $0.baseAddress!, byteCount: 32) }
-        let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[4...]))
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[Offset.chainHash...]))
         buffer.storeBytes(of: crc.bigEndian, toByteOffset: 0, as: UInt32.self)
         return hash
     }
@@ -103,7 +116,7 @@ enum RecordFormat {
 
     /// The stored chain hash of a record whose length was checked.
     static func storedHash(_ record: UnsafeRawBufferPointer) -> ChainHash {
-        ChainHash(UnsafeRawBufferPointer(rebasing: record[4..<36]))
+        ChainHash(UnsafeRawBufferPointer(rebasing: record[Offset.chainHash..<Offset.layout]))
     }
 
     /// Checks the CRC and the structure, then decodes. `position` is the record's key.

@@ -28,12 +28,14 @@ public struct RecordView: LogRecord {
             throw corrupt("the record has \(record.count) bytes, fewer than the smallest possible record")
         }
         let stored = BigEndian.uint32(record)
-        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[4...]))
+        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[RecordFormat.Offset.chainHash...]))
         guard stored == computed else {
             throw corrupt(String(format: "checksum mismatch (stored %08x, computed %08x)", stored, computed))
         }
-        guard record[36] == RecordFormat.layoutVersion else { throw corrupt("unknown record layout \(record[36])") }
-        let storedPosition = BigEndian.uint64(record, at: 38)
+        guard record[RecordFormat.Offset.layout] == RecordFormat.layoutVersion else {
+            throw corrupt("unknown record layout \(record[RecordFormat.Offset.layout])")
+        }
+        let storedPosition = BigEndian.uint64(record, at: RecordFormat.Offset.position)
         guard storedPosition == position else { throw corrupt("the record says position \(storedPosition) but is stored under \(position)") }
         var reader = ByteReader(buffer: record, offset: RecordFormat.fixedSize)
         guard let streamLength = reader.u16(), let stream = reader.range(count: Int(streamLength)),
@@ -65,16 +67,16 @@ public struct RecordView: LogRecord {
     }
 
     /// The stream version.
-    public var streamVersion: UInt64 { BigEndian.uint64(bytes, at: 46) }
+    public var streamVersion: UInt64 { BigEndian.uint64(bytes, at: RecordFormat.Offset.streamVersion) }
     /// The schema version of the payload.
-    public var schemaVersion: UInt32 { BigEndian.uint32(bytes, at: 78) }
+    public var schemaVersion: UInt32 { BigEndian.uint32(bytes, at: RecordFormat.Offset.schemaVersion) }
     /// The commit time.
     public var timestamp: Date {
-        Date(timeIntervalSince1970: Double(Int64(bitPattern: BigEndian.uint64(bytes, at: 54))) / 1_000_000)
+        Date(timeIntervalSince1970: Double(Int64(bitPattern: BigEndian.uint64(bytes, at: RecordFormat.Offset.timestamp))) / 1_000_000)
     }
     /// The event id.
     public var eventID: UUID {
-        var reader = ByteReader(buffer: bytes, offset: 62)
+        var reader = ByteReader(buffer: bytes, offset: RecordFormat.Offset.eventID)
         return reader.uuid()!
     }
     /// The stream id's bytes, in place.

@@ -81,7 +81,7 @@ struct LogHead: Sendable {
             let record = try RecordView(entry.value, position: position, path: path)
             return LogHead(
                 position: position, hash: record.hash,
-                timestampMicros: Int64(bitPattern: BigEndian.uint64(entry.value, at: 54)))
+                timestampMicros: Int64(bitPattern: BigEndian.uint64(entry.value, at: RecordFormat.Offset.timestamp)))
         }
     }
 }

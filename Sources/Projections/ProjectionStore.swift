@@ -66,7 +66,9 @@ public final class ProjectionStore: Sendable {
 
     /// Opens (or creates) the projections in the directory at `path` and starts following the log.
     /// A projection whose stored fingerprint differs from its current one starts rebuilding at once.
-    public init(path: String, log: any EventLogBackend, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()) throws {
+    public init(
+        path: String, log: any EventLogBackend, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()
+    ) throws {
         var seen = Set<String>()
         for projection in projections where !seen.insert(projection.name).inserted {
             throw ProjectionError.duplicateName(projection.name)

@@ -3,8 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
 @_exported import EventLogConformance
+import EventLogProtocol
 import Foundation
 import Projections
 import SpeziAccount

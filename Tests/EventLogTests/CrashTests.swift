@@ -8,7 +8,6 @@ import Foundation
 import TestSupport
 import Testing
 
-
 @Suite("Crash safety")
 struct CrashTests {
     struct Ack: Hashable {
@@ -98,4 +97,3 @@ extension CrashTests {
         #expect(try log.lastPosition() == 2)
     }
 }
-

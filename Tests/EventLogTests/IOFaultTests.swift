@@ -24,7 +24,8 @@ struct IOFaultTests {
         #expect(report.isIntact, "\(report.problem?.description ?? "") (\(context))")
     }
 
-    @Test("power loss in durable mode: cuts continue until 4 of them landed in unflushed windows; every acknowledged append survives, the log verifies")
+    @Test(
+        "power loss in durable mode: cuts continue until 4 of them landed in unflushed windows; every acknowledged append survives, the log verifies")
     func durablePowerLoss() async throws {
         let directory = TemporaryDirectory("powerloss")
         defer { directory.cleanup() }
@@ -48,7 +49,9 @@ struct IOFaultTests {
             if outcome.writesUndone > 0 { cutsInWindow += 1 }
             try expectSurvivors(acknowledged, in: path, "after power loss \(cuts)")
         }
-        print("durable power loss: \(cuts) cuts, \(cutsInWindow) inside unflushed windows, \(acknowledged.count) acknowledged appends, 0 lost, \(undone) unflushed writes undone")
+        print(
+            "durable power loss: \(cuts) cuts, \(cutsInWindow) inside unflushed windows, \(acknowledged.count) acknowledged appends, 0 lost, \(undone) unflushed writes undone"
+        )
         #expect(cutsInWindow >= 4, "only \(cutsInWindow) of \(cuts) cuts undid unflushed writes")
         #expect(acknowledged.count > 100)
     }

@@ -5,9 +5,9 @@
 
 import EventLog
 import Foundation
-import TestSupport
 import LMDB
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Integrity: checksums and the hash chain")

@@ -60,7 +60,8 @@ struct CopyingBackendTests {
         let log = ProtocolOnlyLog(lmdb)
         #expect(!(log is any InPlaceScanning))
         for index in 0..<2_500 {
-            _ = try await log.append([ProposedEvent(type: "t", payload: Data("\(index)".utf8))], to: "s\(index % 5)", expectedVersion: .any, claims: [], releases: [])
+            _ = try await log.append(
+                [ProposedEvent(type: "t", payload: Data("\(index)".utf8))], to: "s\(index % 5)", expectedVersion: .any, claims: [], releases: [])
         }
         var options = ProjectionStoreOptions()
         options.batchSize = 700
@@ -68,7 +69,8 @@ struct CopyingBackendTests {
         try await store.waitUntilApplied("stream-counts", position: 2_500)
         for stream in 0..<5 { #expect(try StreamCounts.count("s\(stream)", in: store) == 500) }
         for _ in 0..<20 {
-            let result = try await log.append([ProposedEvent(type: "t", payload: Data())], to: "live", expectedVersion: .any, claims: [], releases: [])
+            let result = try await log.append(
+                [ProposedEvent(type: "t", payload: Data())], to: "live", expectedVersion: .any, claims: [], releases: [])
             try await store.waitUntilApplied("stream-counts", position: result.positions.upperBound)
         }
         #expect(try StreamCounts.count("live", in: store) == 20)
@@ -88,7 +90,8 @@ struct CopyingBackendTests {
         defer { fixture.cleanup() }
         let log = ProtocolOnlyLog(try fixture.openLog())
         for index in 0..<10 {
-            _ = try await log.append([ProposedEvent(type: "t", payload: Data("p\(index)".utf8))], to: "s", expectedVersion: .any, claims: [], releases: [])
+            _ = try await log.append(
+                [ProposedEvent(type: "t", payload: Data("p\(index)".utf8))], to: "s", expectedVersion: .any, claims: [], releases: [])
         }
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts(failAtPayload: "p6")])
         await #expect(throws: ProjectionError.failed(projection: "stream-counts", position: 7, reason: "cannot apply p6")) {

@@ -108,7 +108,6 @@ struct AccountEventCodingTests {
     }
 }
 
-
 extension AccountEvent: CustomTestStringConvertible {
     public var testDescription: String { typeName }
 }

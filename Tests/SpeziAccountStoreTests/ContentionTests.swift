@@ -5,9 +5,9 @@
 
 import EventLog
 import Foundation
-import TestSupport
 import SpeziAccount
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SpeziAccountStore

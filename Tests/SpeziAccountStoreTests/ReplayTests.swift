@@ -5,9 +5,9 @@
 
 import EventLog
 import Foundation
-import TestSupport
 import Projections
 import SpeziAccount
+import TestSupport
 import Testing
 
 @testable import SpeziAccountStore

@@ -127,7 +127,8 @@ struct StoreKeyingTests {
         try forgetKeying(fixture)
         store = try await fixture.open()
         #expect(store.accounts.vault?.id == vaultID)
-        await #expect(StoreKeying(encoded: try #require(try store.log.metadata("account-store/keying"))) == StoreKeying(try #require(store.accounts.vault)))
+        await #expect(
+            StoreKeying(encoded: try #require(try store.log.metadata("account-store/keying"))) == StoreKeying(try #require(store.accounts.vault)))
         await #expect(try store.resolve("lelandstanford@stanford.edu") == id)
         await store.close()
     }

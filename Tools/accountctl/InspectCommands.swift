@@ -4,7 +4,7 @@
 //
 
 import ArgumentParser
-import EventLog
+import EventLogProtocol
 import Foundation
 import SpeziAccount
 import SpeziAccountStore

@@ -4,9 +4,9 @@
 //
 
 import Foundation
-import TestSupport
 import SpeziAccount
 import SpeziAccountStore
+import TestSupport
 
 /// The store as the crash test opens it: durable appends, cheap password hashing (the test is about
 /// durability, not hashing cost).
@@ -113,7 +113,6 @@ final class AckFile: Sendable {
         _ = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
     }
 }
-
 
 /// FNV-1a of the id's bytes: the same in every process (Swift's `hashValue` is seeded per process).
 func stableHash(_ text: String) -> UInt64 {
