@@ -53,6 +53,12 @@ let package = Package(
         ),
         // The backend-neutral vocabulary of the log and the protocol every log backend conforms to.
         .target(name: "EventLogProtocol"),
+        // The record layout both log backends store and hash (FORMAT.md): encoding, limits, CRC-32C,
+        // the SHA-256 chain. No storage engine in it.
+        .target(
+            name: "LogRecordFormat",
+            dependencies: ["EventLogProtocol", "CChecksum", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // The checks every log backend must pass (no test framework imported; the test kit re-exports it).
         .target(name: "EventLogConformance", dependencies: ["EventLogProtocol"]),
         // The generic, durable, append-only log on LMDB (the embedded backend). Knows bytes and
@@ -61,8 +67,8 @@ let package = Package(
             name: "EventLog",
             dependencies: [
                 "EventLogProtocol",
+                "LogRecordFormat",
                 "LMDB",
-                "CChecksum",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections")

@@ -6,6 +6,7 @@
 import DequeModule
 import Foundation
 internal import LMDB
+import LogRecordFormat
 import Metrics
 import Synchronization
 

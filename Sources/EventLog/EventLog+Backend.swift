@@ -5,6 +5,7 @@
 
 import Foundation
 internal import LMDB
+import LogRecordFormat
 
 extension EventLog: EventLogBackend {
     /// The log's folder.

@@ -5,6 +5,7 @@
 
 import Foundation
 internal import LMDB
+import LogRecordFormat
 
 extension EventLog {
     /// The prefix of the `meta` keys that belong to the application writing the log.

@@ -6,6 +6,7 @@
 @_exported import EventLogProtocol
 import Foundation
 internal import LMDB
+@_exported import LogRecordFormat
 import Synchronization
 
 /// Options for opening an ``EventLog``.

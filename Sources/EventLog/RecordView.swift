@@ -5,6 +5,7 @@
 
 import Foundation
 internal import LMDB
+import LogRecordFormat
 
 /// A checked record read in place, without copying: its fields are decoded only when asked for,
 /// and its payload points into LMDB's map. Valid only inside the ``EventLog/scan(from:batchSize:_:)``
@@ -170,5 +171,12 @@ extension EventLog: InPlaceScanning {
             }
             if stop || count == 0 { return }
         }
+    }
+}
+
+extension RecordFormat {
+    /// Checks the CRC and the structure, then decodes. `position` is the record's key.
+    static func decode(_ record: UnsafeRawBufferPointer, position: UInt64, path: String) throws(EventLogError) -> RecordedEvent {
+        try RecordView(record, position: position, path: path).decoded()
     }
 }

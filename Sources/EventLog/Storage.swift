@@ -5,6 +5,7 @@
 
 import Foundation
 internal import LMDB
+import LogRecordFormat
 
 /// The log's named databases and their key encodings (FORMAT.md, "Sub-databases").
 struct LogDatabases: Sendable {

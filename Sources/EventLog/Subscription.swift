@@ -5,6 +5,7 @@
 
 import Foundation
 internal import LMDB
+import LogRecordFormat
 
 extension EventLog {
     /// A catch-up subscription: every record after `position` (of one stream, or of the whole log),

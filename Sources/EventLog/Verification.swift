@@ -5,6 +5,7 @@
 
 import Foundation
 internal import LMDB
+import LogRecordFormat
 
 extension EventLog {
     /// Checks every record's checksum, the hash chain, gap-free positions and both indexes, reading

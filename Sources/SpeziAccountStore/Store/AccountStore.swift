@@ -132,7 +132,7 @@ public final class AccountStore: Sendable {
                     deletions[accountId] = try await accounts.load(accountId)?.isDeleted ?? true
                 }
                 let settled = deletions
-                try await vault.offPool { try $0.finishShredding(settled) }
+                _ = try await vault.offPool { try $0.finishShredding(settled) }
             }
             projections = try ProjectionStore(
                 path: root.appendingPathComponent("projections").path, log: log,

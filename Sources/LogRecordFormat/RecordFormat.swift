@@ -4,8 +4,8 @@
 //
 
 import Crypto
+import EventLogProtocol
 import Foundation
-internal import LMDB
 
 /// The byte layout of one record (format version 1); FORMAT.md describes it for other readers.
 ///
@@ -21,31 +21,31 @@ internal import LMDB
 /// ..  u32  payload length, payload
 /// ```
 /// All integers big-endian; strings UTF-8.
-enum RecordFormat {
-    static let formatVersion: UInt32 = 1
-    static let layoutVersion: UInt8 = 1
+package enum RecordFormat {
+    package static let formatVersion: UInt32 = 1
+    package static let layoutVersion: UInt8 = 1
     /// Where each fixed field starts (see the table above).
-    enum Offset {
-        static let checksum = 0
-        static let chainHash = 4
-        static let layout = 36
-        static let flags = 37
-        static let position = 38
-        static let streamVersion = 46
-        static let timestamp = 54
-        static let eventID = 62
-        static let schemaVersion = 78
+    package enum Offset {
+        package static let checksum = 0
+        package static let chainHash = 4
+        package static let layout = 36
+        package static let flags = 37
+        package static let position = 38
+        package static let streamVersion = 46
+        package static let timestamp = 54
+        package static let eventID = 62
+        package static let schemaVersion = 78
     }
     /// The first byte the chain hash covers (the layout byte).
-    static let bodyOffset = Offset.layout
-    static let fixedSize = 82
-    static let maxStreamIDBytes = 400
-    static let maxTypeBytes = 255
-    static let maxMetadataPairs = 256
-    static let maxMetadataFieldBytes = Int(UInt16.max)
+    package static let bodyOffset = Offset.layout
+    package static let fixedSize = 82
+    package static let maxStreamIDBytes = 400
+    package static let maxTypeBytes = 255
+    package static let maxMetadataPairs = 256
+    package static let maxMetadataFieldBytes = Int(UInt16.max)
 
     /// Checks a stream id: 1–400 bytes of UTF-8 without NUL (NUL separates it from the version in keys).
-    static func validate(streamID: String) throws(EventLogError) {
+    package static func validate(streamID: String) throws(EventLogError) {
         let count = streamID.utf8.count
         if count == 0 { throw .invalidStreamID(streamID, reason: "it is empty") }
         if count > maxStreamIDBytes { throw .invalidStreamID(streamID, reason: "it has \(count) bytes; the limit is \(maxStreamIDBytes)") }
@@ -53,7 +53,7 @@ enum RecordFormat {
     }
 
     /// Checks one event against the limits and returns its encoded size.
-    static func encodedSize(streamID: String, event: ProposedEvent, pairs: [(String, String)], maxPayload: Int) throws(EventLogError) -> Int {
+    package static func encodedSize(streamID: String, event: ProposedEvent, pairs: [(String, String)], maxPayload: Int) throws(EventLogError) -> Int {
         let typeCount = event.type.utf8.count
         if typeCount == 0 || typeCount > maxTypeBytes {
             throw .invalidEvent(reason: "event type \"\(event.type.prefix(80))\" must have 1–\(maxTypeBytes) bytes, has \(typeCount)")
@@ -77,7 +77,7 @@ enum RecordFormat {
     }
 
     /// Writes a record into `buffer` (exactly `encodedSize` bytes), chaining it to `previous`.
-    static func write(
+    package static func write(
         into buffer: UnsafeMutableRawBufferPointer, position: UInt64, streamVersion: UInt64, timestampMicros: Int64,
         streamID: String, event: ProposedEvent, pairs: [(String, String)], previous: ChainHash
     ) -> ChainHash {
@@ -107,7 +107,7 @@ enum RecordFormat {
     }
 
     /// SHA-256(previous || body).
-    static func chainHash(previous: ChainHash, body: UnsafeRawBufferPointer) -> ChainHash {
+    package static func chainHash(previous: ChainHash, body: UnsafeRawBufferPointer) -> ChainHash {
         var hasher = SHA256()
         previous.withBytes { hasher.update(bufferPointer: $0) }
         hasher.update(bufferPointer: body)
@@ -115,47 +115,48 @@ enum RecordFormat {
     }
 
     /// The stored chain hash of a record whose length was checked.
-    static func storedHash(_ record: UnsafeRawBufferPointer) -> ChainHash {
+    package static func storedHash(_ record: UnsafeRawBufferPointer) -> ChainHash {
         ChainHash(UnsafeRawBufferPointer(rebasing: record[Offset.chainHash..<Offset.layout]))
     }
 
-    /// Checks the CRC and the structure, then decodes. `position` is the record's key.
-    static func decode(_ record: UnsafeRawBufferPointer, position: UInt64, path: String) throws(EventLogError) -> RecordedEvent {
-        try RecordView(record, position: position, path: path).decoded()
-    }
 }
 
 /// Sequential big-endian writes into a buffer whose size was computed beforehand.
-struct ByteWriter {
-    let buffer: UnsafeMutableRawBufferPointer
-    var offset: Int
+package struct ByteWriter {
+    package let buffer: UnsafeMutableRawBufferPointer
+    package var offset: Int
 
-    mutating func u8(_ value: UInt8) {
+    package init(buffer: UnsafeMutableRawBufferPointer, offset: Int) {
+        self.buffer = buffer
+        self.offset = offset
+    }
+
+    package mutating func u8(_ value: UInt8) {
         buffer[offset] = value
         offset += 1
     }
-    mutating func u16(_ value: UInt16) {
+    package mutating func u16(_ value: UInt16) {
         buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt16.self)
         offset += 2
     }
-    mutating func u32(_ value: UInt32) {
+    package mutating func u32(_ value: UInt32) {
         buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt32.self)
         offset += 4
     }
-    mutating func u64(_ value: UInt64) {
+    package mutating func u64(_ value: UInt64) {
         buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: UInt64.self)
         offset += 8
     }
-    mutating func uuid(_ value: UUID) {
+    package mutating func uuid(_ value: UUID) {
         withUnsafeBytes(of: value.uuid) { bytes(UnsafeRawBufferPointer($0)) }
     }
-    mutating func bytes(_ source: UnsafeRawBufferPointer) {
+    package mutating func bytes(_ source: UnsafeRawBufferPointer) {
         guard source.count > 0 else { return }
         (buffer.baseAddress! + offset).copyMemory(from: source.baseAddress!, byteCount: source.count)
         offset += source.count
     }
-    mutating func data(_ value: Data) { value.withUnsafeBytes { bytes($0) } }
-    mutating func string16(_ value: String) {
+    package mutating func data(_ value: Data) { value.withUnsafeBytes { bytes($0) } }
+    package mutating func string16(_ value: String) {
         var value = value
         value.withUTF8 { utf8 in
             u16(UInt16(utf8.count))
@@ -165,42 +166,47 @@ struct ByteWriter {
 }
 
 /// Bounds-checked sequential big-endian reads; nil when the buffer ends too early.
-struct ByteReader {
-    let buffer: UnsafeRawBufferPointer
-    var offset: Int
+package struct ByteReader {
+    package let buffer: UnsafeRawBufferPointer
+    package var offset: Int
 
-    mutating func u16() -> UInt16? {
+    package init(buffer: UnsafeRawBufferPointer, offset: Int) {
+        self.buffer = buffer
+        self.offset = offset
+    }
+
+    package mutating func u16() -> UInt16? {
         guard buffer.count - offset >= 2 else { return nil }
         defer { offset += 2 }
-        return BigEndian.uint16(buffer, at: offset)
+        return UInt16(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
     }
-    mutating func u32() -> UInt32? {
+    package mutating func u32() -> UInt32? {
         guard buffer.count - offset >= 4 else { return nil }
         defer { offset += 4 }
-        return BigEndian.uint32(buffer, at: offset)
+        return UInt32(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
-    mutating func u64() -> UInt64? {
+    package mutating func u64() -> UInt64? {
         guard buffer.count - offset >= 8 else { return nil }
         defer { offset += 8 }
-        return BigEndian.uint64(buffer, at: offset)
+        return UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
     }
-    mutating func uuid() -> UUID? {
+    package mutating func uuid() -> UUID? {
         guard buffer.count - offset >= 16 else { return nil }
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 16])) }
         offset += 16
         return UUID(uuid: raw)
     }
-    mutating func slice(count: Int) -> UnsafeRawBufferPointer? {
+    package mutating func slice(count: Int) -> UnsafeRawBufferPointer? {
         guard count >= 0, buffer.count - offset >= count else { return nil }
         defer { offset += count }
         return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
     }
-    mutating func string16() -> String? {
+    package mutating func string16() -> String? {
         guard let count = u16(), let bytes = slice(count: Int(count)) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
-    mutating func data(count: Int) -> Data? {
+    package mutating func data(count: Int) -> Data? {
         slice(count: count).map { Data($0) }
     }
 }
