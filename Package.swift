@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
         // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
@@ -72,6 +73,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections")
+            ]
+        ),
+        // The log on PostgreSQL, for several app servers on one shared log (postgres-nio).
+        .target(
+            name: "PostgresEventLog",
+            dependencies: [
+                "EventLogProtocol",
+                "LogRecordFormat",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         // Read models built by replaying the log: generations, checkpoints, blue/green rebuilds.
@@ -147,6 +158,9 @@ let package = Package(
         ),
         .testTarget(
             name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "TestSupport", "EventLogConformance"]),
+        .testTarget(
+            name: "PostgresEventLogTests",
+            dependencies: ["PostgresEventLog", "EventLogConformance", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
         .testTarget(
             name: "ProjectionsTests",
             dependencies: ["Projections", "EventLog", "LMDB", .product(name: "MetricsTestKit", package: "swift-metrics")]),

@@ -254,30 +254,12 @@ public final class EventLog: Sendable {
         _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>,
         timestamps: [Int64]?
     ) throws -> AppendRequest {
-        try RecordFormat.validate(streamID: streamID)
-        if let timestamps, timestamps.count != events.count {
-            throw EventLogError.invalidEvent(reason: "\(timestamps.count) timestamps for \(events.count) events")
-        }
-        for claim in claims.union(releases) where claim.utf8.isEmpty || claim.utf8.count > 500 {
-            throw EventLogError.invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
-        }
-        guard !events.isEmpty else { throw EventLogError.invalidEvent(reason: "an append needs at least one event") }
-        var seen = Set<UUID>()
-        var pairs: [[(String, String)]] = []
-        var sizes: [Int] = []
-        pairs.reserveCapacity(events.count)
-        sizes.reserveCapacity(events.count)
-        for event in events {
-            guard seen.insert(event.eventID).inserted else {
-                throw EventLogError.invalidEvent(reason: "event id \(event.eventID.uuidString) appears twice in one append")
-            }
-            let eventPairs = event.metadata.pairs
-            sizes.append(try RecordFormat.encodedSize(streamID: streamID, event: event, pairs: eventPairs, maxPayload: options.maxPayloadBytes))
-            pairs.append(eventPairs)
-        }
+        let checked = try CheckedAppend(
+            events, to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases, timestamps: timestamps,
+            maxPayload: options.maxPayloadBytes)
         return AppendRequest(
             streamID: streamID, expected: expectedVersion, events: events,
-            metadataPairs: pairs, sizes: sizes, claims: claims, releases: releases, timestamps: timestamps)
+            metadataPairs: checked.metadataPairs, sizes: checked.sizes, claims: claims, releases: releases, timestamps: timestamps)
     }
 
     /// Appends one event.

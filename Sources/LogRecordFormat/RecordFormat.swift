@@ -210,3 +210,107 @@ package struct ByteReader {
         slice(count: count).map { Data($0) }
     }
 }
+
+/// An append checked against the limits every backend enforces, with its records' metadata pairs
+/// and encoded sizes worked out.
+package struct CheckedAppend: Sendable {
+    package let streamID: String
+    package let events: [ProposedEvent]
+    package let metadataPairs: [[(String, String)]]
+    package let sizes: [Int]
+    package let expected: ExpectedVersion
+    package let claims: Set<String>
+    package let releases: Set<String>
+    /// For imported events: each one's own time (µs since 1970) instead of the log's clock.
+    package let timestamps: [Int64]?
+
+    /// Checks the stream id, the events (at least one, distinct ids, sizes), the claims and the
+    /// timestamps; throws the typed error a caller expects of every backend.
+    package init(
+        _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>,
+        timestamps: [Int64]?, maxPayload: Int
+    ) throws(EventLogError) {
+        try RecordFormat.validate(streamID: streamID)
+        if let timestamps, timestamps.count != events.count {
+            throw .invalidEvent(reason: "\(timestamps.count) timestamps for \(events.count) events")
+        }
+        for claim in claims.union(releases) where claim.utf8.isEmpty || claim.utf8.count > 500 {
+            throw .invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
+        }
+        guard !events.isEmpty else { throw .invalidEvent(reason: "an append needs at least one event") }
+        var seen = Set<UUID>()
+        var pairs: [[(String, String)]] = []
+        var sizes: [Int] = []
+        pairs.reserveCapacity(events.count)
+        sizes.reserveCapacity(events.count)
+        for event in events {
+            guard seen.insert(event.eventID).inserted else {
+                throw .invalidEvent(reason: "event id \(event.eventID.uuidString) appears twice in one append")
+            }
+            let eventPairs = event.metadata.pairs
+            sizes.append(try RecordFormat.encodedSize(streamID: streamID, event: event, pairs: eventPairs, maxPayload: maxPayload))
+            pairs.append(eventPairs)
+        }
+        self.streamID = streamID
+        self.events = events
+        self.metadataPairs = pairs
+        self.sizes = sizes
+        self.expected = expectedVersion
+        self.claims = claims
+        self.releases = releases
+        self.timestamps = timestamps
+    }
+
+    /// The stored-time of an imported event, in µs since 1970.
+    package static func micros(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+    }
+}
+
+extension RecordFormat {
+    /// Encodes one record (the layout above) and returns its bytes, chain hash and CRC.
+    package static func encode(
+        position: UInt64, streamVersion: UInt64, timestampMicros: Int64, streamID: String, event: ProposedEvent,
+        pairs: [(String, String)], size: Int, previous: ChainHash
+    ) -> (bytes: [UInt8], hash: ChainHash, crc: UInt32) {
+        var hash = previous
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            hash = write(
+                into: raw, position: position, streamVersion: streamVersion, timestampMicros: timestampMicros, streamID: streamID,
+                event: event, pairs: pairs, previous: previous)
+            count = size
+        }
+        let crc = UInt32(bigEndian: bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: Offset.checksum, as: UInt32.self) })
+        return (bytes, hash, crc)
+    }
+
+    /// The metadata section of a record (u16 pair count, then each pair as two u16-prefixed strings).
+    package static func encodeMetadata(_ pairs: [(String, String)]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        func u16(_ value: Int) {
+            bytes.append(UInt8(value >> 8))
+            bytes.append(UInt8(value & 0xFF))
+        }
+        u16(pairs.count)
+        for (key, value) in pairs {
+            u16(key.utf8.count)
+            bytes += key.utf8
+            u16(value.utf8.count)
+            bytes += value.utf8
+        }
+        return bytes
+    }
+
+    /// Reads a metadata section; nil when it is malformed.
+    package static func decodeMetadata(_ bytes: UnsafeRawBufferPointer) -> [(String, String)]? {
+        var reader = ByteReader(buffer: bytes, offset: 0)
+        guard let count = reader.u16() else { return nil }
+        var pairs: [(String, String)] = []
+        for _ in 0..<count {
+            guard let key = reader.string16(), let value = reader.string16() else { return nil }
+            pairs.append((key, value))
+        }
+        return reader.offset == bytes.count ? pairs : nil
+    }
+}

@@ -6,8 +6,10 @@
 import Synchronization
 
 /// Wakes subscribers when the log's committed position moves past theirs. Appends in this process
-/// publish at once; appends by other processes are noticed by polling the disk while anyone waits.
-final class CommitNotifier: Sendable {
+/// publish at once; appends by other processes are noticed by polling the storage while anyone
+/// waits (and, where the backend has them, by notifications that publish early). Shared by the
+/// backends of this package.
+package final class CommitNotifier: Sendable {
     private struct State {
         var committed: UInt64
         var closed = false
@@ -19,18 +21,18 @@ final class CommitNotifier: Sendable {
 
     private let state: Mutex<State>
     private let pollInterval: Duration
-    private let poll: @Sendable () -> UInt64?
+    private let poll: @Sendable () async -> UInt64?
 
-    init(committed: UInt64, pollInterval: Duration, poll: @escaping @Sendable () -> UInt64?) {
+    package init(committed: UInt64, pollInterval: Duration, poll: @escaping @Sendable () async -> UInt64?) {
         state = Mutex(State(committed: committed))
         self.pollInterval = pollInterval
         self.poll = poll
     }
 
-    var committed: UInt64 { state.withLock { $0.committed } }
+    package var committed: UInt64 { state.withLock { $0.committed } }
 
     /// Records a new committed position and wakes everyone waiting below it.
-    func publish(_ position: UInt64) {
+    package func publish(_ position: UInt64) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard position > state.committed else { return [] }
             state.committed = position
@@ -45,7 +47,7 @@ final class CommitNotifier: Sendable {
     }
 
     /// Wakes everyone for good: the log closed.
-    func close() {
+    package func close() {
         let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closed = true
             defer { state.waiters.removeAll() }
@@ -54,10 +56,10 @@ final class CommitNotifier: Sendable {
         for waiter in all { waiter.resume() }
     }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    package var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Returns once the committed position exceeds `position`, the log closes, or the task is cancelled.
-    func wait(beyond position: UInt64) async {
+    package func wait(beyond position: UInt64) async {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -99,7 +101,7 @@ final class CommitNotifier: Sendable {
                     return true
                 }
                 guard keepGoing else { return }
-                if let last = poll() { publish(last) }
+                if let last = await poll() { publish(last) }
             }
         }
     }

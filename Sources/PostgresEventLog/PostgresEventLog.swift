@@ -1,0 +1,377 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLogProtocol
+import Foundation
+import LogRecordFormat
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Options for a ``PostgresEventLog``.
+public struct PostgresLogOptions: Sendable {
+    /// `.durable`: the server flushes its WAL before a commit is acknowledged
+    /// (`synchronous_commit = on`). The other modes set `synchronous_commit = off`: a crash of the
+    /// server may lose the last commits it acknowledged (up to about three times its
+    /// `wal_writer_delay`), never corrupt the log.
+    public var durability: Durability = .durable
+    /// The clock that stamps new events.
+    public var clock: @Sendable () -> Date = { Date() }
+    /// How often a waiting subscriber looks at the head when no notification arrived (notifications
+    /// are only a wake-up: PostgreSQL may drop them, and a lost connection loses them).
+    public var pollInterval: Duration = .milliseconds(200)
+    /// How long one operation may wait for the server (a connection, a query, a commit) before it
+    /// fails with a clear error.
+    public var operationTimeout: Duration = .seconds(15)
+    /// The most connections to the server.
+    public var maximumConnections = 8
+    /// The largest payload, as on the LMDB log.
+    public var maxPayloadBytes = 16 << 20
+
+    /// Creates the default value.
+    public init() {}
+}
+
+/// The event log in PostgreSQL: the same records, positions, stream versions, claims and SHA-256
+/// hash chain as the LMDB log, shared by every app server that opens the same URL.
+///
+/// Positions are assigned from a one-row head that every append transaction locks first, so they
+/// are gap-free and in commit order; subscriptions read by position and wake on `LISTEN`
+/// notifications, with polling as the fallback.
+public final class PostgresEventLog: EventLogBackend, Sendable {
+    /// Where the log lives, without a password.
+    public let location: String
+    /// The log's id (made when its schema was created).
+    public let logID: UUID
+    let settings: PostgresLogLocation
+    let options: PostgresLogOptions
+    let client: PostgresClient
+    let logger = Logger(label: "PostgresEventLog")
+    let notifier: CommitNotifier
+    let appender: PostgresAppender
+    private let tasks: Mutex<[Task<Void, Never>]>
+    private let isClosed = Mutex(false)
+
+    /// Connects, creates or migrates the schema, and starts listening for commits.
+    public static func open(_ url: String, options: PostgresLogOptions = PostgresLogOptions()) async throws -> PostgresEventLog {
+        try await open(PostgresLogLocation(url: url), options: options)
+    }
+
+    /// Connects, creates or migrates the schema, and starts listening for commits.
+    public static func open(_ location: PostgresLogLocation, options: PostgresLogOptions = PostgresLogOptions()) async throws -> PostgresEventLog {
+        let logger = Logger(label: "PostgresEventLog")
+        let client = PostgresClient(configuration: configuration(location, options: options), backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        do {
+            let logID = try await withDeadline(options.operationTimeout, doing: "open the log at \(location)") {
+                try await PostgresSchema.migrate(client, location: location, logger: logger)
+            }
+            return try await PostgresEventLog(location: location, options: options, client: client, runner: runner, logID: logID)
+        } catch {
+            runner.cancel()
+            throw PostgresFailure.wrap(error, doing: "open the log at \(location)")
+        }
+    }
+
+    private init(
+        location: PostgresLogLocation, options: PostgresLogOptions, client: PostgresClient, runner: Task<Void, Never>, logID: UUID
+    )
+        async throws
+    {
+        self.settings = location
+        self.location = location.description
+        self.options = options
+        self.client = client
+        self.logID = logID
+        let logger = logger
+        let head = try await Self.headPosition(client, logger: logger)
+        let notifier = CommitNotifier(committed: head, pollInterval: options.pollInterval) {
+            try? await Self.headPosition(client, logger: logger)
+        }
+        self.notifier = notifier
+        self.appender = PostgresAppender(client: client, location: location, clock: options.clock, logger: logger, timeout: options.operationTimeout)
+        { notifier.publish($0) }
+        self.tasks = Mutex([runner])
+        let listener = Task { [notifier] in await Self.listen(client, channel: location.channel, notifier: notifier, logger: logger) }
+        tasks.withLock { $0.append(listener) }
+    }
+
+    static func configuration(_ location: PostgresLogLocation, options: PostgresLogOptions) -> PostgresClient.Configuration {
+        var configuration: PostgresClient.Configuration
+        if let socket = location.socketDirectory {
+            configuration = PostgresClient.Configuration(
+                unixSocketPath: socket + "/.s.PGSQL.\(location.port)", username: location.username, password: location.password,
+                database: location.database)
+        } else {
+            let tls: PostgresClient.Configuration.TLS =
+                location.disableTLS ? .disable : location.requireTLS ? .require(.makeClientConfiguration()) : .prefer(.makeClientConfiguration())
+            configuration = PostgresClient.Configuration(
+                host: location.host, port: location.port, username: location.username, password: location.password,
+                database: location.database, tls: tls)
+        }
+        configuration.options.maximumConnections = options.maximumConnections
+        configuration.options.connectTimeout = options.operationTimeout
+        // The schema and the durability are settings of each connection, sent when it starts.
+        configuration.options.additionalStartupParameters = [
+            ("search_path", location.schema),
+            ("synchronous_commit", options.durability == .durable ? "on" : "off"),
+            ("application_name", "spezi-account-store")
+        ]
+        return configuration
+    }
+
+    /// Wakes subscribers on `NOTIFY`; reconnects after a lost connection (polling covers the gap).
+    private static func listen(_ client: PostgresClient, channel: String, notifier: CommitNotifier, logger: Logger) async {
+        while !Task.isCancelled && !notifier.isClosed {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: channel) { notifications in
+                        for try await notification in notifications {
+                            if let position = UInt64(notification.payload) { notifier.publish(position) }
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled || notifier.isClosed { return }
+                logger.notice("commit notifications interrupted; polling until they are back", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    static func headPosition(_ client: PostgresClient, logger: Logger) async throws -> UInt64 {
+        let rows = try await client.query("SELECT position FROM log_head", logger: logger)
+        for try await position in rows.decode(Int64.self) { return UInt64(position) }
+        throw PostgresLogError.server("the log's head row is missing")
+    }
+
+    // MARK: Appending
+
+    /// Appends `events` to the stream (see `EventLogBackend`); returns after the commit.
+    public func append(
+        _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>
+    ) async throws -> AppendResult {
+        try await appendChecked(
+            CheckedAppend(
+                events, to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases, timestamps: nil,
+                maxPayload: options.maxPayloadBytes))
+    }
+
+    /// Appends events that keep their own timestamps (imports, moves between backends).
+    public func appendImported(
+        _ events: [(event: ProposedEvent, timestamp: Date)], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>,
+        releases: Set<String>
+    ) async throws -> AppendResult {
+        try await appendChecked(
+            CheckedAppend(
+                events.map(\.event), to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases,
+                timestamps: events.map { CheckedAppend.micros($0.timestamp) }, maxPayload: options.maxPayloadBytes))
+    }
+
+    /// Queues appends to several streams together: they share transactions, each checked on its own.
+    public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
+        await withTaskGroup(of: (Int, Result<AppendResult, any Error>).self) { group in
+            // Queued in order (each task queues before the next starts), committed in order.
+            for (index, append) in appends.enumerated() {
+                let checked = Result {
+                    try CheckedAppend(
+                        append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
+                        releases: append.releases, timestamps: append.timestamps?.map(CheckedAppend.micros), maxPayload: options.maxPayloadBytes)
+                }
+                let queued = AsyncStream<Void>.makeStream()
+                group.addTask { [self] in
+                    switch checked {
+                    case let .failure(error):
+                        queued.continuation.finish()
+                        return (index, .failure(error))
+                    case let .success(checked):
+                        do {
+                            return (index, .success(try await appendChecked(checked, queued: queued.continuation)))
+                        } catch {
+                            return (index, .failure(error))
+                        }
+                    }
+                }
+                for await _ in queued.stream {}
+            }
+            var outcomes = [Result<AppendResult, any Error>?](repeating: nil, count: appends.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes.map { $0! }
+        }
+    }
+
+    private func appendChecked(_ append: CheckedAppend, queued: AsyncStream<Void>.Continuation? = nil) async throws -> AppendResult {
+        do {
+            try checkOpen()
+        } catch {
+            queued?.finish()
+            throw error
+        }
+        return try await appender.append(append, queued: queued)
+    }
+
+    // MARK: Reading
+
+    /// The stream holding a claim, or nil.
+    public func claimOwner(_ claim: String) async throws -> String? {
+        try await query("read a claim") { client, logger in
+            let rows = try await client.query("SELECT stream_id FROM log_claims WHERE claim = \(claim)", logger: logger)
+            for try await owner in rows.decode(String.self) { return owner }
+            return nil
+        }
+    }
+
+    /// The last position; 0 for an empty log.
+    public func lastPosition() async throws -> UInt64 {
+        try await query("read the head") { client, logger in try await Self.headPosition(client, logger: logger) }
+    }
+
+    /// The record at `position`, or nil.
+    public func record(at position: UInt64) async throws -> RecordedEvent? {
+        try await read(from: position, direction: .forward, limit: 1).first { $0.position == position }
+    }
+
+    /// Up to `limit` records from `position`, forward or backward.
+    public func read(from position: UInt64, direction: ReadDirection, limit: Int) async throws -> [RecordedEvent] {
+        let limit = Int64(max(0, min(limit, 100_000)))
+        let from = Int64(clamping: position)
+        let location = location
+        return try await query("read records") { client, logger in
+            let rows =
+                direction == .forward
+                ? try await client.query(
+                    "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position >= \(from) ORDER BY position LIMIT \(limit)",
+                    logger: logger)
+                : try await client.query(
+                    "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position <= \(from) ORDER BY position DESC LIMIT \(limit)",
+                    logger: logger)
+            return try await RecordColumns.decode(rows, location: location)
+        }
+    }
+
+    /// Up to `limit` events of one stream from stream version `version` on.
+    public func readStream(_ streamID: String, from version: UInt64, limit: Int) async throws -> [RecordedEvent] {
+        let limit = Int64(max(0, min(limit, Int(Int64.max))))
+        let location = location
+        return try await query("read a stream") { client, logger in
+            let rows = try await client.query(
+                """
+                SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE stream_id = \(streamID) AND stream_version >= \(Int64(clamping: version))
+                ORDER BY stream_version LIMIT \(limit)
+                """, logger: logger)
+            return try await RecordColumns.decode(rows, location: location)
+        }
+    }
+
+    /// The stream's version, or nil when it has no events.
+    public func streamVersion(_ streamID: String) async throws -> UInt64? {
+        try await query("read a stream version") { client, logger in
+            let rows = try await client.query("SELECT max(stream_version) FROM log_records WHERE stream_id = \(streamID)", logger: logger)
+            for try await version in rows.decode(Int64?.self) { return version.map(UInt64.init) }
+            return nil
+        }
+    }
+
+    /// Catch-up, then live batches.
+    public func subscribeBatches(after position: UInt64, stream streamID: String?, batchSize: Int) -> RecordBatches {
+        RecordBatches { [self] in
+            let cursor = PostgresSubscriptionCursor(log: self, position: position, streamID: streamID, batchSize: max(1, batchSize))
+            return { try await cursor.next() }
+        }
+    }
+
+    /// Returns once a record past `position` is committed (or the log closed).
+    public func waitForCommit(beyond position: UInt64) async {
+        await notifier.wait(beyond: position)
+    }
+
+    /// Counts and sizes (`fileBytes`: the records table with its indexes).
+    public func statistics() async throws -> LogStatistics {
+        try await query("read statistics") { client, logger in
+            let rows = try await client.query(
+                "SELECT (SELECT count(*) FROM log_records), (SELECT position FROM log_head), pg_total_relation_size('log_records'::regclass)",
+                logger: logger)
+            for try await (count, last, bytes) in rows.decode((Int64, Int64, Int64).self) {
+                return LogStatistics(records: Int(count), lastPosition: UInt64(last), fileBytes: Int(bytes), mapBytes: Int(bytes))
+            }
+            throw PostgresLogError.server("no statistics")
+        }
+    }
+
+    /// Nothing to flush: a durable commit is on the server's disk when it is acknowledged.
+    public func sync() async throws {
+        try checkOpen()
+    }
+
+    /// Finishes queued appends, stops listening and closes the connections. Idempotent.
+    public func close() async {
+        let wasClosed = isClosed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        appender.close()
+        await appender.finishQueued()
+        notifier.close()
+        let running = tasks.withLock { $0 }
+        for task in running { task.cancel() }
+        for task in running { await task.value }
+    }
+
+    /// A value stored with the log under `name`, or nil.
+    public func metadata(_ name: String) async throws -> [UInt8]? {
+        try await query("read metadata") { client, logger in
+            let rows = try await client.query("SELECT value FROM log_metadata WHERE name = \(name)", logger: logger)
+            for try await value in rows.decode(ByteBuffer.self) { return Array(buffer: value) }
+            return nil
+        }
+    }
+
+    /// Stores `value` under `name` unless one is there; returns the stored value.
+    public func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8] {
+        try await query("write metadata") { client, logger in
+            try await client.query(
+                "INSERT INTO log_metadata (name, value) VALUES (\(name), \(ByteBuffer(bytes: value))) ON CONFLICT (name) DO NOTHING", logger: logger)
+            let rows = try await client.query("SELECT value FROM log_metadata WHERE name = \(name)", logger: logger)
+            for try await stored in rows.decode(ByteBuffer.self) { return Array(buffer: stored) }
+            throw PostgresLogError.server("metadata \(name) vanished")
+        }
+    }
+
+    // MARK: Helpers
+
+    func checkOpen() throws {
+        if isClosed.withLock({ $0 }) { throw EventLogError.closed(path: location) }
+    }
+
+    /// Runs one read against the server with the log's timeout, turning failures into log errors.
+    func query<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws -> T {
+        try checkOpen()
+        do {
+            return try await Self.withDeadline(options.operationTimeout, doing: "\(what) of the log at \(location)") { [client, logger] in
+                try await body(client, logger)
+            }
+        } catch {
+            throw PostgresFailure.wrap(error, doing: "\(what) of the log at \(location)")
+        }
+    }
+
+    /// Runs `body`, or fails with a clear error once `limit` has passed (the server is down or
+    /// unreachable: the connection pool would otherwise wait for it without end).
+    static func withDeadline<T: Sendable>(_ limit: Duration, doing what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw PostgresLogError.server("cannot \(what): no answer from the server within \(limit)")
+            }
+            return value
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+
+/// Where a PostgreSQL log lives, read from a URL:
+/// `postgres://user[:password]@host[:port]/database[?schema=name&host=/socket/dir&sslmode=disable]`.
+///
+/// `schema` (default `spezi_account_log`) names the PostgreSQL schema that holds the log's tables,
+/// so several logs can share a database; it must be a plain lower-case identifier. A `host` query
+/// item that is a path connects through the Unix socket in that directory.
+public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible {
+    /// The server's host name or address (ignored with a socket directory).
+    public var host: String
+    /// The server's TCP port.
+    public var port: Int
+    /// A directory holding the server's Unix socket, instead of TCP.
+    public var socketDirectory: String?
+    /// The role to log in as.
+    public var username: String
+    /// Its password, if the server asks for one.
+    public var password: String?
+    /// The database.
+    public var database: String
+    /// The schema that holds the log's tables.
+    public var schema: String
+    /// Whether to insist on TLS (`sslmode=require`); by default TLS is used when the server offers it.
+    public var requireTLS: Bool
+
+    /// The schema used when the URL names none.
+    public static let defaultSchema = "spezi_account_log"
+
+    /// Reads a `postgres://` or `postgresql://` URL; throws ``PostgresLogError/invalidLocation(_:)``
+    /// naming what is wrong.
+    public init(url text: String) throws {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            scheme == "postgres" || scheme == "postgresql"
+        else {
+            throw PostgresLogError.invalidLocation("\(Self.redact(text)) is not a postgres:// URL")
+        }
+        let items = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
+        let database = String(components.path.drop(while: { $0 == "/" }))
+        guard !database.isEmpty else { throw PostgresLogError.invalidLocation("\(Self.redact(text)) names no database (…/DATABASE)") }
+        let schema = items["schema"] ?? Self.defaultSchema
+        guard Self.isPlainIdentifier(schema) else {
+            throw PostgresLogError.invalidLocation("schema \"\(schema)\" must be 1–40 lower-case letters, digits or _ and start with a letter")
+        }
+        self.host = components.host ?? "localhost"
+        self.port = components.port ?? 5432
+        self.socketDirectory = items["host"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        self.username = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
+        self.password = components.password.flatMap { $0.removingPercentEncoding }
+        self.database = database
+        self.schema = schema
+        self.requireTLS = items["sslmode"] == "require"
+        if let mode = items["sslmode"], !["disable", "prefer", "require"].contains(mode) {
+            throw PostgresLogError.invalidLocation("sslmode \(mode) is not supported (disable, prefer or require)")
+        }
+        self.disableTLS = items["sslmode"] == "disable"
+    }
+
+    /// Whether TLS is off (`sslmode=disable`).
+    public var disableTLS: Bool
+
+    /// The URL without its password, for messages and logs.
+    public var description: String {
+        var text = "postgres://\(username)@"
+        text += socketDirectory == nil ? "\(host):\(port)" : ""
+        text += "/\(database)?schema=\(schema)"
+        if let socketDirectory { text += "&host=\(socketDirectory)" }
+        return text
+    }
+
+    /// The channel commits are announced on (one per schema).
+    var channel: String { "spezi_log_\(schema)" }
+
+    static func isPlainIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, (0x61...0x7A).contains(first), name.utf8.count <= 40 else { return false }
+        return name.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
+    }
+
+    /// `user:password@` becomes `user@`.
+    static func redact(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].lastIndex(of: "@") else { return url }
+        let credentials = url[schemeEnd.upperBound..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + String(url[at...])
+    }
+}
+
+/// What can go wrong with the PostgreSQL log besides the log's own errors.
+public enum PostgresLogError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The URL cannot be used; the message says why.
+    case invalidLocation(String)
+    /// The schema was made by a newer version of this backend.
+    case newerSchema(found: Int, supported: Int, location: String)
+    /// The server could not be reached or refused; the message carries the server's words.
+    case server(String)
+
+    /// A one-line, human-readable description.
+    public var description: String {
+        switch self {
+        case let .invalidLocation(message): "invalid PostgreSQL location: \(message)"
+        case let .newerSchema(found, supported, location):
+            "the log at \(location) has schema version \(found); this build knows versions up to \(supported): upgrade it"
+        case let .server(message): message
+        }
+    }
+}

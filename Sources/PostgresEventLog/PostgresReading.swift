@@ -1,0 +1,190 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLogProtocol
+import Foundation
+import LogRecordFormat
+import PostgresNIO
+
+/// The columns of a record, read in one order, turned into `RecordedEvent`s.
+enum RecordColumns {
+    static let list = "position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash"
+
+    typealias Row = (Int64, String, Int64, Int64, UUID, String, Int32, ByteBuffer, ByteBuffer, Int32, ByteBuffer)
+
+    static func decode(_ rows: PostgresRowSequence, location: String) async throws -> [RecordedEvent] {
+        var records: [RecordedEvent] = []
+        for try await row in rows.decode(Row.self) {
+            records.append(try record(row, location: location).event)
+        }
+        return records
+    }
+
+    /// The record, and its stored CRC and metadata bytes (for verification).
+    static func record(_ row: Row, location: String) throws -> (event: RecordedEvent, crc: UInt32, pairs: [(String, String)]) {
+        let (position, streamID, version, timestamp, eventID, type, schemaVersion, metadataBytes, payload, crc, hash) = row
+        guard let pairs = metadataBytes.withUnsafeReadableBytes({ RecordFormat.decodeMetadata($0) }), hash.readableBytes == 32 else {
+            throw EventLogError.corruptRecord(position: UInt64(position), reason: "its metadata or hash column is malformed", path: location)
+        }
+        let event = RecordedEvent(
+            position: UInt64(position), streamID: streamID, streamVersion: UInt64(version), eventID: eventID, type: type,
+            schemaVersion: UInt32(bitPattern: schemaVersion), timestamp: Date(timeIntervalSince1970: Double(timestamp) / 1_000_000),
+            metadata: EventMetadata(pairs: pairs), payload: Data(buffer: payload), hash: ChainHash(bytes: Array(buffer: hash)))
+        return (event, UInt32(bitPattern: crc), pairs)
+    }
+}
+
+/// A subscription's reader: batches by position, then waits for commits (notifications, polling).
+final class PostgresSubscriptionCursor: @unchecked Sendable {
+    let log: PostgresEventLog
+    /// The position of the last record delivered (or the starting point). Used by one iterator.
+    var position: UInt64
+    let streamID: String?
+    let batchSize: Int
+
+    init(log: PostgresEventLog, position: UInt64, streamID: String?, batchSize: Int) {
+        self.log = log
+        self.position = position
+        self.streamID = streamID
+        self.batchSize = batchSize
+    }
+
+    /// The next non-empty batch; nil once the log is closed or the task cancelled.
+    func next() async throws -> [RecordedEvent]? {
+        while true {
+            if Task.isCancelled || log.notifier.isClosed { return nil }
+            let head: UInt64
+            let records: [RecordedEvent]
+            do {
+                (head, records) = try await log.batch(after: position, streamID: streamID, limit: batchSize)
+            } catch EventLogError.closed {
+                return nil
+            } catch  where Task.isCancelled {
+                // The consumer went away while a batch was being read: the subscription ends.
+                return nil
+            }
+            if let last = records.last {
+                position = last.position
+                return records
+            }
+            await log.notifier.wait(beyond: Swift.max(head, position))
+        }
+    }
+}
+
+extension PostgresEventLog {
+    /// Records after `position` (of one stream, or all) and the head position, from one snapshot.
+    func batch(after position: UInt64, streamID: String?, limit: Int) async throws -> (UInt64, [RecordedEvent]) {
+        let after = Int64(clamping: position)
+        let limit = Int64(limit)
+        let location = location
+        return try await query("read a subscription's batch") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+                var head: UInt64 = 0
+                for try await value in try await connection.query("SELECT position FROM log_head", logger: logger).decode(Int64.self) {
+                    head = UInt64(value)
+                }
+                let rows =
+                    if let streamID {
+                        try await connection.query(
+                            """
+                            SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE stream_id = \(streamID) AND position > \(after)
+                            ORDER BY position LIMIT \(limit)
+                            """, logger: logger)
+                    } else {
+                        try await connection.query(
+                            "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position > \(after) ORDER BY position LIMIT \(limit)",
+                            logger: logger)
+                    }
+                return (head, try await RecordColumns.decode(rows, location: location))
+            }
+        }
+    }
+
+    /// Checks every record in batches: its CRC and chain hash recomputed from its columns, the
+    /// chain from the previous record, gap-free positions; then that the head and the counts agree.
+    public func verify(batchSize: Int, progress: (@Sendable (VerificationProgress) -> Void)?) async throws -> VerificationReport {
+        let total = try await lastPosition()
+        var previous = ChainHash.genesis
+        var checked: UInt64 = 0
+        var expected: UInt64 = 1
+        func report(_ problem: IntegrityProblem?) -> VerificationReport {
+            VerificationReport(recordsChecked: checked, lastPosition: expected - 1, headHash: previous, problem: problem)
+        }
+        let limit = Int64(max(1, batchSize))
+        let location = location
+        while true {
+            let after = Int64(expected - 1)
+            let rows: [RecordColumns.Row] = try await query("verify") { client, logger in
+                var rows: [RecordColumns.Row] = []
+                let sequence = try await client.query(
+                    "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position > \(after) ORDER BY position LIMIT \(limit)",
+                    logger: logger)
+                for try await row in sequence.decode(RecordColumns.Row.self) { rows.append(row) }
+                return rows
+            }
+            if rows.isEmpty { break }
+            for row in rows {
+                let position = UInt64(row.0)
+                guard position == expected else {
+                    return report(
+                        IntegrityProblem(position: expected, kind: .positionGap, detail: "position \(expected) is missing (next: \(position))"))
+                }
+                let decoded: (event: RecordedEvent, crc: UInt32, pairs: [(String, String)])
+                do {
+                    decoded = try RecordColumns.record(row, location: location)
+                } catch {
+                    return report(IntegrityProblem(position: position, kind: .corruptRecord, detail: "\(error)"))
+                }
+                let event = decoded.event
+                let proposed = ProposedEvent(
+                    eventID: event.eventID, type: event.type, schemaVersion: event.schemaVersion, metadata: event.metadata, payload: event.payload)
+                let size: Int
+                do {
+                    size = try RecordFormat.encodedSize(streamID: event.streamID, event: proposed, pairs: decoded.pairs, maxPayload: .max)
+                } catch {
+                    return report(IntegrityProblem(position: position, kind: .corruptRecord, detail: "\(error)"))
+                }
+                let encoded = RecordFormat.encode(
+                    position: position, streamVersion: event.streamVersion, timestampMicros: row.3, streamID: event.streamID, event: proposed,
+                    pairs: decoded.pairs, size: size, previous: previous)
+                guard encoded.hash == event.hash else {
+                    return report(
+                        IntegrityProblem(position: position, kind: .hashMismatch, detail: "the chain hash does not match the record's columns"))
+                }
+                guard encoded.crc == decoded.crc else {
+                    return report(IntegrityProblem(position: position, kind: .corruptRecord, detail: "checksum mismatch"))
+                }
+                previous = encoded.hash
+                checked += 1
+                expected += 1
+            }
+            progress?(VerificationProgress(checked: checked, total: total))
+        }
+        let counts: (Int64, Int64, ByteBuffer, Int64) = try await query("verify the head") { client, logger in
+            let rows = try await client.query(
+                """
+                SELECT (SELECT count(*) FROM log_records), position, hash,
+                    (SELECT count(*) FROM log_claims c WHERE NOT EXISTS (SELECT 1 FROM log_records r WHERE r.stream_id = c.stream_id))
+                FROM log_head
+                """, logger: logger)
+            for try await row in rows.decode((Int64, Int64, ByteBuffer, Int64).self) { return row }
+            throw PostgresLogError.server("the log's head row is missing")
+        }
+        let last = expected - 1
+        if UInt64(counts.1) < last || UInt64(counts.0) != last {
+            return report(
+                IntegrityProblem(position: last, kind: .indexMismatch, detail: "the head says \(counts.1) and the table holds \(counts.0) records"))
+        }
+        if UInt64(counts.1) == last, ChainHash(bytes: Array(buffer: counts.2)) != previous {
+            return report(IntegrityProblem(position: last, kind: .hashMismatch, detail: "the head's hash differs from the last record's"))
+        }
+        if counts.3 > 0 {
+            return report(IntegrityProblem(position: last, kind: .indexMismatch, detail: "\(counts.3) claims belong to streams without records"))
+        }
+        return report(nil)
+    }
+}

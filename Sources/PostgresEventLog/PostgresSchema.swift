@@ -1,0 +1,101 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The log's tables, created and migrated by the backend itself (POSTGRES.md documents them).
+/// Every statement is fixed text; the schema is chosen per connection through `search_path`, and
+/// its name reaches the server only as a bound parameter.
+enum PostgresSchema {
+    /// The version this build creates and reads.
+    static let version = 1
+
+    /// Creates what is missing, in one transaction under an advisory lock (several servers may
+    /// start at once), and checks the version. Returns the log's id.
+    static func migrate(_ client: PostgresClient, location: PostgresLogLocation, logger: Logger) async throws -> UUID {
+        try await client.withTransaction(logger: logger) { connection in
+            // The schema itself: its name is quoted by the server (format %I), never spliced here.
+            try await connection.query(
+                """
+                CREATE OR REPLACE FUNCTION pg_temp.spezi_create_schema(name text) RETURNS void LANGUAGE plpgsql AS
+                $body$ BEGIN EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', name); END $body$
+                """, logger: logger)
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(location.schema)))", logger: logger)
+            try await connection.query("SELECT pg_temp.spezi_create_schema(\(location.schema))", logger: logger)
+            for statement in tables {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            try await connection.query(
+                "INSERT INTO log_schema (version, log_id) VALUES (\(version), \(UUID())) ON CONFLICT (id) DO NOTHING", logger: logger)
+            try await connection.query(
+                "INSERT INTO log_head (position, hash, timestamp_us) VALUES (0, \(ByteBuffer(repeating: 0, count: 32)), 0) ON CONFLICT (id) DO NOTHING",
+                logger: logger)
+            let rows = try await connection.query("SELECT version, log_id FROM log_schema", logger: logger)
+            for try await (found, logID) in rows.decode((Int, UUID).self) {
+                guard found <= version else {
+                    throw PostgresLogError.newerSchema(found: found, supported: version, location: location.description)
+                }
+                return logID
+            }
+            throw PostgresLogError.server("the log at \(location) has no schema row")
+        }
+    }
+
+    /// The tables and the helper function, each statement fixed text (no value is spliced in).
+    static let tables = [
+        """
+        CREATE TABLE IF NOT EXISTS log_schema (
+            id boolean PRIMARY KEY DEFAULT true CHECK (id),
+            version integer NOT NULL,
+            log_id uuid NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS log_head (
+            id boolean PRIMARY KEY DEFAULT true CHECK (id),
+            position bigint NOT NULL,
+            hash bytea NOT NULL,
+            timestamp_us bigint NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS log_records (
+            position bigint PRIMARY KEY,
+            stream_id text NOT NULL,
+            stream_version bigint NOT NULL,
+            timestamp_us bigint NOT NULL,
+            event_id uuid NOT NULL,
+            type text NOT NULL,
+            schema_version integer NOT NULL,
+            metadata bytea NOT NULL,
+            payload bytea NOT NULL,
+            crc integer NOT NULL,
+            hash bytea NOT NULL,
+            CONSTRAINT log_records_stream_version UNIQUE (stream_id, stream_version),
+            CONSTRAINT log_records_event_id UNIQUE (event_id))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS log_claims (
+            claim text PRIMARY KEY,
+            stream_id text NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS log_metadata (
+            name text PRIMARY KEY,
+            value bytea NOT NULL)
+        """,
+        // The bytes the chain hash covers (FORMAT.md, bytes 36 to the end), rebuilt from the
+        // columns: `sha256(previous hash || log_record_body(r)) = r.hash` re-checks a record in psql.
+        """
+        CREATE OR REPLACE FUNCTION log_record_body(r log_records) RETURNS bytea LANGUAGE sql IMMUTABLE AS $body$
+            SELECT '\\x0100'::bytea || int8send(r.position) || int8send(r.stream_version) || int8send(r.timestamp_us)
+                || uuid_send(r.event_id) || int4send(r.schema_version)
+                || substring(int4send(octet_length(convert_to(r.stream_id, 'UTF8'))) from 3) || convert_to(r.stream_id, 'UTF8')
+                || substring(int4send(octet_length(convert_to(r.type, 'UTF8'))) from 3) || convert_to(r.type, 'UTF8')
+                || r.metadata || int4send(octet_length(r.payload)) || r.payload
+        $body$
+        """
+    ]
+}

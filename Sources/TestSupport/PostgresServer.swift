@@ -1,0 +1,154 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Synchronization
+
+/// A throwaway PostgreSQL cluster for a test: `initdb` in a temporary directory, `pg_ctl start` on a
+/// free port of 127.0.0.1, stopped and deleted by ``stop()``. Debian's `postgresql` package
+/// provides the programs (`Tools/run.sh install-test-dependencies` installs it). As root, the
+/// programs run as the `postgres` user, which owns the directory (initdb refuses root).
+public final class PostgresServer: Sendable {
+    /// The cluster's folder (data in `data/`, the socket and the server log beside it).
+    public let directory: URL
+    /// The TCP port on 127.0.0.1.
+    public let port: Int
+    private let binaries: URL
+
+    /// Why a server could not be started.
+    public struct StartError: Error, CustomStringConvertible {
+        /// What failed, with the program's output.
+        public let description: String
+    }
+
+    /// Creates and starts a new cluster (about a second).
+    public init(name: String = "test") throws {
+        binaries = try Self.findBinaries()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(name)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        if getuid() == 0 {
+            try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path])
+        }
+        try run("initdb", ["-D", dataPath, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        try start()
+        Self.running.withLock { running in
+            if running.isEmpty { atexit { PostgresServer.removeAll() } }
+            running.append(self)
+        }
+    }
+
+    /// Every server this process started and has not removed: removed when the process exits, so
+    /// that no test leaves a server behind.
+    private static let running = Mutex<[PostgresServer]>([])
+
+    private static func removeAll() {
+        for server in running.withLock({ $0 }) { server.remove() }
+    }
+
+    private var dataPath: String { directory.appendingPathComponent("data").path }
+
+    /// A URL for a log in database `postgres`, schema `schema`.
+    public func url(schema: String = "spezi_account_log") -> String {
+        "postgres://postgres@127.0.0.1:\(port)/postgres?schema=\(schema)&sslmode=disable"
+    }
+
+    /// Starts the (stopped) server again on the same port.
+    public func start() throws {
+        try run(
+            "pg_ctl",
+            [
+                "-D", dataPath, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60", "-o",
+                "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory.path) -c fsync=on -c max_connections=200",
+                "start"
+            ])
+    }
+
+    /// Stops the server: `fast` closes connections cleanly, `immediate` is a crash (no checkpoint;
+    /// the server recovers from its WAL on the next start).
+    public func stop(mode: String = "fast") throws {
+        try run("pg_ctl", ["-D", dataPath, "-m", mode, "-w", "-t", "60", "stop"])
+    }
+
+    /// Stops the server and deletes the cluster.
+    public func remove() {
+        Self.running.withLock { $0.removeAll { $0 === self } }
+        try? stop(mode: "immediate")
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs `psql` with `sql` and returns what it printed (unaligned, tuples only).
+    public func psql(_ sql: String) throws -> String {
+        try run(
+            "psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+    }
+
+    @discardableResult
+    private func run(_ program: String, _ arguments: [String]) throws -> String {
+        let path = binaries.appendingPathComponent(program).path
+        if getuid() == 0 {
+            return try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments)
+        }
+        return try Self.run(path, arguments)
+    }
+
+    /// Runs a program and waits for it with `posix_spawn` and `waitpid`, its output in a file.
+    /// Not Foundation's `Process`: it takes a child's end only when every descriptor it handed
+    /// down is closed, and the server that `pg_ctl start` leaves running holds them for its life.
+    @discardableResult
+    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-output-\(UUID().uuidString)").path
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw StartError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let exitCode = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        guard exitCode == 0 else {
+            throw StartError(description: "\(executable) \(arguments.joined(separator: " ")) failed (\(exitCode)): \(text)")
+        }
+        return text
+    }
+
+    /// The newest `/usr/lib/postgresql/<version>/bin`.
+    private static func findBinaries() throws -> URL {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []).compactMap(Int.init).sorted()
+        guard let newest = versions.last else {
+            throw StartError(
+                description: "no PostgreSQL server in /usr/lib/postgresql: run Tools/run.sh install-test-dependencies (apt-get install postgresql)")
+        }
+        return root.appendingPathComponent("\(newest)/bin")
+    }
+
+    /// A port that nothing listens on right now.
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw StartError(description: "socket() failed") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound else { throw StartError(description: "cannot find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
