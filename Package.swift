@@ -115,6 +115,7 @@ let package = Package(
                 "CChecksum",
                 "EventLogProtocol",
                 "EventLog",
+                "PostgresEventLog",
                 "Projections",
                 "BlockingPool",
                 "Spezi",

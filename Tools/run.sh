@@ -4,7 +4,8 @@
 #
 # The README's two commands on a fresh Debian or Ubuntu machine with Swift 6.3:
 #   Tools/run.sh demo   installs what the store needs (liblmdb-dev), then runs the demo on a store
-#   Tools/run.sh test   installs what the tests need as well, then runs every test (swift test)
+#   Tools/run.sh test   installs what the tests need as well (valgrind, gcc, PostgreSQL, Python lmdb),
+#                       then runs every test (swift test)
 # Each installs only what is missing, with apt-get (as root, or through sudo) and pip.
 # `Tools/run.sh test --coverage` records line coverage (what .ci/run does).
 set -euo pipefail
@@ -32,6 +33,8 @@ install_test_dependencies() {
         command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
     done
     if [ ${#missing[@]} -gt 0 ]; then apt_install valgrind gcc binutils; fi
+    # The PostgreSQL backend's tests start throwaway clusters with initdb and pg_ctl.
+    if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then apt_install postgresql; fi
     # The format test reads logs with Python's lmdb package, as FORMAT.md promises anyone can.
     if ! python3 -c "import lmdb" 2>/dev/null; then
         if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi

@@ -10,9 +10,13 @@ import TestSupport
 
 /// The store as the crash test opens it: durable appends, cheap password hashing (the test is about
 /// durability, not hashing cost).
-func openStore(_ directory: String) async throws -> AccountStore {
+/// With a shared `log` URL the store's folder keeps this node's projections; such stores are plain
+/// (each node's key vault would be its own).
+func openStore(_ directory: String, log: String? = nil) async throws -> AccountStore {
     var options = AccountStoreOptions()
     options.sync = .durable
+    options.logLocation = log
+    if log != nil { options.cryptoShredding = false }
     options.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
     options.allowWeakPasswordParameters = true
     return try await AccountStore(directory: directory, options: options)
@@ -30,9 +34,11 @@ struct ChildWorkload {
     /// `slot` takes the accounts whose id hashes to `slot * writers + w` modulo `slots * writers`.
     var slot = 0
     var slots = 1
+    /// A shared log URL, or nil for the store's own.
+    var log: String?
 
     func run() async throws -> Never {
-        let store = try await openStore(directory)
+        let store = try await openStore(directory, log: log)
         let acks = try AckFile(path: ackPath)
         // The live accounts as the harness found them after the last round (not this process's
         // cache, which may already show accounts another process of this round created).

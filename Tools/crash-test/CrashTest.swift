@@ -84,11 +84,13 @@ struct CrashTest: AsyncParsableCommand {
         @Option var writers: Int
         @Option var slot = 0
         @Option var slots = 1
+        /// A shared log (a `postgres://` URL): the store folder keeps this node's projections only.
+        @Option var log: String?
 
         func run() async throws {
             exitWhenOrphaned()
             do {
-                try await ChildWorkload(directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots).run()
+                try await ChildWorkload(directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots, log: log).run()
             } catch {
                 FileHandle.standardError.write(Data("crash-test child: \(error)\n".utf8))
                 throw ExitCode(3)

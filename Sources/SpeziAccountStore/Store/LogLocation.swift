@@ -5,19 +5,21 @@
 
 import EventLog
 import Foundation
+internal import PostgresEventLog
 
 /// Where a store's event log lives, read from ``AccountStoreOptions/logLocation``; opening a store
 /// picks the log backend from it.
 ///
 /// - nil: the embedded LMDB log in the store's own `log/` folder.
 /// - a path, or a `file://` URL: an embedded LMDB log in that folder.
-/// - `postgres://` or `postgresql://` URL: a log shared by several servers (not part of this build
-///   yet; refused with ``AccountStoreError/unsupportedLogLocation(_:)``).
+/// - a `postgres://` or `postgresql://` URL: a log in PostgreSQL shared by several app servers
+///   (`postgres://user[:password]@host[:port]/database?schema=name`, see POSTGRES.md); each server
+///   keeps its projections in its own store folder.
 public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
     /// An embedded LMDB log in this folder.
     case folder(String)
-    /// A shared PostgreSQL log (the URL without its password, for messages).
-    case postgres(String)
+    /// A shared PostgreSQL log, by its URL (``description`` leaves the password out).
+    case postgres(url: String)
 
     /// Reads `location` for a store whose folder is `storeFolder`.
     public init(_ location: String?, storeFolder: URL) throws {
@@ -27,7 +29,7 @@ public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
         }
         let lowered = location.lowercased()
         if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
-            self = .postgres(Self.withoutPassword(location))
+            self = .postgres(url: location)
         } else if lowered.hasPrefix("file://") {
             guard let url = URL(string: location), url.isFileURL, !url.path.isEmpty else {
                 throw AccountStoreError.unsupportedLogLocation("\(location) is not a valid file URL")
@@ -45,7 +47,7 @@ public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .folder(path): path
-        case let .postgres(url): url
+        case let .postgres(url): Self.withoutPassword(url)
         }
     }
 
@@ -58,7 +60,14 @@ public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
             options.clock = clock
             return try EventLog(path: path, options: options)
         case let .postgres(url):
-            throw AccountStoreError.unsupportedLogLocation("\(url): this build has no PostgreSQL log backend yet")
+            var options = PostgresLogOptions()
+            options.durability = sync
+            options.clock = clock
+            do {
+                return try await PostgresEventLog.open(url, options: options)
+            } catch let error as PostgresLogError {
+                throw AccountStoreError.unsupportedLogLocation(error.description)
+            }
         }
     }
 

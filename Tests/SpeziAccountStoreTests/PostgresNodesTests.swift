@@ -1,0 +1,159 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLogProtocol
+import Foundation
+import SpeziAccount
+import SpeziAccountStore
+import Synchronization
+import TestSupport
+import Testing
+
+/// Options for a node of a shared PostgreSQL log (plain: each node's vault would be its own).
+func nodeOptions(_ url: String) -> AccountStoreOptions {
+    var options = AccountStoreOptions()
+    options.logLocation = url
+    options.cryptoShredding = false
+    options.passwordParameters = .insecureTesting
+    options.allowWeakPasswordParameters = true
+    return options
+}
+
+@Suite("Several app servers on one PostgreSQL log, each with its own local projections")
+struct PostgresNodesTests {
+    @Test("two nodes in one process: what one writes, the other's projections show; a user id stays unique across nodes")
+    func twoNodes() async throws {
+        let server = try PostgresServer(name: "nodes")
+        defer { server.remove() }
+        let folders = (0..<2).map { FileManager.default.temporaryDirectory.appendingPathComponent("node-\($0)-\(UUID().uuidString)") }
+        defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }
+        let first = try await AccountStore(directory: folders[0].path, options: nodeOptions(server.url()))
+        let second = try await AccountStore(directory: folders[1].path, options: nodeOptions(server.url()))
+        #expect(first.log.location.hasPrefix("postgres://postgres@127.0.0.1:"))
+
+        var details = AccountDetails()
+        details.userId = "ada@example.org"
+        details.password = "correct horse"
+        details.name = PersonNameComponents(givenName: "Ada", familyName: "Lovelace")
+        let created = try await first.signup(details)
+        let head = try await first.log.lastPosition()
+        try await second.projections.waitUntilApplied("account-details", position: head)
+        #expect(try second.details(of: created.accountId)?.name?.givenName == "Ada")
+        #expect(try await second.resolve("ADA@example.org") == created.accountId)
+
+        // The user id is taken on the shared log: the other node refuses it.
+        await #expect(throws: AccountServiceError.credentialsTaken) { _ = try await second.signup(details) }
+
+        var change = AccountDetails()
+        change.name = PersonNameComponents(givenName: "Augusta", familyName: "King")
+        try await second.modify(created.accountId, try AccountModifications(modifiedDetails: change))
+        try await first.projections.waitUntilApplied("account-details", position: try await second.log.lastPosition())
+        #expect(try first.details(of: created.accountId)?.name?.givenName == "Augusta")
+
+        try await first.delete(created.accountId)
+        let again = try await second.signup(details)
+        #expect(again.accountId != created.accountId)
+        #expect(try await first.log.verify(progress: nil).isIntact)
+        await first.close()
+        await second.close()
+    }
+
+    @Test(
+        "three processes sign up, modify and delete on one log: gap-free positions, every acknowledged operation logged, unique user ids, caches equal folds, a subscriber saw every record once"
+    )
+    func threeProcesses() async throws {
+        let server = try PostgresServer(name: "three")
+        defer { server.remove() }
+        let url = server.url()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nodes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+
+        // A node of the test's own follows the log while the others write.
+        let observer = try await AccountStore(directory: root.appendingPathComponent("observer").path, options: nodeOptions(url))
+        let positions = Mutex<[UInt64]>([])
+        let seen = Task {
+            for try await record in observer.log.subscribeRecords(after: 0, stream: nil, batchSize: 64) {
+                positions.withLock { $0.append(record.position) }
+            }
+        }
+
+        var children: [Process] = []
+        for slot in 0..<3 {
+            let process = Process()
+            process.executableURL = builtExecutable("crash-test")
+            process.arguments = [
+                "child", "--store", root.appendingPathComponent("node-\(slot)").path, "--acks", root.appendingPathComponent("acks-\(slot)").path,
+                "--seed", "\(700 + slot)", "--writers", "4", "--slot", "\(slot)", "--slots", "3", "--log", url
+            ]
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+            children.append(process)
+        }
+        try await Task.sleep(for: .seconds(6))
+        for child in children { kill(child.processIdentifier, SIGKILL) }
+        for child in children { child.waitUntilExit() }
+
+        let acks = (0..<3).flatMap { slot -> [(correlation: String, kind: String, account: String)] in
+            let text = (try? String(contentsOfFile: root.appendingPathComponent("acks-\(slot)").path, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: " ")
+                return fields.count == 3 ? (String(fields[0]), String(fields[1]), String(fields[2])) : nil
+            }
+        }
+        #expect(acks.count > 30, "the nodes acknowledged only \(acks.count) operations")
+        #expect(Set(acks.map { $0.correlation.split(separator: "-").first ?? "" }).count == 3, "every node wrote")
+
+        let head = try await observer.log.lastPosition()
+        print("three nodes on one PostgreSQL log: \(acks.count) acknowledged operations, \(head) records")
+        let report = try await observer.log.verify(progress: nil)
+        #expect(report.isIntact, "\(String(describing: report.problem))")
+        #expect(report.lastPosition == head && report.recordsChecked == head)
+
+        // Every acknowledged operation is in the log.
+        var logged = Set<String>()
+        var next: UInt64 = 1
+        while next <= head {
+            let batch = try await observer.log.read(from: next, limit: 1_000)
+            guard let last = batch.last else { break }
+            for record in batch { if let id = record.metadata.correlationID { logged.insert(id) } }
+            next = last.position + 1
+        }
+        let missing = acks.filter { !logged.contains($0.correlation) }
+        #expect(missing.isEmpty, "\(missing.count) acknowledged operations are missing, e.g. \(missing.prefix(3))")
+
+        // The observer's subscription saw 1…head, each once, in order (it may still be catching up).
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, positions.withLock({ $0.count }) < Int(head) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        seen.cancel()
+        try await seen.value
+        #expect(positions.withLock { $0 } == Array(1...head), "the subscription missed or repeated records")
+
+        // Each node's cache equals the fold of every stream, and no user id has two live owners.
+        for name in ["node-0", "node-1", "node-2", "observer"] {
+            let node =
+                name == "observer" ? observer : try await AccountStore(directory: root.appendingPathComponent(name).path, options: nodeOptions(url))
+            try await node.projections.waitUntilApplied("account-details", position: head)
+            var cached: [AccountState] = []
+            try node.forEachCachedAccount { cached.append($0) }
+            var owners: [String: String] = [:]
+            for state in cached {
+                #expect(try await node.accounts.load(state.accountId) == state, "\(name): cache differs from the fold of \(state.accountId)")
+                guard !state.isDeleted else { continue }
+                let key = AccountLog.normalizedUserId(state.userId)
+                #expect(owners[key] == nil, "\(name): \(state.userId) is live on two accounts")
+                owners[key] = state.accountId
+                #expect(try await node.accounts.accountId(forUserId: state.userId) == state.accountId)
+            }
+            let cachedIDs = Set(cached.map(\.accountId))
+            let signedUp = Set(acks.filter { $0.kind == "signup" }.map(\.account))
+            #expect(signedUp.isSubset(of: cachedIDs), "\(name): \(signedUp.subtracting(cachedIDs).count) acknowledged signups are not cached")
+            if name != "observer" { await node.close() }
+        }
+        await observer.close()
+    }
+}
