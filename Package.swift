@@ -181,7 +181,7 @@ let package = Package(
                 "TestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
-        .testTarget(name: "AccountctlTests", dependencies: ["accountctl"])
+        .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport"])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -62,7 +62,11 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     /// Connects, creates or migrates the schema, and starts listening for commits.
     public static func open(_ location: PostgresLogLocation, options: PostgresLogOptions = PostgresLogOptions()) async throws -> PostgresEventLog {
         let logger = Logger(label: "PostgresEventLog")
-        let client = PostgresClient(configuration: configuration(location, options: options), backgroundLogger: logger)
+        // The pool retries connections on its own and logs every attempt; this log reports what
+        // fails to its callers, with the server's words, so only the pool's warnings are shown.
+        var poolLogger = Logger(label: "PostgresEventLog.pool")
+        poolLogger.logLevel = .warning
+        let client = PostgresClient(configuration: configuration(location, options: options), backgroundLogger: poolLogger)
         let runner = Task { await client.run() }
         do {
             let logID = try await withDeadline(options.operationTimeout, doing: "open the log at \(location)") {

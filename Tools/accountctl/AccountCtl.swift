@@ -71,6 +71,11 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "The store folder (default: see accountctl --help).")
     var store: String?
 
+    @Option(
+        name: .long,
+        help: "A shared log: postgres://user@host:port/database?schema=name (the store folder then keeps this node's projections).")
+    var log: String?
+
     /// The store folder these options name.
     var location: URL { StoreLocation.resolve(store) }
 }

@@ -49,6 +49,7 @@ struct Stats: AsyncParsableCommand {
                     if state.isDeleted { deleted += 1 } else { live += 1 }
                 }
                 print("store:          \(store.directory)")
+                print("log:            \(store.log.location)")
                 print("records:        \(statistics.records)")
                 print("last position:  \(statistics.lastPosition)")
                 print(

@@ -92,12 +92,20 @@ extension GlobalOptions {
     /// is an error instead of being created.
     func withStore<T>(creating: Bool, _ body: (AccountStore) async throws -> T) async throws -> T {
         let url = location
-        if !creating {
+        if !creating && log == nil {
             let logFile = url.appendingPathComponent("log").appendingPathComponent("data.mdb").path
             guard FileManager.default.fileExists(atPath: logFile) else { throw ToolError.noStore(url.path) }
         }
-        let store = try await AccountStore(directory: url.path, options: Self.storeOptions())
+        var options = Self.storeOptions()
+        if let log {
+            options.logLocation = log
+            // Every node's vault would be its own: stores on a shared log are plain for now.
+            options.cryptoShredding = false
+        }
+        let store = try await AccountStore(directory: url.path, options: options)
         do {
+            // A node's projections follow a shared log: bring them up to date before reading.
+            if log != nil { try await store.waitUntilCaughtUp() }
             let result = try await body(store)
             await store.close()
             return result

@@ -206,6 +206,14 @@ public final class AccountStore: Sendable {
         return details
     }
 
+    /// Returns once the details cache and the external view have applied everything the log held
+    /// when this was called: for a node that just opened a shared log, or a tool that reads at once.
+    public func waitUntilCaughtUp() async throws {
+        let head = try await log.lastPosition()
+        try await projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
+        try await projections.waitUntilApplied(ExternalDetailsProjection.projectionName, position: head)
+    }
+
     /// Waits until the details cache has applied `position`: what an operation returns, every read shows.
     func awaitCache(_ position: UInt64) async throws {
         try await projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: position)

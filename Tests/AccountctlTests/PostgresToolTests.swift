@@ -1,0 +1,37 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("accountctl on a shared PostgreSQL log")
+struct PostgresToolTests {
+    @Test("--log postgres://…: an account signed up through one node's folder shows, verifies and counts through another's")
+    func twoNodes() throws {
+        let server = try PostgresServer(name: "accountctl")
+        defer { server.remove() }
+        let first = try Tool()
+        let second = try Tool()
+        defer {
+            first.remove()
+            second.remove()
+        }
+        let log = ["--log", server.url(schema: "accounts")]
+        let signup = try first.run(
+            ["signup", "--user-id", "grace@example.org", "--name", "Grace Hopper", "--password-stdin"] + log, input: "cobol-1959\n")
+        #expect(signup.status == 0, "\(signup.stderr)")
+        let show = try second.run(["show", "grace@example.org"] + log)
+        #expect(show.status == 0, "\(show.stderr)")
+        #expect(show.stdout.contains("Grace"))
+        let verify = try second.run(["verify"] + log)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let stats = try second.run(["stats"] + log)
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(stats.stdout.contains("postgres://postgres@127.0.0.1"), "\(stats.stdout)")
+        let refused = try first.run(["stats", "--log", "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable"])
+        #expect(refused.failedCleanly, "\(refused)")
+    }
+}
