@@ -161,7 +161,7 @@ let package = Package(
             name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "TestSupport", "EventLogConformance"]),
         .testTarget(
             name: "PostgresEventLogTests",
-            dependencies: ["PostgresEventLog", "EventLogConformance", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
+            dependencies: ["PostgresEventLog", "EventLog", "EventLogConformance", "TestSupport"]),
         .testTarget(
             name: "ProjectionsTests",
             dependencies: ["Projections", "EventLog", "LMDB", .product(name: "MetricsTestKit", package: "swift-metrics")]),

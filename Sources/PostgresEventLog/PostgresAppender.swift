@@ -311,6 +311,11 @@ struct PostgresFailure: Error, CustomStringConvertible {
 
     static func wrap(_ error: any Error, doing what: String) -> EventLogError {
         if let error = error as? EventLogError { return error }
+        if let transaction = error as? PostgresTransactionError,
+            let inner = transaction.closureError ?? transaction.commitError ?? transaction.beginError
+        {
+            return wrap(inner, doing: what)
+        }
         if let error = error as? PostgresLogError { return .storage(error) }
         let detail: String
         if let error = error as? PSQLError {

@@ -51,8 +51,11 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
         self.batchSize = batchSize
     }
 
-    /// The next non-empty batch; nil once the log is closed or the task cancelled.
+    /// The next non-empty batch; nil once the log is closed or the task cancelled. While the
+    /// server cannot be reached the subscription waits and tries again (logging the outage once),
+    /// and goes on from the last record it delivered: no gap, no repeat.
     func next() async throws -> [RecordedEvent]? {
+        var outage: String?
         while true {
             if Task.isCancelled || log.notifier.isClosed { return nil }
             let head: UInt64
@@ -61,9 +64,24 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
                 (head, records) = try await log.batch(after: position, streamID: streamID, limit: batchSize)
             } catch EventLogError.closed {
                 return nil
-            } catch  where Task.isCancelled {
+            } catch let error as EventLogError {
                 // The consumer went away while a batch was being read: the subscription ends.
-                return nil
+                if Task.isCancelled { return nil }
+                guard case .storage = error else { throw error }
+                if outage == nil {
+                    log.logger.warning(
+                        "a subscription cannot read; retrying", metadata: ["error": "\(error)", "after": "\(position)", "log": "\(log.location)"])
+                }
+                outage = "\(error)"
+                try? await Task.sleep(for: log.options.pollInterval * 4)
+                continue
+            } catch {
+                if Task.isCancelled { return nil }
+                throw error
+            }
+            if outage != nil {
+                log.logger.notice("a subscription reads again", metadata: ["after": "\(position)", "log": "\(log.location)"])
+                outage = nil
             }
             if let last = records.last {
                 position = last.position

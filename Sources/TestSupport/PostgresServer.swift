@@ -82,7 +82,8 @@ public final class PostgresServer: Sendable {
     /// Runs `psql` with `sql` and returns what it printed (unaligned, tuples only).
     public func psql(_ sql: String) throws -> String {
         try run(
-            "psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            "psql",
+            ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
     }
 
     @discardableResult
