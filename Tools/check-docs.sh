@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(Spezi SpeziAccount SpeziAccountStore SpeziAccountTesting EventLogProtocol EventLogConformance EventLog Projections LMDB)
+    targets=(Spezi SpeziAccount SpeziAccountStore SpeziAccountTesting EventLogProtocol EventLogConformance EventLog PostgresEventLog Projections LMDB)
 fi
 
 failed=0

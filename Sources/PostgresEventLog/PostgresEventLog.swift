@@ -23,7 +23,7 @@ public struct PostgresLogOptions: Sendable {
     /// are only a wake-up: PostgreSQL may drop them, and a lost connection loses them).
     public var pollInterval: Duration = .milliseconds(200)
     /// How long one operation may wait for the server (a connection, a query, a commit) before it
-    /// fails with a clear error.
+    /// fails with a clear error (opening, which may create the tables, waits at least 10 s).
     public var operationTimeout: Duration = .seconds(15)
     /// The most connections to the server.
     public var maximumConnections = 8
@@ -69,7 +69,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let client = PostgresClient(configuration: configuration(location, options: options), backgroundLogger: poolLogger)
         let runner = Task { await client.run() }
         do {
-            let logID = try await withDeadline(options.operationTimeout, doing: "open the log at \(location)") {
+            // Creating the tables may take longer than one operation on a busy server.
+            let logID = try await withDeadline(max(options.operationTimeout, .seconds(10)), doing: "open the log at \(location)") {
                 try await PostgresSchema.migrate(client, location: location, logger: logger)
             }
             return try await PostgresEventLog(location: location, options: options, client: client, runner: runner, logID: logID)

@@ -68,7 +68,7 @@ struct IOFaultTests {
         for run in 0..<8 {
             let child = try await ChildRun.run(
                 path: path, run: run, mode: "relaxed", environment: environment,
-                milliseconds: 150 + Int(generator.next() % 200))
+                milliseconds: 400 + Int(generator.next() % 300))
             #expect(child.syncedThrough > 0, "the child synced at least once in run \(run)")
             try PowerLoss.strike(directory.path)
             let log = try EventLog(path: path)

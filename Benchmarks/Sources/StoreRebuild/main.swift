@@ -80,7 +80,7 @@ func storeOptions() -> AccountStoreOptions {
 /// Phase 1: accounts with one `account.created` and `eventsPerAccount - 1` `account.details-modified`
 /// events of realistic size (name, date of birth, gender identity, a ~150-byte biography), sealed.
 func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws {
-    let store = try AccountStore(directory: directory, options: storeOptions())
+    let store = try await AccountStore(directory: directory, options: storeOptions())
     let encoder = JSONEncoder()
     let batch = 1_000
     var written = 0
@@ -126,7 +126,7 @@ func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws
 
 /// Phase 2: rebuilds the details cache, then the payload-copy floor over the same log.
 func rebuild(directory: String) async throws {
-    let store = try AccountStore(directory: directory, options: storeOptions())
+    let store = try await AccountStore(directory: directory, options: storeOptions())
     let events = try store.log.lastPosition()
     let sampler = PeakSampler()
     let start = ContinuousClock.now

@@ -99,7 +99,7 @@ enum DetailsWorkloads {
         case .log:
             var options = AccountStoreOptions()
             options.sync = .relaxed
-            let store = try AccountStore(directory: directory.path, options: options)
+            let store = try await AccountStore(directory: directory.path, options: options)
             try timed { try AccountDetailsProjection.state(of: $0, in: store.projections) }
             for (index, id) in ids.enumerated() {
                 let start = nowNanos()
