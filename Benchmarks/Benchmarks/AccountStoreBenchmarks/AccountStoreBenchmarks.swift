@@ -67,7 +67,7 @@ final class Fixture: Sendable {
 
     func close() async {
         await cache.close()
-        log.close()
+        await log.close()
         try? FileManager.default.removeItem(at: directory)
     }
 }

@@ -127,7 +127,7 @@ func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws
 /// Phase 2: rebuilds the details cache, then the payload-copy floor over the same log.
 func rebuild(directory: String) async throws {
     let store = try await AccountStore(directory: directory, options: storeOptions())
-    let events = try store.log.lastPosition()
+    let events = try await store.log.lastPosition()
     let sampler = PeakSampler()
     let start = ContinuousClock.now
     try await store.projections.rebuild(AccountDetailsProjection.projectionName)

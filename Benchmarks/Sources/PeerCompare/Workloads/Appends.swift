@@ -56,7 +56,7 @@ enum AppendWorkloads {
                     for (event, stream) in zip(events, streams) { try sqlite.appendBlocking([event], to: stream) }
                 }
             }
-            log.close()
+            await log.close()
             let operations = scale.singleRounds * perRound
             for (backEnd, watch) in zip(BackEnd.allCases, watches) {
                 var figure = Figure(
@@ -91,7 +91,7 @@ enum AppendWorkloads {
                         try await group.waitForAll()
                     }
                 }
-                log.close()
+                await log.close()
             case .raw:
                 let raw = try RawLMDB(directory: place, durable: true)
                 let frame = RawFrame.make(type: events[0].type, timestamp: microsecondsNow(), stream: "writer-0", payload: [UInt8](events[0].payload))

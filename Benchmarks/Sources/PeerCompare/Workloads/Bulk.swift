@@ -64,7 +64,7 @@ enum BulkWorkloads {
                 }
             }
         }
-        log?.close()
+        await log?.close()
         return [
             Figure(
                 "bulk", "relaxed bulk append of \(count(scale.records)) events, 5 per commit", backEnd, operations: scale.records,
@@ -127,7 +127,7 @@ enum BulkWorkloads {
                     return true
                 }
             }
-            log.close()
+            await log.close()
         case .raw:
             let raw = try RawLMDB(directory: rawPath(directory), sync: .relaxed)
             func bareScan() throws -> Int {

@@ -132,7 +132,7 @@ enum MixWorkload {
         let cacheDone = nowNanos()
         for reader in readers { try await reader.value }
         await cache.close()
-        log.close()
+        await log.close()
         return (Double(writersDone - start) / 1e9, latencies, ["cacheCaughtUpAfterWritersMs": Double(cacheDone - writersDone) / 1e6])
     }
 

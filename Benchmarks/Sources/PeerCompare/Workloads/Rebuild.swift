@@ -36,7 +36,7 @@ enum DetailsWorkloads {
             try await watch.timeAsync { try await store.rebuild(AccountDetailsProjection.projectionName) }
             folded = Int(last)
             await store.close()
-            log.close()
+            await log.close()
         case .raw:
             let raw = try RawLMDB(directory: BulkWorkloads.rawPath(directory), sync: .lastCommitMayRollBack)
             folded = try watch.time { try fold(raw, batchSize: 4_096) }
