@@ -136,7 +136,7 @@ let package = Package(
         ),
         // What the tests and the crash test share (not a product): the I/O fault shim, power loss,
         // a seedable generator, the built executables.
-        .target(name: "TestSupport"),
+        .target(name: "TestSupport", dependencies: ["EventLogProtocol"]),
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",
@@ -164,7 +164,7 @@ let package = Package(
             dependencies: ["PostgresEventLog", "EventLog", "EventLogConformance", "TestSupport"]),
         .testTarget(
             name: "ProjectionsTests",
-            dependencies: ["Projections", "EventLog", "LMDB", .product(name: "MetricsTestKit", package: "swift-metrics")]),
+            dependencies: ["Projections", "EventLog", "LMDB", "TestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
         .testTarget(
             name: "SpeziAccountMacrosTests",

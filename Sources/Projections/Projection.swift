@@ -12,7 +12,7 @@ internal import LMDB
 /// ``ProjectionStore`` commits the state it writes for a batch of records together with the
 /// position it reached, so a crash never applies a record twice or skips one.
 ///
-/// Records arrive as ``LogRecord``s: the LMDB log hands them over in place, other backends as
+/// Records arrive as `LogRecord`s: the LMDB log hands them over in place, other backends as
 /// copied `RecordedEvent`s; a projection reads both the same way.
 public protocol Projection: Sendable {
     /// What the projection keeps in memory during one batch (one write transaction), e.g. the

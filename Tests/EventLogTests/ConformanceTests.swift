@@ -7,6 +7,7 @@ import EventLog
 import EventLogConformance
 import Foundation
 import LMDB
+import TestSupport
 import Testing
 
 @testable import EventLog
@@ -48,42 +49,11 @@ struct ConformanceTests {
 }
 
 /// A backend that wrongly writes a retried batch again: the kit must notice.
-final class ForgetfulLog: EventLogBackend {
-    let base: EventLog
-    init(_ base: EventLog) { self.base = base }
-    var location: String { base.location }
-    func append(
+final class ForgetfulLog: ForwardingLog, @unchecked Sendable {
+    override func append(
         _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>
     ) async throws -> AppendResult {
         let fresh = events.map { ProposedEvent(type: $0.type, schemaVersion: $0.schemaVersion, metadata: $0.metadata, payload: $0.payload) }
         return try await base.append(fresh, to: streamID, expectedVersion: .any, claims: claims, releases: releases)
     }
-    func appendImported(
-        _ events: [(event: ProposedEvent, timestamp: Date)], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>,
-        releases: Set<String>
-    ) async throws -> AppendResult {
-        try await base.appendImported(events, to: streamID, expectedVersion: expectedVersion, claims: claims, releases: releases)
-    }
-    func claimOwner(_ claim: String) async throws -> String? { try base.claimOwner(claim) }
-    func lastPosition() async throws -> UInt64 { try base.lastPosition() }
-    func record(at position: UInt64) async throws -> RecordedEvent? { try base.record(at: position) }
-    func read(from position: UInt64, direction: ReadDirection, limit: Int) async throws -> [RecordedEvent] {
-        try base.read(from: position, direction: direction, limit: limit)
-    }
-    func readStream(_ streamID: String, from version: UInt64, limit: Int) async throws -> [RecordedEvent] {
-        try base.readStream(streamID, from: version, limit: limit)
-    }
-    func streamVersion(_ streamID: String) async throws -> UInt64? { try base.streamVersion(streamID) }
-    func subscribeBatches(after position: UInt64, stream streamID: String?, batchSize: Int) -> RecordBatches {
-        base.subscribeBatches(after: position, stream: streamID, batchSize: batchSize)
-    }
-    func waitForCommit(beyond position: UInt64) async { await base.waitForCommit(beyond: position) }
-    func verify(batchSize: Int, progress: (@Sendable (VerificationProgress) -> Void)?) async throws -> VerificationReport {
-        try base.verify(batchSize: batchSize, progress: progress)
-    }
-    func statistics() async throws -> LogStatistics { try base.statistics() }
-    func sync() async throws { try base.sync() }
-    func close() async { await base.close() }
-    func metadata(_ name: String) async throws -> [UInt8]? { try base.metadata(name) }
-    func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8] { try base.setMetadataIfAbsent(name, value) }
 }

@@ -11,7 +11,8 @@ internal import PostgresEventLog
 /// picks the log backend from it.
 ///
 /// - nil: the embedded LMDB log in the store's own `log/` folder.
-/// - a path, or a `file://` URL: an embedded LMDB log in that folder.
+/// - a path (relative ones inside the store's folder), or a `file://` URL: an embedded LMDB log in
+///   that folder.
 /// - a `postgres://` or `postgresql://` URL: a log in PostgreSQL shared by several app servers
 ///   (`postgres://user[:password]@host[:port]/database?schema=name`, see POSTGRES.md); each server
 ///   keeps its projections in its own store folder.
@@ -39,7 +40,9 @@ public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
             throw AccountStoreError.unsupportedLogLocation(
                 "no log backend for \"\(lowered[..<scheme.lowerBound])://\" (use a folder, a file:// URL or a postgres:// URL)")
         } else {
-            self = .folder(URL(fileURLWithPath: location, relativeTo: storeFolder).standardizedFileURL.path)
+            // A relative path is taken inside the store's folder.
+            let url = location.hasPrefix("/") ? URL(fileURLWithPath: location) : storeFolder.appendingPathComponent(location)
+            self = .folder(url.standardizedFileURL.path)
         }
     }
 
