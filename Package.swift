@@ -71,6 +71,7 @@ let package = Package(
                 "LogRecordFormat",
                 "LMDB",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections")
             ]

@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: MIT
 """Reads an event log with nothing but Python's `lmdb` package and FORMAT.md.
 
-Checks every record's CRC-32C, the SHA-256 hash chain, gap-free positions and both indexes.
+Checks every record's CRC-32C, the SHA-256 hash chain, gap-free positions and both indexes (the
+records after `indexed-through`, the unindexed tail, against the stream versions before them).
 Exit status: 0 intact, 1 a problem was found (its position is printed), 2 the log cannot be read.
 
     python3 Tools/format-check.py LOG_DIR            # summary
@@ -23,7 +24,9 @@ try:
 except ImportError:
     sys.exit("format-check: the Python package 'lmdb' is missing (pip install lmdb)")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Format 1 had no unindexed tail: its indexes hold every record.
+READABLE_VERSIONS = (1, 2)
 
 
 def _crc32c_table():
@@ -193,9 +196,22 @@ def check(path, emit):
         if raw_version is None or len(raw_version) != 4:
             raise SystemExit(2)
         (version,) = struct.unpack(">I", raw_version)
-        if version != FORMAT_VERSION:
-            print(f"format version {version} is not {FORMAT_VERSION}", file=sys.stderr)
+        if version not in READABLE_VERSIONS:
+            print(f"format version {version} is not one of {READABLE_VERSIONS}", file=sys.stderr)
             raise SystemExit(2)
+        last = txn.cursor(db=records)
+        head = struct.unpack(">Q", last.key())[0] if last.last() else 0
+        raw_indexed = txn.get(b"indexed-through", db=meta)
+        if raw_indexed is None:
+            if version != 1:
+                raise Problem(0, "format 2 without indexed-through")
+            indexed = head
+        else:
+            (indexed,) = struct.unpack(">Q", raw_indexed)
+        if indexed > head:
+            raise Problem(head, f"indexed through {indexed}, past the last record")
+        # The unindexed tail: each stream's versions must follow on from its indexed ones.
+        tail_versions = {}
         previous = bytes(32)
         expected = 1
         for key, value in txn.cursor(db=records):
@@ -207,19 +223,43 @@ def check(path, emit):
             if computed.hex() != record["hashHex"]:
                 raise Problem(position, "hash chain broken")
             stream_key = record["stream"].encode() + b"\x00" + struct.pack(">Q", record["streamVersion"])
-            if txn.get(stream_key, db=streams) != key:
-                raise Problem(position, "stream index disagrees")
-            if txn.get(uuid.UUID(record["eventID"]).bytes, db=event_ids) != key:
-                raise Problem(position, "event-id index disagrees")
+            if position <= indexed:
+                if txn.get(stream_key, db=streams) != key:
+                    raise Problem(position, "stream index disagrees")
+                if txn.get(uuid.UUID(record["eventID"]).bytes, db=event_ids) != key:
+                    raise Problem(position, "event-id index disagrees")
+            else:
+                if txn.get(stream_key, db=streams) is not None:
+                    raise Problem(position, "a record of the unindexed tail is in the stream index")
+                stream = record["stream"].encode()
+                if stream not in tail_versions:
+                    tail_versions[stream] = indexed_stream_version(txn, streams, stream)
+                if record["streamVersion"] != tail_versions[stream] + 1:
+                    raise Problem(position, "stream version does not follow on in the unindexed tail")
+                tail_versions[stream] = record["streamVersion"]
             emit(record)
             previous = computed
             expected += 1
         count = expected - 1
         for name, db in (("streams", streams), ("event-ids", event_ids)):
             entries = txn.stat(db)["entries"]
-            if entries != count:
-                raise Problem(count, f"{count} records but {entries} {name} entries")
+            if entries != indexed:
+                raise Problem(indexed, f"{indexed} indexed records but {entries} {name} entries")
     return count, previous.hex()
+
+
+def indexed_stream_version(txn, streams, stream):
+    """The stream's last version in the stream index, 0 when it has none there."""
+    cursor = txn.cursor(db=streams)
+    if not cursor.set_range(stream + b"\x01"):
+        if not cursor.last():
+            return 0
+    elif not cursor.prev():
+        return 0
+    key = cursor.key()
+    if len(key) == len(stream) + 9 and key.startswith(stream + b"\x00"):
+        return struct.unpack(">Q", key[-8:])[0]
+    return 0
 
 
 def main():

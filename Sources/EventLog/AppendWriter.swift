@@ -7,6 +7,7 @@ import DequeModule
 import Foundation
 internal import LMDB
 import LogRecordFormat
+import Logging
 import Metrics
 import Synchronization
 
@@ -54,13 +55,19 @@ final class AppendWriter: @unchecked Sendable {
     private let onCommit: @Sendable (UInt64) -> Void
     private let path: String
     private let metrics: WriterMetrics
+    private let tail: IndexTail
+    private let indexTailLimit: Int
+    private let logger: Logger
 
     init(
-        environment: Environment, databases: LogDatabases, clock: @escaping @Sendable () -> Date,
-        maxBatchEvents: Int, maxBatchBytes: Int, onCommit: @escaping @Sendable (UInt64) -> Void
+        environment: Environment, databases: LogDatabases, tail: IndexTail, clock: @escaping @Sendable () -> Date,
+        maxBatchEvents: Int, maxBatchBytes: Int, indexTailLimit: Int, onCommit: @escaping @Sendable (UInt64) -> Void
     ) {
         self.environment = environment
         self.databases = databases
+        self.tail = tail
+        self.indexTailLimit = max(indexTailLimit, 0)
+        self.logger = Logger(label: "EventLog.writer")
         self.clock = clock
         self.maxBatchEvents = maxBatchEvents
         self.maxBatchBytes = maxBatchBytes
@@ -140,6 +147,10 @@ final class AppendWriter: @unchecked Sendable {
             condition.lock()
             while pending.isEmpty && !stopping { condition.wait() }
             if pending.isEmpty {
+                condition.unlock()
+                // A log closed cleanly is indexed through its last record.
+                flushIndex()
+                condition.lock()
                 stopped = true
                 let waiters = stopWaiters
                 stopWaiters.removeAll()
@@ -176,18 +187,29 @@ final class AppendWriter: @unchecked Sendable {
     private func process(_ batch: [AppendRequest]) -> [Result<AppendResult, any Error>] {
         var outcomes: [Result<AppendResult, any Error>] = []
         var lastPosition: UInt64 = 0
+        var pending = PendingIndex()
+        var tailBase: UInt64 = 0
+        var flushedThrough: UInt64?
         do {
             try environment.write { txn in
                 outcomes.removeAll(keepingCapacity: true)
+                pending = PendingIndex()
+                flushedThrough = nil
                 var head = try LogHead.read(txn, records: databases.records, path: path)
+                let (base, tailCount) = try tail.withSnapshot(txn) { state, _ in (state.base, state.count) }
+                tailBase = base
                 for request in batch {
                     do {
-                        outcomes.append(.success(try apply(request, txn: txn, head: &head)))
+                        outcomes.append(.success(try apply(request, txn: txn, head: &head, pending: &pending)))
                     } catch let error as EventLogError {
                         outcomes.append(.failure(error))
                     }
                 }
                 lastPosition = head.position
+                if tailCount + pending.items.count >= indexTailLimit {
+                    try writeIndex(txn, pending: pending, through: head.position)
+                    flushedThrough = head.position
+                }
             }
         } catch {
             if batch.count > 1 && !(error is EventLogError) && !((error as? LMDBError)?.isDiskFull ?? false) {
@@ -197,17 +219,56 @@ final class AppendWriter: @unchecked Sendable {
             let wrapped = EventLogError.wrapping(error, path: path)
             return batch.map { _ in .failure(wrapped) }
         }
+        if let flushedThrough {
+            tail.flushed(through: flushedThrough)
+        } else if !pending.isEmpty {
+            tail.extend(with: pending, base: tailBase)
+        }
         onCommit(lastPosition)
         return outcomes
     }
 
+    /// Writes the tail's and `pending`'s entries into the indexes, in the write transaction.
+    private func writeIndex(_ txn: Transaction, pending: PendingIndex, through position: UInt64) throws {
+        func put(_ item: TailItem) throws {
+            let positionKey = BigEndian.bytes(item.position)
+            try txn.put(databases.streams, key: LogDatabases.streamKey(item.stream, version: item.version), value: positionKey, flags: .noOverwrite)
+            try txn.put(databases.eventIDs, key: LogDatabases.eventIDKey(item.eventID), value: positionKey, flags: .noOverwrite)
+        }
+        try tail.withState { state in
+            for item in state.items { try put(item) }
+        }
+        for item in pending.items { try put(item) }
+        try databases.setIndexedThrough(txn, position)
+    }
+
+    /// Writes the whole tail into the indexes in a commit of its own (when the log closes).
+    private func flushIndex() {
+        var flushedThrough: UInt64?
+        do {
+            try environment.write { txn in
+                flushedThrough = nil
+                let head = try databases.lastPosition(txn)
+                let tailCount = try tail.withSnapshot(txn) { state, _ in state.count }
+                guard tailCount > 0 else { return }
+                try writeIndex(txn, pending: PendingIndex(), through: head)
+                flushedThrough = head
+            }
+        } catch {
+            // Nothing is lost: the tail is rebuilt from the records when the log is next opened.
+            logger.error("could not write the index tail when closing", metadata: ["log": "\(path)", "error": "\(error)"])
+            return
+        }
+        if let flushedThrough { tail.flushed(through: flushedThrough) }
+    }
+
     /// Validates one request against the log (inside the transaction), then writes it.
-    private func apply(_ request: AppendRequest, txn: Transaction, head: inout LogHead) throws -> AppendResult {
+    private func apply(_ request: AppendRequest, txn: Transaction, head: inout LogHead, pending: inout PendingIndex) throws -> AppendResult {
         // An event id already in the log makes this a retry: answer with the original positions.
         var found: [(index: Int, position: UInt64)] = []
         for (index, event) in request.events.enumerated() {
-            if let stored = try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(event.eventID)), stored.count == 8 {
-                found.append((index, stored.withUnsafeBytes { BigEndian.uint64($0) }))
+            if let position = try position(of: event.eventID, txn: txn, pending: pending) {
+                found.append((index, position))
             }
         }
         if let firstFound = found.first {
@@ -224,7 +285,10 @@ final class AppendWriter: @unchecked Sendable {
             return AppendResult(positions: first...last, streamVersion: version, wasDuplicate: true)
         }
 
-        let current = try LogDatabases.streamVersion(request.streamID, in: txn, streams: databases.streams)
+        let current =
+            try pending.lastVersion(of: request.streamID)
+            ?? tail.withState { $0.lastVersion(of: request.streamID, upTo: .max) }
+            ?? LogDatabases.streamVersion(request.streamID, in: txn, streams: databases.streams)
         switch request.expected {
         case .any:
             break
@@ -270,11 +334,20 @@ final class AppendWriter: @unchecked Sendable {
                         streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
                 }
             }
-            try txn.put(databases.streams, key: LogDatabases.streamKey(request.streamID, version: version), value: positionKey, flags: .noOverwrite)
-            try txn.put(databases.eventIDs, key: LogDatabases.eventIDKey(event.eventID), value: positionKey, flags: .noOverwrite)
+            pending.add(TailItem(stream: request.streamID, version: version, position: position, eventID: event.eventID))
             head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
         }
         return AppendResult(positions: firstPosition...head.position, streamVersion: version, wasDuplicate: false)
+    }
+
+    /// Where the event with this id is: this transaction's appends, the unindexed tail, then the
+    /// index.
+    private func position(of eventID: UUID, txn: Transaction, pending: PendingIndex) throws -> UInt64? {
+        if let position = pending.position(of: eventID) ?? tail.withState({ $0.position(of: eventID, upTo: .max) }) {
+            return position
+        }
+        guard let stored = try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(eventID)), stored.count == 8 else { return nil }
+        return stored.withUnsafeBytes { BigEndian.uint64($0) }
     }
 }
 

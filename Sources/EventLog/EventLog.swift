@@ -24,6 +24,12 @@ public struct EventLogOptions: Sendable {
     public var maxBatchEvents: Int = 10_000
     /// The most bytes the writer puts into one transaction (group commit).
     public var maxBatchBytes: Int = 64 << 20
+    /// How many records a commit may leave out of the `streams` and `event-ids` indexes before
+    /// one commit writes them all (FORMAT.md, "Deferred indexing"). A commit then writes its
+    /// records, not a page of each index per stream and event id it touches, which is most of the
+    /// disk writes of a durable commit. Lookups find the newer entries in memory; the entries are
+    /// derived from the records, so a crash loses nothing. 0 indexes every commit.
+    public var indexTailLimit: Int = 2_048
     /// How often waiting subscribers look for appends made by other processes.
     public var pollInterval: Duration = .milliseconds(250)
     /// The clock that timestamps records (inject a fixed one in tests).
@@ -44,8 +50,9 @@ public struct EventLogOptions: Sendable {
 /// for try await event in log.subscribe(after: 0) { print(event.position, event.type) }
 /// ```
 public final class EventLog: Sendable {
-    /// The format version this build writes and reads.
-    public static let formatVersion: UInt32 = RecordFormat.formatVersion
+    /// The format version this build writes (FORMAT.md). It also opens logs of format 1 (which
+    /// have no unindexed tail); opening one for writing upgrades it in place.
+    public static let formatVersion: UInt32 = 2
 
     /// The log's directory.
     public let path: String
@@ -66,6 +73,7 @@ public final class EventLog: Sendable {
     let environment: Environment
     let databases: LogDatabases
     let notifier: CommitNotifier
+    let tail: IndexTail
     private let writer: AppendWriter?
     private let isClosed = Mutex(false)
 
@@ -105,13 +113,15 @@ public final class EventLog: Sendable {
             try? environment.read { txn in try databases.lastPosition(txn) }
         }
         self.notifier = notifier
+        let tail = IndexTail(databases: databases, path: environment.path)
+        self.tail = tail
         writer =
             options.readOnly
             ? nil
             : AppendWriter(
-                environment: environment, databases: databases, clock: options.clock,
+                environment: environment, databases: databases, tail: tail, clock: options.clock,
                 maxBatchEvents: options.maxBatchEvents, maxBatchBytes: options.maxBatchBytes,
-                onCommit: { notifier.publish($0) }
+                indexTailLimit: options.indexTailLimit, onCommit: { notifier.publish($0) }
             )
     }
 
@@ -131,15 +141,16 @@ public final class EventLog: Sendable {
                 let meta = try txn.openDatabase(LogDatabases.names.meta, create: true)
                 if try txn.get(meta, key: Array("format-version".utf8)) == nil {
                     try txn.put(
-                        meta, key: Array("format-version".utf8), value: withUnsafeBytes(of: RecordFormat.formatVersion.bigEndian) { Array($0) })
+                        meta, key: Array("format-version".utf8), value: withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) })
                     try txn.put(meta, key: Array("log-id".utf8), value: LogDatabases.eventIDKey(UUID()))
                     let created = Int64(Date().timeIntervalSince1970 * 1_000_000)
                     try txn.put(meta, key: Array("created".utf8), value: BigEndian.bytes(UInt64(bitPattern: created)))
+                    try txn.put(meta, key: LogDatabases.indexedThroughKey, value: BigEndian.bytes(0))
                 }
             }
         }
         let databases = try LogDatabases(environment: environment, create: !readOnly)
-        return try environment.read { txn in
+        let (_, id, found) = try environment.read { txn in
             guard let version = try txn.get(databases.meta, key: Array("format-version".utf8)) else {
                 throw EventLogError.notAnEventLog(path: environment.path, reason: "its meta database has no format version")
             }
@@ -147,16 +158,27 @@ public final class EventLog: Sendable {
                 throw EventLogError.notAnEventLog(path: environment.path, reason: "its format version has \(version.count) bytes, not 4")
             }
             let found = version.withUnsafeBytes { BigEndian.uint32($0) }
-            guard found == RecordFormat.formatVersion else {
-                throw EventLogError.unsupportedFormatVersion(found: found, supported: RecordFormat.formatVersion, path: environment.path)
+            guard found == formatVersion || found == 1 else {
+                throw EventLogError.unsupportedFormatVersion(found: found, supported: formatVersion, path: environment.path)
             }
             let idBytes = try txn.get(databases.meta, key: Array("log-id".utf8)) ?? []
             let id = idBytes.withUnsafeBytes { bytes -> UUID in
                 var reader = ByteReader(buffer: bytes, offset: 0)
                 return reader.uuid() ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             }
-            return (databases, id)
+            return (databases, id, found)
         }
+        if found == 1 && !readOnly {
+            // Format 1 indexed every commit: its indexes hold every record.
+            try environment.write { txn in
+                // Another process may have upgraded it (and appended) since the read above.
+                guard try txn.get(databases.meta, key: Array("format-version".utf8)) == withUnsafeBytes(of: UInt32(1).bigEndian, { Array($0) })
+                else { return }
+                try databases.setIndexedThrough(txn, try databases.lastPosition(txn))
+                try txn.put(databases.meta, key: Array("format-version".utf8), value: withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) })
+            }
+        }
+        return (databases, id)
     }
 
     /// Finishes queued appends, ends subscriptions and closes the files. Idempotent. Blocks the
@@ -293,6 +315,13 @@ public final class EventLog: Sendable {
         try reading { txn in try databases.lastPosition(txn) }
     }
 
+    /// The last position whose entries are in the `streams` and `event-ids` indexes; the records
+    /// after it (at most ``EventLogOptions/indexTailLimit`` of them, unless a process died before
+    /// its next flush) are looked up in memory. Equal to ``lastPosition()`` after a clean close.
+    public func indexedThrough() throws -> UInt64 {
+        try reading { txn in try databases.indexedThrough(txn, head: try databases.lastPosition(txn), path: path) }
+    }
+
     /// The record at `position`, or nil.
     public func record(at position: UInt64) throws -> RecordedEvent? {
         try reading { txn in
@@ -332,7 +361,10 @@ public final class EventLog: Sendable {
     /// The stream's last version, or nil when it has no events.
     public func streamVersion(_ streamID: String) throws -> UInt64? {
         try RecordFormat.validate(streamID: streamID)
-        let version = try reading { txn in try LogDatabases.streamVersion(streamID, in: txn, streams: databases.streams) }
+        let version = try reading { txn in
+            try tail.withSnapshot(txn) { state, head in state.lastVersion(of: streamID, upTo: head) }
+                ?? LogDatabases.streamVersion(streamID, in: txn, streams: databases.streams)
+        }
         return version == 0 ? nil : version
     }
 
@@ -344,7 +376,7 @@ public final class EventLog: Sendable {
 
     func readStream(_ streamID: String, from version: UInt64, limit: Int, txn: Transaction) throws -> [RecordedEvent] {
         let prefix = Array(streamID.utf8) + [0]
-        let positions: [UInt64] = try txn.withCursor(databases.streams) { cursor in
+        var positions: [UInt64] = try txn.withCursor(databases.streams) { cursor in
             var positions: [UInt64] = []
             var entry = try cursor.seek(atOrAfter: LogDatabases.streamKey(streamID, version: max(version, 1)))
             while let current = entry, positions.count < limit, current.key.count == prefix.count + 8, current.key.starts(with: prefix) {
@@ -356,6 +388,15 @@ public final class EventLog: Sendable {
                 entry = try cursor.next()
             }
             return positions
+        }
+        if positions.count < limit {
+            // The newest events may be in the unindexed tail.
+            let from = max(version, 1)
+            try tail.withSnapshot(txn) { state, head in
+                for entry in state.entries(of: streamID, from: from, upTo: head) where positions.count < limit {
+                    positions.append(entry.position)
+                }
+            }
         }
         return try positions.map { position in
             try BigEndian.bytes(position).withUnsafeBytes { key in
@@ -371,7 +412,8 @@ public final class EventLog: Sendable {
     /// The position of the event with this id, or nil.
     public func position(ofEvent eventID: UUID) throws -> UInt64? {
         try reading { txn in
-            try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(eventID)).flatMap { bytes in
+            if let position = try tail.withSnapshot(txn, { state, head in state.position(of: eventID, upTo: head) }) { return position }
+            return try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(eventID)).flatMap { bytes in
                 bytes.count == 8 ? bytes.withUnsafeBytes { BigEndian.uint64($0) } : nil
             }
         }

@@ -55,6 +55,29 @@ struct LogDatabases: Sendable {
 }
 
 extension LogDatabases {
+    /// The `meta` key of the last position whose index entries are in `streams` and `event-ids`.
+    static let indexedThroughKey = Array("indexed-through".utf8)
+
+    /// The last position whose entries are in the indexes (FORMAT.md, "Deferred indexing"); the
+    /// records after it are the unindexed tail. A log without the key (format 1) is indexed
+    /// through `head`, its last position.
+    func indexedThrough(_ txn: Transaction, head: UInt64, path: String) throws -> UInt64 {
+        guard let bytes = try txn.get(meta, key: Self.indexedThroughKey) else { return head }
+        guard bytes.count == 8 else {
+            throw EventLogError.notAnEventLog(path: path, reason: "its indexed-through value has \(bytes.count) bytes, not 8")
+        }
+        let value = bytes.withUnsafeBytes { BigEndian.uint64($0) }
+        guard value <= head else {
+            throw EventLogError.notAnEventLog(path: path, reason: "it is indexed through position \(value) but ends at \(head)")
+        }
+        return value
+    }
+
+    /// Records that the indexes hold every entry up to `position`.
+    func setIndexedThrough(_ txn: Transaction, _ position: UInt64) throws {
+        try txn.put(meta, key: Self.indexedThroughKey, value: BigEndian.bytes(position))
+    }
+
     /// The last position (the last key of `records`), 0 when empty; the record itself is not read.
     func lastPosition(_ txn: Transaction) throws -> UInt64 {
         try txn.withCursor(records) { cursor in

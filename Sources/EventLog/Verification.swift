@@ -8,9 +8,10 @@ internal import LMDB
 import LogRecordFormat
 
 extension EventLog {
-    /// Checks every record's checksum, the hash chain, gap-free positions and both indexes, reading
-    /// `batchSize` records per short read transaction (constant memory). Stops at the first problem
-    /// and reports its position.
+    /// Checks every record's checksum, the hash chain, gap-free positions and both indexes (the
+    /// records of the unindexed tail against the tail's stream versions), reading `batchSize`
+    /// records per short read transaction (constant memory). Stops at the first problem and
+    /// reports its position.
     public func verify(batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil) throws -> VerificationReport {
         let total = try lastPosition()
         var expected: UInt64 = 1
@@ -18,11 +19,12 @@ extension EventLog {
         var problem: IntegrityProblem?
         while problem == nil {
             let checkedInBatch: Int = try reading { txn in
-                try txn.withCursor(databases.records) { cursor in
+                let indexed = try databases.indexedThrough(txn, head: try databases.lastPosition(txn), path: path)
+                return try txn.withCursor(databases.records) { cursor in
                     var count = 0
                     var entry = try cursor.seek(atOrAfter: BigEndian.bytes(expected))
                     while let current = entry, count < max(batchSize, 1) {
-                        if let found = check(current, expected: expected, previous: &previous, txn: txn) {
+                        if let found = check(current, expected: expected, previous: &previous, indexed: indexed, txn: txn) {
                             problem = found
                             return count
                         }
@@ -37,20 +39,40 @@ extension EventLog {
             if checkedInBatch == 0 { break }
         }
         if problem == nil {
-            let indexed = try reading { txn in
-                (streams: try txn.entryCount(databases.streams), ids: try txn.entryCount(databases.eventIDs))
-            }
-            let records = Int(expected - 1)
-            if indexed.streams != records || indexed.ids != records {
-                problem = IntegrityProblem(
-                    position: expected - 1, kind: .indexMismatch,
-                    detail: "\(records) records but \(indexed.streams) stream index entries and \(indexed.ids) event-id entries")
+            problem = try reading { txn in
+                let head = try databases.lastPosition(txn)
+                let through = try databases.indexedThrough(txn, head: head, path: path)
+                let streams = try txn.entryCount(databases.streams)
+                let ids = try txn.entryCount(databases.eventIDs)
+                if streams != Int(through) || ids != Int(through) {
+                    return IntegrityProblem(
+                        position: through, kind: .indexMismatch,
+                        detail: "\(through) indexed records but \(streams) stream index entries and \(ids) event-id entries")
+                }
+                do {
+                    // The tail: rebuilt from the records, which checks their stream versions.
+                    var state = TailState(base: through)
+                    try state.scan(txn, records: databases.records, upTo: head, path: path)
+                    for (stream, first) in state.firstEntries.sorted(by: { $0.value.position < $1.value.position }) {
+                        let indexedVersion = try LogDatabases.streamVersion(stream, in: txn, streams: databases.streams)
+                        if first.version != indexedVersion + 1 {
+                            return IntegrityProblem(
+                                position: first.position, kind: .indexMismatch,
+                                detail: "\"\(stream)\" version \(first.version) follows its indexed version \(indexedVersion)")
+                        }
+                    }
+                } catch {
+                    return IntegrityProblem(position: through + 1, kind: .indexMismatch, detail: "the unindexed tail: \(error)")
+                }
+                return nil
             }
         }
         return VerificationReport(recordsChecked: expected - 1, lastPosition: expected - 1, headHash: previous, problem: problem)
     }
 
-    private func check(_ entry: Cursor.Entry, expected: UInt64, previous: inout ChainHash, txn: Transaction) -> IntegrityProblem? {
+    private func check(
+        _ entry: Cursor.Entry, expected: UInt64, previous: inout ChainHash, indexed: UInt64, txn: Transaction
+    ) -> IntegrityProblem? {
         guard entry.key.count == 8 else {
             return IntegrityProblem(position: expected, kind: .corruptRecord, detail: "a records key has \(entry.key.count) bytes, not 8")
         }
@@ -73,6 +95,7 @@ extension EventLog {
                 detail: "the chain hash is \(record.hash) but SHA-256 of the previous hash and this record is \(computed)")
         }
         previous = computed
+        guard position <= indexed else { return nil }
         do {
             let streamEntry = try txn.get(databases.streams, key: LogDatabases.streamKey(record.streamID, version: record.streamVersion))
             guard streamEntry == BigEndian.bytes(position) else {

@@ -56,10 +56,10 @@ struct DurabilityTests {
         do {
             let environment = try Environment(path: path)
             let meta = try environment.openDatabase("meta")
-            try environment.write { txn in try txn.put(meta, key: Array("format-version".utf8), value: [0, 0, 0, 2]) }
+            try environment.write { txn in try txn.put(meta, key: Array("format-version".utf8), value: [0, 0, 0, 99]) }
             environment.close()
         }
-        #expect(throws: EventLogError.unsupportedFormatVersion(found: 2, supported: 1, path: URL(fileURLWithPath: path).standardizedFileURL.path)) {
+        #expect(throws: EventLogError.unsupportedFormatVersion(found: 99, supported: 2, path: URL(fileURLWithPath: path).standardizedFileURL.path)) {
             try EventLog(path: path)
         }
     }

@@ -15,7 +15,9 @@ struct IntegrityTests {
     /// Builds a closed log of `count` records whose payloads are `marker-<position>` padded to 64 bytes,
     /// in one transaction, so that (LMDB being copy-on-write) no stale copy of a page holds a record.
     private func makeLog(at path: String, count: Int) async throws {
-        let log = try EventLog(path: path, options: relaxed)
+        var options = relaxed
+        options.indexTailLimit = 0
+        let log = try EventLog(path: path, options: options)
         let events = (1...count).map { position in
             event("t", "marker-\(String(format: "%05d", position))".padding(toLength: 64, withPad: ".", startingAt: 0))
         }

@@ -7,7 +7,7 @@
 //   ack <position> <event id> <stream> <stream version>
 //   fail <error>                     (an append the log refused; the writer tries again)
 //   synced <position>                (relaxed mode: everything up to here has been flushed)
-// Usage: log-crash-child <log path> <run number> [writers] [durable|relaxed]
+// Usage: log-crash-child <log path> <run number> [writers] [durable|relaxed] [index tail limit]
 //        log-crash-child <log path> hold-reader     (opens a read transaction and waits to be killed)
 
 import EventLog
@@ -28,11 +28,12 @@ if arguments.count == 3 && arguments[2] == "hold-reader" {
     }
 }
 guard arguments.count >= 3, let run = Int(arguments[2]) else {
-    FileHandle.standardError.write(Data("usage: log-crash-child <log path> <run number> [writers] [durable|relaxed]\n".utf8))
+    FileHandle.standardError.write(Data("usage: log-crash-child <log path> <run number> [writers] [durable|relaxed] [index tail limit]\n".utf8))
     exit(64)
 }
 let writers = arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4
 let relaxedMode = arguments.count > 4 && arguments[4] == "relaxed"
+let indexTailLimit = arguments.count > 5 ? Int(arguments[5]) : nil
 let output = NSLock()
 
 func report(_ line: String) {
@@ -45,6 +46,7 @@ func report(_ line: String) {
 do {
     var options = EventLogOptions()
     if relaxedMode { options.sync = .relaxed }
+    if let indexTailLimit { options.indexTailLimit = indexTailLimit }
     let log = try EventLog(path: arguments[1], options: options)
     report("ready \(try log.lastPosition())")
     try await withThrowingTaskGroup(of: Void.self) { group in

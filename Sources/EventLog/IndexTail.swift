@@ -1,0 +1,207 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+internal import LMDB
+import LogRecordFormat
+import Synchronization
+
+/// One index entry of a record in the tail: its stream version and position.
+struct TailStreamEntry: Sendable, Equatable {
+    let version: UInt64
+    let position: UInt64
+}
+
+/// The index entries of one record: its stream, version, position and event id.
+struct TailItem: Sendable {
+    let stream: String
+    let version: UInt64
+    let position: UInt64
+    let eventID: UUID
+}
+
+/// The index entries of the records after `indexed-through` (the log's *tail*), in memory.
+///
+/// A commit writes its records only; the `streams` and `event-ids` databases are brought up to
+/// date every ``EventLogOptions/indexTailLimit`` records, in one later commit (FORMAT.md,
+/// "Deferred indexing"). Until then a lookup asks the databases and this tail. The tail is
+/// derived from the records alone, so a crash loses nothing: the next lookup rebuilds it from
+/// the records after `indexed-through`, and so does another process that shares the log.
+struct TailState: Sendable {
+    /// The `indexed-through` the entries continue.
+    private(set) var base: UInt64 = 0
+    /// The last position the entries cover: records `base + 1 ... through` are in.
+    private(set) var through: UInt64 = 0
+    /// False until the first sync: nothing is known yet.
+    private(set) var loaded = false
+    private var streams: [String: [TailStreamEntry]] = [:]
+    private var ids: [UUID: UInt64] = [:]
+    private var order: [TailItem] = []
+
+    /// How many records the entries cover.
+    var count: Int { Int(through - base) }
+
+    init() {}
+
+    /// An empty tail after `base`.
+    init(base: UInt64) {
+        reset(base: base)
+    }
+
+    /// Forgets every entry: the records up to `base` are in the databases.
+    mutating func reset(base: UInt64) {
+        self.base = base
+        through = base
+        loaded = true
+        streams.removeAll(keepingCapacity: true)
+        ids.removeAll(keepingCapacity: true)
+        order.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds the entries of the record at `through + 1`.
+    mutating func add(stream: String, version: UInt64, position: UInt64, eventID: UUID) {
+        precondition(position == through + 1, "the tail grows one position at a time")
+        streams[stream, default: []].append(TailStreamEntry(version: version, position: position))
+        ids[eventID] = position
+        order.append(TailItem(stream: stream, version: version, position: position, eventID: eventID))
+        through = position
+    }
+
+    /// The stream's last version among the records up to `head`, or nil when the tail holds none.
+    func lastVersion(of stream: String, upTo head: UInt64) -> UInt64? {
+        guard let entries = streams[stream] else { return nil }
+        return entries.last(where: { $0.position <= head })?.version
+    }
+
+    /// The stream's entries from `version` on, among the records up to `head`.
+    func entries(of stream: String, from version: UInt64, upTo head: UInt64) -> ArraySlice<TailStreamEntry> {
+        guard let entries = streams[stream] else { return [] }
+        let start = entries.firstIndex(where: { $0.version >= version }) ?? entries.endIndex
+        let end = entries.lastIndex(where: { $0.position <= head }).map { $0 + 1 } ?? entries.startIndex
+        return start < end ? entries[start..<end] : []
+    }
+
+    /// Each stream's first entry in the tail.
+    var firstEntries: [String: TailStreamEntry] { streams.compactMapValues(\.first) }
+
+    /// The position of the event with this id among the records up to `head`, or nil.
+    func position(of eventID: UUID, upTo head: UInt64) -> UInt64? {
+        guard let position = ids[eventID], position <= head else { return nil }
+        return position
+    }
+
+    /// Every entry, oldest first: what a flush writes into the databases.
+    var items: [TailItem] { order }
+
+    /// Reads the records `through + 1 ... head` in `txn` and adds their entries.
+    mutating func scan(_ txn: Transaction, records: Database, upTo head: UInt64, path: String) throws {
+        guard head > through else { return }
+        try txn.withCursor(records) { cursor in
+            var entry = try cursor.seek(atOrAfter: BigEndian.bytes(through + 1))
+            while let current = entry, through < head {
+                let position = BigEndian.uint64(current.key)
+                guard position == through + 1 else {
+                    throw EventLogError.corruptRecord(
+                        position: through + 1, reason: "the record is missing (the next one is at \(position))", path: path)
+                }
+                let record = try RecordView(current.value, position: position, path: path)
+                let stream = record.streamID
+                let expected = (lastVersion(of: stream, upTo: head) ?? 0) + 1
+                if expected > 1 && record.streamVersion != expected {
+                    throw EventLogError.corruptRecord(
+                        position: position,
+                        reason: "\"\(stream)\" version \(record.streamVersion) follows its version \(expected - 1) in the unindexed tail",
+                        path: path)
+                }
+                add(stream: stream, version: record.streamVersion, position: position, eventID: record.eventID)
+                entry = try cursor.next()
+            }
+        }
+    }
+}
+
+/// The tail of one open log, shared by its writer and its readers (see ``TailState``).
+final class IndexTail: Sendable {
+    private let state = Mutex(TailState())
+    private let databases: LogDatabases
+    private let path: String
+
+    init(databases: LogDatabases, path: String) {
+        self.databases = databases
+        self.path = path
+    }
+
+    /// Calls `body` with the tail as of `txn`'s snapshot and that snapshot's last position; the
+    /// caller filters by it (the shared tail may run ahead of an older snapshot). Brings the
+    /// shared tail up to date when the snapshot is newer; builds a private one for a snapshot
+    /// older than the shared tail's last flush.
+    func withSnapshot<Result>(_ txn: Transaction, _ body: (borrowing TailState, _ head: UInt64) throws -> Result) throws -> Result {
+        let head = try databases.lastPosition(txn)
+        let indexed = try databases.indexedThrough(txn, head: head, path: path)
+        return try state.withLock { tail in
+            if !tail.loaded || indexed > tail.base {
+                tail.reset(base: indexed)
+            } else if indexed < tail.base {
+                var older = TailState(base: indexed)
+                try older.scan(txn, records: databases.records, upTo: head, path: path)
+                return try body(older, head)
+            }
+            if tail.through < head {
+                do {
+                    try tail.scan(txn, records: databases.records, upTo: head, path: path)
+                } catch {
+                    tail = TailState()
+                    throw error
+                }
+            }
+            return try body(tail, head)
+        }
+    }
+
+    /// Calls `body` with the shared tail (the writer's read of it, inside its write transaction,
+    /// after ``withSnapshot(_:_:)`` brought it up to date).
+    func withState<Result>(_ body: (borrowing TailState) throws -> Result) rethrows -> Result {
+        try state.withLock { tail in try body(tail) }
+    }
+
+    /// After a commit that wrote no index entries: adds the committed records' entries unless a
+    /// reader added them already.
+    func extend(with pending: PendingIndex, base: UInt64) {
+        state.withLock { tail in
+            guard tail.loaded, tail.base == base else { return }
+            for item in pending.items where item.position == tail.through + 1 {
+                tail.add(stream: item.stream, version: item.version, position: item.position, eventID: item.eventID)
+            }
+        }
+    }
+
+    /// After a commit that wrote the index up to `indexedThrough`.
+    func flushed(through indexedThrough: UInt64) {
+        state.withLock { tail in tail.reset(base: indexedThrough) }
+    }
+
+    /// Forgets everything (after a failed commit, say); the next lookup rebuilds from the records.
+    func invalidate() {
+        state.withLock { tail in tail = TailState() }
+    }
+}
+
+/// The index entries of one write transaction, before its commit.
+struct PendingIndex {
+    private(set) var items: [TailItem] = []
+    private var lastVersions: [String: UInt64] = [:]
+    private var ids: [UUID: UInt64] = [:]
+
+    var isEmpty: Bool { items.isEmpty }
+
+    mutating func add(_ item: TailItem) {
+        items.append(item)
+        lastVersions[item.stream] = item.version
+        ids[item.eventID] = item.position
+    }
+
+    func lastVersion(of stream: String) -> UInt64? { lastVersions[stream] }
+    func position(of eventID: UUID) -> UInt64? { ids[eventID] }
+}

@@ -1,0 +1,213 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import TestSupport
+import Testing
+
+@Suite("Deferred indexing: the unindexed tail")
+struct DeferredIndexTests {
+    private let readOnlyOptions: EventLogOptions = {
+        var options = EventLogOptions()
+        options.readOnly = true
+        return options
+    }()
+    private let readOnlyEnvironment: EnvironmentOptions = {
+        var options = EnvironmentOptions()
+        options.readOnly = true
+        return options
+    }()
+
+    private func options(tail: Int) -> EventLogOptions {
+        var options = relaxed
+        options.indexTailLimit = tail
+        return options
+    }
+
+    /// Every lookup of `log` agrees with `expected` (stream → event ids in version order).
+    private func expectLookups(_ log: EventLog, _ expected: [String: [UUID]], _ context: String) throws {
+        for (stream, ids) in expected {
+            #expect(try log.streamVersion(stream) == UInt64(ids.count), "\(stream) \(context)")
+            let events = try log.readStream(stream)
+            #expect(events.map(\.eventID) == ids, "\(stream) \(context)")
+            #expect(events.map(\.streamVersion) == Array(1...UInt64(ids.count)))
+            // From a middle version, with a limit that ends inside the tail and one past the end.
+            let middle = UInt64(ids.count / 2 + 1)
+            #expect(
+                try log.readStream(stream, from: middle, limit: 2).map(\.eventID) == Array(ids[Int(middle - 1)..<min(Int(middle + 1), ids.count)]))
+            #expect(try log.readStream(stream, from: UInt64(ids.count) + 1).isEmpty)
+            for (index, id) in ids.enumerated() {
+                let position = try #require(try log.position(ofEvent: id), "\(id) \(context)")
+                #expect(try log.record(at: position)?.streamVersion == UInt64(index + 1))
+            }
+        }
+    }
+
+    @Test("lookups see the tail; the indexes are written every N records and when the log closes")
+    func tailAndFlushes() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        let log = try EventLog(path: path, options: options(tail: 8))
+        var expected: [String: [UUID]] = [:]
+        var indexedAfter: [UInt64] = []
+        for index in 0..<21 {
+            let stream = "s\(index % 3)"
+            let proposed = event()
+            let result = try await log.append(proposed, to: stream, expectedVersion: .exact(UInt64(expected[stream, default: []].count)))
+            expected[stream, default: []].append(proposed.eventID)
+            #expect(result.positions == UInt64(index + 1)...UInt64(index + 1))
+            indexedAfter.append(try log.indexedThrough())
+            try expectLookups(log, expected, "after append \(index + 1)")
+        }
+        // The 8th, 16th appends wrote the indexes; the others left their records in the tail.
+        #expect(indexedAfter == [0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16])
+
+        // A stale expected version is still refused when the stream's last event is in the tail.
+        await #expect(throws: EventLogError.wrongExpectedVersion(stream: "s2", expected: .exact(6), actual: 7)) {
+            try await log.append(event(), to: "s2", expectedVersion: .exact(6))
+        }
+        // A retry of an event in the tail writes nothing and answers with its first position.
+        let tailID = try #require(expected["s1"]?.last)
+        let original = try #require(try log.position(ofEvent: tailID))
+        #expect(original > 16)
+        let retry = try await log.append(
+            ProposedEvent(eventID: tailID, type: "test.event", payload: Data("payload".utf8)), to: "s1")
+        #expect(retry.wasDuplicate && retry.positions == original...original)
+        #expect(try log.lastPosition() == 21)
+        #expect(try await log.verify().isIntact)
+        await log.close()
+
+        let reopened = try EventLog(path: path, options: options(tail: 8))
+        defer { reopened.close() }
+        #expect(try reopened.indexedThrough() == 21)
+        try expectLookups(reopened, expected, "after a clean close")
+        let statistics = try reopened.statistics()
+        #expect(statistics.records == 21)
+    }
+
+    @Test("a copy taken while the log is open (a crash image) has an unindexed tail that every reader rebuilds")
+    func crashImage() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        let log = try EventLog(path: path, options: options(tail: 10))
+        var expected: [String: [UUID]] = [:]
+        for index in 0..<27 {
+            let events = (0...(index % 2)).map { _ in event() }
+            _ = try await log.append(events, to: "stream-\(index % 4)")
+            expected["stream-\(index % 4)", default: []] += events.map(\.eventID)
+        }
+        let indexed = try log.indexedThrough()
+        let last = try log.lastPosition()
+        #expect(indexed > 0 && indexed < last, "the image must have both indexed records and a tail")
+        // Every commit's pages are in the file once it returns: a copy is what a crash leaves.
+        let image = directory.path("image")
+        try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: path + "/data.mdb", toPath: image + "/data.mdb")
+        await log.close()
+
+        let readOnly = try EventLog(path: image, options: readOnlyOptions)
+        #expect(try readOnly.indexedThrough() == indexed)
+        try expectLookups(readOnly, expected, "read-only on the crash image")
+        #expect(try await readOnly.verify().isIntact)
+        await readOnly.close()
+        if pythonLMDBAvailable {
+            let check = try runFormatCheck([image])
+            #expect(check.status == 0, "\(check.errors)")
+            #expect(check.errors.contains("OK \(last) records"))
+        }
+
+        // A writer on the image goes on where the crash left off, then indexes everything.
+        let writer = try EventLog(path: image, options: options(tail: 10))
+        try expectLookups(writer, expected, "writable on the crash image")
+        let next = event()
+        let result = try await writer.append(next, to: "stream-0", expectedVersion: .exact(UInt64(expected["stream-0"]!.count)))
+        expected["stream-0"]!.append(next.eventID)
+        #expect(result.positions.lowerBound == last + 1)
+        await writer.close()
+        let reopened = try EventLog(path: image)
+        defer { reopened.close() }
+        #expect(try reopened.indexedThrough() == last + 1)
+        try expectLookups(reopened, expected, "after the writer closed")
+        #expect(try await reopened.verify().isIntact)
+    }
+
+    @Test("verify reports an indexed-through that claims more than the indexes hold")
+    func tamperedIndexedThrough() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        let log = try EventLog(path: path, options: options(tail: 100))
+        for index in 0..<6 { _ = try await log.append(event(), to: "s\(index % 2)") }
+        #expect(try log.indexedThrough() == 0)
+        let image = directory.path("image")
+        try FileManager.default.createDirectory(atPath: image, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: path + "/data.mdb", toPath: image + "/data.mdb")
+        await log.close()
+        do {
+            let environment = try Environment(path: image)
+            let meta = try environment.openDatabase("meta")
+            try environment.write { txn in try txn.put(meta, key: Array("indexed-through".utf8), value: [0, 0, 0, 0, 0, 0, 0, 4]) }
+            environment.close()
+        }
+        let damaged = try EventLog(path: image, options: readOnlyOptions)
+        defer { damaged.close() }
+        let report = try await damaged.verify()
+        #expect(report.problem?.kind == .indexMismatch)
+        #expect(report.problem?.position == 1)
+        if pythonLMDBAvailable {
+            let check = try runFormatCheck([image])
+            #expect(check.status == 1)
+            #expect(check.errors.contains("stream index disagrees"), "\(check.errors)")
+        }
+    }
+
+    @Test("a format-1 log (indexed every commit) opens and is upgraded in place when opened for writing")
+    func upgradesFormatOne() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        var expected: [String: [UUID]] = [:]
+        do {
+            let log = try EventLog(path: path, options: options(tail: 0))
+            for index in 0..<9 {
+                let proposed = event()
+                _ = try await log.append(proposed, to: "s\(index % 3)")
+                expected["s\(index % 3)", default: []].append(proposed.eventID)
+            }
+            #expect(try log.indexedThrough() == 9)
+            await log.close()
+        }
+        // What a format-1 log looks like: version 1, no indexed-through.
+        do {
+            let environment = try Environment(path: path)
+            let meta = try environment.openDatabase("meta")
+            try environment.write { txn in
+                try txn.put(meta, key: Array("format-version".utf8), value: [0, 0, 0, 1])
+                _ = try txn.delete(meta, key: Array("indexed-through".utf8))
+            }
+            environment.close()
+        }
+        let readOnly = try EventLog(path: path, options: readOnlyOptions)
+        #expect(try readOnly.indexedThrough() == 9)
+        try expectLookups(readOnly, expected, "format 1, read-only")
+        await readOnly.close()
+
+        let log = try EventLog(path: path, options: options(tail: 4))
+        let proposed = event()
+        _ = try await log.append(proposed, to: "s0", expectedVersion: .exact(3))
+        expected["s0"]!.append(proposed.eventID)
+        try expectLookups(log, expected, "upgraded")
+        #expect(try log.indexedThrough() == 9)
+        await log.close()
+        let environment = try Environment(path: path, options: readOnlyEnvironment)
+        defer { environment.close() }
+        let meta = try environment.openDatabase("meta")
+        #expect(try environment.read { txn in try txn.get(meta, key: Array("format-version".utf8)) } == [0, 0, 0, 2])
+    }
+}
