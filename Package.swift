@@ -76,12 +76,15 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections")
             ]
         ),
+        // Where a key vault keeps its bytes (a file, PostgreSQL tables): the protocol only.
+        .target(name: "KeyVaultStorage"),
         // The log on PostgreSQL, for several app servers on one shared log (postgres-nio).
         .target(
             name: "PostgresEventLog",
             dependencies: [
                 "EventLogProtocol",
                 "LogRecordFormat",
+                "KeyVaultStorage",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log")
             ]
@@ -117,6 +120,7 @@ let package = Package(
                 "EventLogProtocol",
                 "EventLog",
                 "PostgresEventLog",
+                "KeyVaultStorage",
                 "Projections",
                 "BlockingPool",
                 "Spezi",

@@ -46,6 +46,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     /// The log's id (made when its schema was created).
     public let logID: UUID
     let settings: PostgresLogLocation
+    /// Where the log is, with its password (for the key vault's own connection).
+    package var connectionSettings: PostgresLogLocation { settings }
     let options: PostgresLogOptions
     let client: PostgresClient
     let logger = Logger(label: "PostgresEventLog")

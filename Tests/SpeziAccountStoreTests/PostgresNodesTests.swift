@@ -11,11 +11,10 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// Options for a node of a shared PostgreSQL log (plain: each node's vault would be its own).
+/// Options for a node of a shared PostgreSQL log (its key vault is the log's, shared by every node).
 func nodeOptions(_ url: String) -> AccountStoreOptions {
     var options = AccountStoreOptions()
     options.logLocation = url
-    options.cryptoShredding = false
     options.passwordParameters = .insecureTesting
     options.allowWeakPasswordParameters = true
     return options
@@ -58,6 +57,79 @@ struct PostgresNodesTests {
         #expect(try await first.log.verify(progress: nil).isIntact)
         await first.close()
         await second.close()
+    }
+
+    @Test("one key vault for every node: sealed on one node, read on the other; shredded on one, unreadable on all; the key is zeros in key_slots")
+    func sharedVault() async throws {
+        let server = try PostgresServer(name: "vault")
+        defer { server.remove() }
+        let folders = (0..<3).map { FileManager.default.temporaryDirectory.appendingPathComponent("vault-node-\($0)-\(UUID().uuidString)") }
+        defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }
+        let first = try await AccountStore(directory: folders[0].path, options: nodeOptions(server.url()))
+        let second = try await AccountStore(directory: folders[1].path, options: nodeOptions(server.url()))
+        #expect(first.accounts.vault != nil && first.accounts.vault?.id == second.accounts.vault?.id)
+
+        var kept: [String] = []
+        var doomed: [String] = []
+        for index in 0..<6 {
+            var details = AccountDetails()
+            details.userId = "sealed-\(index)@example.org"
+            details.password = "correct horse"
+            details.name = PersonNameComponents(givenName: "Secret\(index)Given", familyName: "Secret\(index)Family")
+            // Signups alternate between the nodes: each node makes keys the other must find.
+            let node = index % 2 == 0 ? first : second
+            let id = try await node.signup(details).accountId
+            if index < 3 { doomed.append(id) } else { kept.append(id) }
+        }
+        // Nothing personal is in the clear in the database: every payload is sealed.
+        let clear = try server.psql(
+            "SELECT count(*) FROM spezi_account_log.log_records WHERE position(convert_to('Secret', 'UTF8') in payload) > 0")
+        #expect(clear.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        let sealed = try server.psql(
+            "SELECT count(*) FROM spezi_account_log.log_records WHERE type = 'account.created' AND get_byte(payload, 0) = 2")
+        #expect(sealed.trimmingCharacters(in: .whitespacesAndNewlines) == "6")
+
+        try await second.waitUntilCaughtUp()
+        try await first.waitUntilCaughtUp()
+        for (index, id) in (doomed + kept).enumerated() {
+            #expect(try first.details(of: id)?.name?.givenName == "Secret\(index)Given")
+            #expect(try second.details(of: id)?.name?.givenName == "Secret\(index)Given")
+            #expect(try await second.resolve("SEALED-\(index)@example.org") == id)
+        }
+
+        // Deleted on one node: the key is gone for every node, in the database itself.
+        for (index, id) in doomed.enumerated() { try await (index % 2 == 0 ? second : first).delete(id) }
+        try await first.waitUntilCaughtUp()
+        try await second.waitUntilCaughtUp()
+        for id in doomed {
+            #expect(try first.details(of: id) == nil && second.details(of: id) == nil)
+            #expect(try first.accounts.vault?.isShredded(id) == true)
+        }
+        let zeroed = try server.psql(
+            "SELECT count(*) FROM spezi_account_log.key_slots WHERE get_byte(bytes, 0) = 2 AND substring(bytes from 9 for 32) = decode(repeat('00', 32), 'hex')"
+        )
+        #expect(zeroed.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+        let live = try server.psql(
+            "SELECT count(*) FROM spezi_account_log.key_slots WHERE get_byte(bytes, 0) = 1 AND substring(bytes from 9 for 32) <> decode(repeat('00', 32), 'hex')"
+        )
+        #expect(live.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+        await first.close()
+        await second.close()
+
+        // A third node, new, reads the kept accounts and none of the deleted ones.
+        let third = try await AccountStore(directory: folders[2].path, options: nodeOptions(server.url()))
+        try await third.waitUntilCaughtUp()
+        for (offset, id) in kept.enumerated() { #expect(try third.details(of: id)?.name?.givenName == "Secret\(offset + 3)Given") }
+        for id in doomed { #expect(try third.details(of: id) == nil) }
+        await third.close()
+
+        // The vault's tables gone: a node refuses to start rather than make a new vault.
+        _ = try server.psql("DROP TABLE spezi_account_log.key_slots, spezi_account_log.key_vault")
+        await #expect {
+            _ = try await AccountStore(directory: folders[2].path, options: nodeOptions(server.url()))
+        } throws: { error in
+            "\(error)".contains("key_vault and key_slots") && "\(error)".contains("is missing")
+        }
     }
 
     @Test(

@@ -99,8 +99,6 @@ extension GlobalOptions {
         var options = Self.storeOptions()
         if let log {
             options.logLocation = log
-            // Every node's vault would be its own: stores on a shared log are plain for now.
-            options.cryptoShredding = false
         }
         let store = try await AccountStore(directory: url.path, options: options)
         do {

@@ -10,13 +10,12 @@ import TestSupport
 
 /// The store as the crash test opens it: durable appends, cheap password hashing (the test is about
 /// durability, not hashing cost).
-/// With a shared `log` URL the store's folder keeps this node's projections; such stores are plain
-/// (each node's key vault would be its own).
+/// With a shared `log` URL the store's folder keeps this node's projections; the key vault is the
+/// log's, in PostgreSQL, shared by every node.
 func openStore(_ directory: String, log: String? = nil) async throws -> AccountStore {
     var options = AccountStoreOptions()
     options.sync = .durable
     options.logLocation = log
-    if log != nil { options.cryptoShredding = false }
     options.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
     options.allowWeakPasswordParameters = true
     return try await AccountStore(directory: directory, options: options)

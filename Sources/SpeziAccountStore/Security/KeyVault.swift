@@ -7,6 +7,7 @@ internal import BlockingPool
 import Crypto
 import EventLog
 import Foundation
+import KeyVaultStorage
 import Synchronization
 
 /// Errors of the key vault.
@@ -39,16 +40,17 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
 /// in place with zeros and flushes it: the log stays append-only and its hash chain verifies, but
 /// nobody can read the deleted person's details any more.
 ///
-/// The vault is a plain file (not LMDB: LMDB copies pages on write, so an overwritten key would
-/// live on in a free page); its layout is described in FORMAT.md. Every change is written with
-/// `pwrite` and flushed with `fdatasync` before it is used, in every sync mode: a lost key would
-/// make an account unreadable for good.
+/// The vault keeps its bytes in a `KeyVaultStorage`: a plain file beside an LMDB store (not LMDB:
+/// LMDB copies pages on write, so an overwritten key would live on in a free page), or tables beside
+/// a PostgreSQL log that every app server shares; the layout is described in FORMAT.md. Every
+/// change is durable before it is used, in every sync mode: a lost key would make an account
+/// unreadable for good.
 ///
-/// Any number of processes may open one vault. New slots are allocated at the end of the file
-/// under an exclusive file lock, after re-reading the slots other processes added; a key this
-/// process does not know yet is looked up in the file before an account is taken to have none; and
+/// Any number of processes may open one vault. New slots are allocated at the end under the
+/// storage's exclusive lock, after re-reading the slots other processes added; a key this process
+/// does not know yet is looked up in the storage before an account is taken to have none; and
 /// every state change re-reads its slot under the lock first. Keys already known are answered
-/// from memory under a lock of their own, never held across file access, so a flush holds up
+/// from memory under a lock of their own, never held across storage access, so a flush holds up
 /// only other writers.
 public final class KeyVault: Sendable {
     typealias SlotState = VaultFile.SlotState
@@ -69,7 +71,7 @@ public final class KeyVault: Sendable {
     static let slotSize = VaultFile.slotSize
     static let maxAccountIdBytes = VaultFile.maxAccountIdBytes
 
-    /// The path of the vault file.
+    /// Where the vault is: the path of the vault file, or the PostgreSQL location of its tables.
     public let path: String
     /// The vault's identity: 16 random bytes in hex, given at creation.
     public let id: String
@@ -77,90 +79,59 @@ public final class KeyVault: Sendable {
     /// without revealing the secret.
     public let fingerprint: String
     /// True when no other process had the vault open when this one opened it.
-    let openedAlone: Bool
-    let file: VaultFile
-    private let usersDescriptor: Int32
+    var openedAlone: Bool { storage.openedAlone }
+    let storage: any KeyVaultStorage
     /// The secret that keys user-id claims (HMAC-SHA256).
     let claimSecret: SymmetricKey
     private let cache: Mutex<Cache>
-    /// Held while this process uses the file (see `withFile`).
+    /// Held while this process uses the storage (see `withFile`).
     private let fileAccess = Mutex(())
 
-    /// Opens the vault at `path`. A missing vault is created (with a new claim secret and id) when
-    /// `create` is true, and refused with ``KeyVaultError/missing(path:)`` otherwise.
-    public init(path: String, create: Bool = true) throws {
-        self.path = path
-        let fileManager = FileManager.default
-        if !fileManager.fileExists(atPath: path) {
-            guard create else { throw KeyVaultError.missing(path: path) }
-            try fileManager.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            _ = try VaultFile.create(at: path)
-        }
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw KeyVaultError.cannotOpen(path: path, errno: errno) }
-        let users = open(path + ".users", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard users >= 0 else {
-            let code = errno
-            close(fd)
-            throw KeyVaultError.cannotOpen(path: path + ".users", errno: code)
-        }
-        // Every open vault holds a shared lock on `vault.users`; getting it exclusively first tells
-        // whether any other process has the vault open.
-        openedAlone = flock(users, LOCK_EX | LOCK_NB) == 0
-        _ = flock(users, LOCK_SH)
-        usersDescriptor = users
-        let file = VaultFile(path: path, descriptor: fd)
-        self.file = file
-        do {
-            let (secret, id) = try Self.header(of: file)
-            claimSecret = secret
-            self.id = id.map { String(format: "%02x", $0) }.joined()
-            let mac = HMAC<SHA256>.authenticationCode(for: Array("spezi-account-store vault fingerprint".utf8), using: secret)
-            fingerprint = mac.prefix(16).map { String(format: "%02x", $0) }.joined()
-            var fresh = Cache()
-            try file.withLock(exclusive: false) { try Self.readNewSlots(file, into: &fresh) }
-            cache = Mutex(fresh)
-        } catch {
-            close(fd)
-            close(users)
-            throw error
-        }
+    /// Opens the vault file at `path`. A missing vault is created (with a new claim secret and id)
+    /// when `create` is true, and refused with ``KeyVaultError/missing(path:)`` otherwise.
+    public convenience init(path: String, create: Bool = true) throws {
+        try self.init(storage: FileVaultStorage(path: path, create: create))
     }
 
-    deinit {
-        close(file.descriptor)
-        close(usersDescriptor)
+    /// Opens the vault kept in `storage` (a file, or PostgreSQL tables shared by every node).
+    init(storage: any KeyVaultStorage) throws {
+        self.storage = storage
+        path = storage.location
+        let (secret, id) = try Self.header(of: storage)
+        claimSecret = secret
+        self.id = id.map { String(format: "%02x", $0) }.joined()
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("spezi-account-store vault fingerprint".utf8), using: secret)
+        fingerprint = mac.prefix(16).map { String(format: "%02x", $0) }.joined()
+        var fresh = Cache()
+        try storage.withLock(exclusive: false) { try Self.readNewSlots(storage, into: &fresh) }
+        cache = Mutex(fresh)
     }
 
     /// Says that this process has stopped using the vault (the store closed): a vault opened after
-    /// this, in this process or another, may count as opened alone. The file stays open until the
-    /// vault is released from memory.
+    /// this, in this process or another, may count as opened alone. The storage stays open until
+    /// the vault is released from memory.
     public func release() {
-        _ = flock(usersDescriptor, LOCK_UN)
+        storage.release()
     }
 
     /// Reads the header; a vault made before vault ids existed gets one now.
-    private static func header(of file: VaultFile) throws -> (SymmetricKey, [UInt8]) {
-        let parsed = try VaultFile.parseHeader(try file.read(at: 0, count: VaultFile.headerSize), path: file.path)
+    private static func header(of storage: any KeyVaultStorage) throws -> (SymmetricKey, [UInt8]) {
+        let parsed = try VaultFile.parseHeader(try storage.readHeader(), path: storage.location)
         if parsed.id.contains(where: { $0 != 0 }) { return parsed }
-        return try file.withLock(exclusive: true) {
-            let again = try VaultFile.parseHeader(try file.read(at: 0, count: VaultFile.headerSize), path: file.path)
+        return try storage.withLock(exclusive: true) {
+            let again = try VaultFile.parseHeader(try storage.readHeader(), path: storage.location)
             if again.id.contains(where: { $0 != 0 }) { return again }
             let id = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
-            try file.write(id, at: VaultFile.idRange.lowerBound)
+            try storage.writeHeaderID(id)
             return (again.secret, id)
         }
     }
 
     /// Adds the slots written since the cache last looked (by this process or another).
-    private static func readNewSlots(_ file: VaultFile, into cache: inout Cache) throws {
-        let known = VaultFile.headerSize + cache.slotCount * VaultFile.slotSize
-        let size = try file.size()
-        // A slot cut short by a crash during its first write was never used: it is not counted.
-        let whole = (size - known) / VaultFile.slotSize
-        guard whole > 0 else { return }
-        let bytes = try file.read(at: known, count: whole * VaultFile.slotSize)
-        for (offset, slot) in try VaultFile.parseSlots(bytes, first: cache.slotCount, path: file.path).enumerated() {
+    private static func readNewSlots(_ storage: any KeyVaultStorage, into cache: inout Cache) throws {
+        let bytes = try storage.readSlots(from: cache.slotCount)
+        guard bytes.count >= VaultFile.slotSize else { return }
+        for (offset, slot) in try VaultFile.parseSlots(bytes, first: cache.slotCount, path: storage.location).enumerated() {
             guard let slot else { continue }
             cache.byAccount[slot.accountId] = Entry(slot: cache.slotCount + offset, state: slot.state, key: slot.key)
         }
@@ -170,7 +141,7 @@ public final class KeyVault: Sendable {
     /// Runs `body` holding the file: the in-process lock first (threads of this process share one
     /// open file, and so one `flock`), then the `flock` that excludes other processes.
     private func withFile<T: Sendable>(exclusive: Bool, _ body: () throws -> T) throws -> T {
-        try fileAccess.withLock { _ in try file.withLock(exclusive: exclusive, body) }
+        try fileAccess.withLock { _ in try storage.withLock(exclusive: exclusive, body) }
     }
 
     /// Adds the slots written since the cache last looked (by this process or another); call it
@@ -178,7 +149,7 @@ public final class KeyVault: Sendable {
     private func refresh() throws {
         let known = cache.withLock { $0.slotCount }
         var fresh = Cache(byAccount: [:], slotCount: known)
-        try Self.readNewSlots(file, into: &fresh)
+        try Self.readNewSlots(storage, into: &fresh)
         guard fresh.slotCount > known else { return }
         cache.withLock { cache in
             cache.byAccount.merge(fresh.byAccount) { _, new in new }
@@ -198,7 +169,8 @@ public final class KeyVault: Sendable {
     private func currentEntry(_ accountId: String) throws -> Entry? {
         if cache.withLock({ $0.byAccount[accountId] }) == nil { try refresh() }
         guard var entry = cache.withLock({ $0.byAccount[accountId] }) else { return nil }
-        guard let slot = try file.readSlot(entry.slot), slot.accountId == accountId else {
+        guard let slot = try VaultFile.parseSlot(try storage.readSlot(entry.slot), number: entry.slot, path: path), slot.accountId == accountId
+        else {
             throw KeyVaultError.damagedSlot(path: path, slot: entry.slot)
         }
         entry.state = slot.state
@@ -247,7 +219,7 @@ public final class KeyVault: Sendable {
             }
             let key = SymmetricKey(size: .bits256)
             let slot = cache.withLock { $0.slotCount }
-            try file.write(slot: slot, state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: id)
+            try storage.writeSlots(VaultFile.slotBytes(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: id), at: slot)
             cache.withLock { cache in
                 cache.slotCount = slot + 1
                 cache.byAccount[accountId] = Entry(slot: slot, state: .live, key: key)
@@ -271,7 +243,7 @@ public final class KeyVault: Sendable {
                 added.append((accountId, Entry(slot: first + added.count, state: .live, key: key)))
             }
             guard !added.isEmpty else { return }
-            try file.write(bytes, at: VaultFile.headerSize + first * VaultFile.slotSize)
+            try storage.writeSlots(bytes, at: first)
             cache.withLock { [added] cache in
                 cache.slotCount = first + added.count
                 for (accountId, entry) in added { cache.byAccount[accountId] = entry }
@@ -303,7 +275,7 @@ public final class KeyVault: Sendable {
             guard var entry = try currentEntry(accountId), states.contains(entry.state) else { return }
             let key = state == .shredded ? [UInt8](repeating: 0, count: 32) : entry.key.map { $0.withUnsafeBytes { Array($0) } }
             guard let key else { return }
-            try file.write(slot: entry.slot, state: state, key: key, accountId: Array(accountId.utf8))
+            try storage.writeSlots(VaultFile.slotBytes(state: state, key: key, accountId: Array(accountId.utf8)), at: entry.slot)
             entry.state = state
             entry.key = state == .shredded ? nil : entry.key
             cache.withLock { [entry] in $0.byAccount[accountId] = entry }
@@ -340,11 +312,12 @@ public final class KeyVault: Sendable {
     /// The number of accounts with a key slot (live or shredded), as far as this process has read.
     public var count: Int { cache.withLock { $0.byAccount.count } }
 
-    /// Copies the vault to `destination` (a new file) while holding its lock, so that no slot is
-    /// copied half-written; the copy is flushed before this returns.
+    /// Copies the vault to `destination` (a new vault file, whatever the vault's own storage)
+    /// while holding its lock, so that no slot is copied half-written; the copy is flushed before
+    /// this returns.
     public func copy(to destination: String) throws {
         try withFile(exclusive: false) {
-            let bytes = try file.read(at: 0, count: try file.size())
+            let bytes = try storage.readHeader() + storage.readSlots(from: 0)
             let fd = open(destination, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw KeyVaultError.cannotOpen(path: destination, errno: errno) }
             defer { close(fd) }

@@ -6,7 +6,9 @@
 internal import BlockingPool
 import EventLog
 import Foundation
+import KeyVaultStorage
 import Logging
+internal import PostgresEventLog
 
 /// How a store keys its user-id claims, and so which key vault belongs to it. Recorded in the log's
 /// metadata when the store is created (`app:account-store/keying`), checked at every open.
@@ -59,20 +61,21 @@ enum StoreKeyingCheck {
     /// Opens the vault that belongs to `log` (nil for a plain store), recording the keying of a new
     /// store. `wantsVault` says what a new store gets.
     static func openVault(for log: any EventLogBackend, vaultPath: String, wantsVault: Bool) async throws -> KeyVault? {
-        let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
+        let place = VaultPlace(log: log, vaultPath: vaultPath)
+        let vaultExists = try await place.exists()
         if let recorded = try await recorded(in: log) {
-            return try await open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
+            return try await open(recorded, log: log, place: place, vaultExists: vaultExists)
         }
         // No record: a new store, or one written before the keying was recorded.
         let vault: KeyVault?
         if try await log.lastPosition() == 0 {
             if vaultExists && !wantsVault {
                 throw AccountStoreError.keyMismatch(
-                    "\(vaultPath) exists, but the store is being created without crypto-shredding: move the vault away or turn shredding on")
+                    "\(place) exists, but the store is being created without crypto-shredding: move the vault away or turn shredding on")
             }
-            vault = wantsVault ? try await openVaultFile(vaultPath, create: true) : nil
+            vault = wantsVault ? try await place.open(create: true) : nil
         } else {
-            vault = try await vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
+            vault = try await vaultOfOlderStore(log, place: place, vaultExists: vaultExists)
             if let vault {
                 logger.notice("recording the key setting of an older store", metadata: ["log": "\(log.location)", "vault": "\(vault.id)"])
             }
@@ -84,17 +87,18 @@ enum StoreKeyingCheck {
             throw AccountStoreError.keyMismatch("the log at \(log.location) records an unreadable key setting")
         }
         if recorded == proposed { return vault }
-        return try await open(recorded, log: log, vaultPath: vaultPath, vaultExists: FileManager.default.fileExists(atPath: vaultPath))
+        return try await open(recorded, log: log, place: place, vaultExists: try await place.exists())
     }
 
     /// The vault that belongs to a log that is only read (a backup being restored): what the log
     /// records, or for an older log what it looks like; nothing is created or recorded.
     static func checkRecorded(log: any EventLogBackend, vaultPath: String) async throws -> KeyVault? {
-        let vaultExists = FileManager.default.fileExists(atPath: vaultPath)
+        let place = VaultPlace.file(vaultPath)
+        let vaultExists = try await place.exists()
         if let recorded = try await recorded(in: log) {
-            return try await open(recorded, log: log, vaultPath: vaultPath, vaultExists: vaultExists)
+            return try await open(recorded, log: log, place: place, vaultExists: vaultExists)
         }
-        return try await vaultOfOlderStore(log, vaultPath: vaultPath, vaultExists: vaultExists)
+        return try await vaultOfOlderStore(log, place: place, vaultExists: vaultExists)
     }
 
     /// The keying the log records, nil when it records none; an unreadable record is an error.
@@ -109,40 +113,40 @@ enum StoreKeyingCheck {
 
     /// For a log with records written before the keying was recorded: its own vault (checked
     /// against a claim), nil when it was written without one; a missing vault is an error.
-    private static func vaultOfOlderStore(_ log: any EventLogBackend, vaultPath: String, vaultExists: Bool) async throws -> KeyVault? {
+    private static func vaultOfOlderStore(_ log: any EventLogBackend, place: VaultPlace, vaultExists: Bool) async throws -> KeyVault? {
         if vaultExists {
-            let vault = try await openVaultFile(vaultPath, create: false)
-            try await checkClaimsMatch(log: log, vault: vault, vaultPath: vaultPath)
+            let vault = try await place.open(create: false)
+            try await checkClaimsMatch(log: log, vault: vault, place: place)
             return vault
         }
         if try await looksKeyed(log) {
             throw AccountStoreError.keyMismatch(
-                "the log at \(log.location) holds user-id claims or payloads made with a key vault, but \(vaultPath) is missing: "
-                    + "restore keys/vault from a backup (a new vault would make every account unreadable and every user id free again)")
+                "the log at \(log.location) holds user-id claims or payloads made with a key vault, but \(place) is missing: "
+                    + "\(place.restoreHint) (a new vault would make every account unreadable and every user id free again)")
         }
         return nil
     }
 
-    private static func open(_ recorded: StoreKeying, log: any EventLogBackend, vaultPath: String, vaultExists: Bool) async throws -> KeyVault? {
+    private static func open(_ recorded: StoreKeying, log: any EventLogBackend, place: VaultPlace, vaultExists: Bool) async throws -> KeyVault? {
         switch recorded {
         case .plain:
             if vaultExists {
                 throw AccountStoreError.keyMismatch(
-                    "the log at \(log.location) was written without a key vault (plain user-id claims), but \(vaultPath) exists: "
+                    "the log at \(log.location) was written without a key vault (plain user-id claims), but \(place) exists: "
                         + "move it away, or turn crypto-shredding on with `accountctl enable-shredding` (see the README)")
             }
             return nil
         case let .keyed(id, fingerprint):
             guard vaultExists else {
                 throw AccountStoreError.keyMismatch(
-                    "the log at \(log.location) was written with key vault \(id), but \(vaultPath) is missing: restore keys/vault from a backup "
+                    "the log at \(log.location) was written with key vault \(id), but \(place) is missing: \(place.restoreHint) "
                         + "(never create a new one: every account would become unreadable and every user id free to take again)")
             }
-            let vault = try await openVaultFile(vaultPath, create: false)
+            let vault = try await place.open(create: false)
             guard vault.id == id, vault.fingerprint == fingerprint else {
                 throw AccountStoreError.keyMismatch(
-                    "\(vaultPath) is key vault \(vault.id), but the log at \(log.location) was written with vault \(id): "
-                        + "put the store's own keys/vault back")
+                    "\(place) is key vault \(vault.id), but the log at \(log.location) was written with vault \(id): "
+                        + place.putBackHint)
             }
             return vault
         }
@@ -162,11 +166,6 @@ enum StoreKeyingCheck {
         }
     }
 
-    /// Opens (or creates) the vault file on the vault's own thread (it reads and flushes files).
-    private static func openVaultFile(_ path: String, create: Bool) async throws -> KeyVault {
-        try await BlockingPool.vault.run { try KeyVault(path: path, create: create) }
-    }
-
     static func isKeyedClaim(_ claim: String) -> Bool {
         let digits = claim.utf8.dropFirst("userid:".utf8.count)
         return digits.count == 64 && digits.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
@@ -174,13 +173,82 @@ enum StoreKeyingCheck {
 
     /// An older keyed store and a vault that is not its own: a claim of the log must be the HMAC
     /// of its owner's user id under this vault's secret.
-    private static func checkClaimsMatch(log: any EventLogBackend, vault: KeyVault, vaultPath: String) async throws {
+    private static func checkClaimsMatch(log: any EventLogBackend, vault: KeyVault, place: VaultPlace) async throws {
         guard let (claim, owner) = try (log as? EventLog)?.claims(withPrefix: "userid:", limit: 1).first else { return }
         let accounts = AccountLog(log: log, vault: vault)
         let userId = try await accounts.load(owner)?.userId ?? ""
         guard !userId.isEmpty, accounts.claim(forUserId: userId) == claim else {
             throw AccountStoreError.keyMismatch(
-                "\(vaultPath) (vault \(vault.id)) does not open the accounts of the log at \(log.location): put the store's own keys/vault back")
+                "\(place) (vault \(vault.id)) does not open the accounts of the log at \(log.location): \(place.putBackHint)")
+        }
+    }
+}
+
+/// Where a store's key vault is: a file in the store's folder beside an LMDB log, or the tables
+/// beside a PostgreSQL log, which every app server on that log shares.
+enum VaultPlace: CustomStringConvertible {
+    case file(String)
+    case postgres(PostgresLogLocation)
+
+    /// The place of the vault that goes with `log`: its PostgreSQL schema, or `vaultPath`.
+    init(log: any EventLogBackend, vaultPath: String) {
+        if let shared = log as? PostgresEventLog {
+            self = .postgres(shared.connectionSettings)
+        } else {
+            self = .file(vaultPath)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case let .file(path): path
+        case let .postgres(location): "the key vault of \(location) (tables key_vault and key_slots)"
+        }
+    }
+
+    /// What to do when the vault is missing.
+    var restoreHint: String {
+        switch self {
+        case .file: "restore keys/vault from a backup"
+        case .postgres: "restore the tables key_vault and key_slots from a backup of the database"
+        }
+    }
+
+    /// What to do when the vault is not the log's own.
+    var putBackHint: String {
+        switch self {
+        case .file: "put the store's own keys/vault back"
+        case .postgres: "put the log's own key_vault and key_slots tables back"
+        }
+    }
+
+    /// Whether the vault is there (nothing is created).
+    func exists() async throws -> Bool {
+        switch self {
+        case let .file(path): return FileManager.default.fileExists(atPath: path)
+        case let .postgres(location):
+            do {
+                return try await BlockingPool.vault.run { try PostgresVaultStorage.exists(at: location) }
+            } catch {
+                throw AccountStoreError.keyMismatch("cannot tell whether \(self) exists: \(error)")
+            }
+        }
+    }
+
+    /// Opens the vault (creating it when `create` is true) on the vault's own thread: it reads
+    /// and flushes files, or waits for the database.
+    func open(create: Bool) async throws -> KeyVault {
+        switch self {
+        case let .file(path):
+            return try await BlockingPool.vault.run { try KeyVault(path: path, create: create) }
+        case let .postgres(location):
+            do {
+                return try await BlockingPool.vault.run {
+                    try KeyVault(storage: PostgresVaultStorage(location: location, create: create ? VaultFile.newHeader() : nil))
+                }
+            } catch let error as PostgresVaultError {
+                throw AccountStoreError.keyMismatch(error.description)
+            }
         }
     }
 }

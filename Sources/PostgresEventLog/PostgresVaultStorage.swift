@@ -1,0 +1,279 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import KeyVaultStorage
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The key vault in two tables beside a PostgreSQL log, shared by every app server on that log
+/// (POSTGRES.md, "The key vault"): `key_vault` holds the 64-byte header, `key_slots` one row of
+/// 128 bytes per slot, both in the vault file's layout (FORMAT.md).
+///
+/// The vault calls it from a dedicated thread, one call at a time, and the calls block that
+/// thread: they run on a connection of their own through SwiftNIO futures, which need no thread
+/// of Swift's cooperative pool, so a blocked caller can never starve the pool that would answer
+/// it. ``withLock(exclusive:_:)`` is a transaction holding a transaction-level advisory lock;
+/// writes become durable at its commit (`synchronous_commit = on` whatever the log's durability).
+/// A lost connection fails the call in progress with a clear error; the next call connects again.
+package final class PostgresVaultStorage: KeyVaultStorage {
+    /// Nodes share the vault: none can tell whether it is alone (see `KeyVaultStorage`).
+    package let openedAlone = false
+    package let location: String
+    private let settings: PostgresLogLocation
+    private let timeout: Duration
+    private let logger: Logger
+    private let connection = Mutex<PostgresConnection?>(nil)
+    private let inTransaction = Mutex(false)
+
+    /// The advisory-lock key of a schema's vault (the log's own lock uses `hashtext(schema)`).
+    private var lockKey: String { "spezi-key-vault:" + settings.schema }
+
+    /// Connects and creates the tables when they are missing. With `create`, a vault without a
+    /// header gets one (`header`, made by the caller); without it, a missing header is
+    /// ``PostgresVaultError/missing(location:)``.
+    package init(location: PostgresLogLocation, create header: [UInt8]?, timeout: Duration = .seconds(15)) throws {
+        settings = location
+        self.location = "\(location) (key vault)"
+        self.timeout = timeout
+        var logger = Logger(label: "PostgresEventLog.vault")
+        logger.logLevel = .warning
+        self.logger = logger
+        try transaction { connection in
+            _ = try run(connection, "SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))")
+            for statement in Self.tables { _ = try run(connection, PostgresQuery(unsafeSQL: statement)) }
+            if let header {
+                _ = try run(connection, "INSERT INTO key_vault (header) VALUES (\(ByteBuffer(bytes: header))) ON CONFLICT (id) DO NOTHING")
+            }
+        }
+        if header == nil, try readHeaderIfPresent() == nil { throw PostgresVaultError.missing(location: self.location) }
+    }
+
+    deinit {
+        release()
+    }
+
+    /// Whether the log at `location` has a key vault (its header row), without creating anything.
+    package static func exists(at location: PostgresLogLocation) throws -> Bool {
+        let probe = try PostgresVaultStorage(probing: location)
+        defer { probe.release() }
+        let rows = try probe.run(
+            try probe.connected(),
+            "SELECT count(*)::bigint FROM pg_tables WHERE schemaname = \(location.schema) AND tablename = 'key_vault'")
+        guard let count = try rows.first?.decode(Int64.self), count > 0 else { return false }
+        return try probe.readHeaderIfPresent() != nil
+    }
+
+    private init(probing location: PostgresLogLocation) throws {
+        settings = location
+        self.location = "\(location) (key vault)"
+        timeout = .seconds(15)
+        var logger = Logger(label: "PostgresEventLog.vault")
+        logger.logLevel = .warning
+        self.logger = logger
+    }
+
+    package func readHeader() throws -> [UInt8] {
+        guard let header = try readHeaderIfPresent() else { throw PostgresVaultError.missing(location: location) }
+        return header
+    }
+
+    private func readHeaderIfPresent() throws -> [UInt8]? {
+        let rows = try run(try connected(), "SELECT header FROM key_vault")
+        return try rows.first.map { try $0.decode(ByteBuffer.self) }.map { Array($0.readableBytesView) }
+    }
+
+    package func writeHeaderID(_ id: [UInt8]) throws {
+        try transaction { connection in
+            _ = try run(
+                connection,
+                "UPDATE key_vault SET header = overlay(header placing \(ByteBuffer(bytes: id)) from 49 for 16)")
+        }
+    }
+
+    package func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
+        try transaction { connection in
+            if exclusive {
+                _ = try run(connection, "SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))")
+            } else {
+                _ = try run(connection, "SELECT pg_advisory_xact_lock_shared(hashtext(\(lockKey)))")
+            }
+            return try body()
+        }
+    }
+
+    package func readSlots(from first: Int) throws -> [UInt8] {
+        let rows = try run(try connected(), "SELECT slot, bytes FROM key_slots WHERE slot >= \(Int64(first)) ORDER BY slot")
+        var bytes: [UInt8] = []
+        var next = Int64(first)
+        for row in rows {
+            let (slot, value) = try row.decode((Int64, ByteBuffer).self)
+            // A number never written (a transaction rolled back after taking it) reads as zeros.
+            while next < slot {
+                bytes += [UInt8](repeating: 0, count: KeyVaultLayout.slotSize)
+                next += 1
+            }
+            guard value.readableBytes == KeyVaultLayout.slotSize else {
+                throw PostgresVaultError.damaged(location: location, reason: "slot \(slot) has \(value.readableBytes) bytes, not 128")
+            }
+            bytes += value.readableBytesView
+            next = slot + 1
+        }
+        return bytes
+    }
+
+    package func readSlot(_ number: Int) throws -> [UInt8] {
+        let rows = try run(try connected(), "SELECT bytes FROM key_slots WHERE slot = \(Int64(number))")
+        guard let value = try rows.first?.decode(ByteBuffer.self) else { return [UInt8](repeating: 0, count: KeyVaultLayout.slotSize) }
+        return Array(value.readableBytesView)
+    }
+
+    package func writeSlots(_ bytes: [UInt8], at first: Int) throws {
+        let size = KeyVaultLayout.slotSize
+        precondition(bytes.count % size == 0, "whole slots only")
+        let numbers = (0..<(bytes.count / size)).map { Int64(first + $0) }
+        let values = numbers.indices.map { ByteBuffer(bytes: bytes[($0 * size)..<(($0 + 1) * size)]) }
+        let write = { [self] (connection: PostgresConnection) throws in
+            _ = try run(
+                connection,
+                """
+                INSERT INTO key_slots (slot, bytes) SELECT * FROM unnest(\(numbers)::bigint[], \(values)::bytea[])
+                ON CONFLICT (slot) DO UPDATE SET bytes = excluded.bytes
+                """)
+        }
+        if inTransaction.withLock({ $0 }) {
+            try write(try connected())
+        } else {
+            try transaction(write)
+        }
+    }
+
+    package func release() {
+        let open = connection.withLock { connection in
+            defer { connection = nil }
+            return connection
+        }
+        _ = try? open?.close().wait()
+    }
+
+    // MARK: The connection
+
+    /// The open connection, or a new one.
+    private func connected() throws -> PostgresConnection {
+        if let open = connection.withLock({ $0 }), !open.isClosed { return open }
+        var configuration: PostgresConnection.Configuration
+        if let socket = settings.socketDirectory {
+            configuration = PostgresConnection.Configuration(
+                unixSocketPath: socket + "/.s.PGSQL.\(settings.port)", username: settings.username, password: settings.password,
+                database: settings.database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS
+            do {
+                tls =
+                    settings.disableTLS
+                    ? .disable
+                    : settings.requireTLS
+                        ? .require(try .init(configuration: .makeClientConfiguration()))
+                        : .prefer(try .init(configuration: .makeClientConfiguration()))
+            } catch {
+                throw PostgresVaultError.server("cannot set up TLS for \(location): \(error)")
+            }
+            configuration = PostgresConnection.Configuration(
+                host: settings.host, port: settings.port, username: settings.username, password: settings.password,
+                database: settings.database, tls: tls)
+        }
+        configuration.options.additionalStartupParameters = [
+            ("search_path", settings.schema), ("synchronous_commit", "on"), ("application_name", "spezi-account-store key vault")
+        ]
+        configuration.options.connectTimeout = timeout.timeAmount
+        let eventLoop = PostgresConnection.defaultEventLoopGroup.any()
+        let opened: PostgresConnection
+        do {
+            opened = try PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 1, logger: logger).wait()
+        } catch {
+            throw PostgresVaultError.server("cannot connect to the key vault at \(location): \(Self.describe(error))")
+        }
+        connection.withLock { $0 = opened }
+        return opened
+    }
+
+    /// Runs `query` and waits for its rows, closing the connection (which fails the query) when
+    /// the server has not answered within the timeout.
+    @discardableResult
+    private func run(_ connection: PostgresConnection, _ query: PostgresQuery) throws -> [PostgresRow] {
+        let timer = connection.eventLoop.scheduleTask(in: timeout.timeAmount) { connection.close().whenComplete { _ in } }
+        defer { timer.cancel() }
+        do {
+            return try connection.query(query, logger: logger).wait().rows
+        } catch {
+            throw PostgresVaultError.server("the key vault at \(location): \(Self.describe(error))")
+        }
+    }
+
+    /// Runs `body` in a transaction on the connection: committed when it returns, rolled back
+    /// when it throws. A transaction inside one (a write inside ``withLock(exclusive:_:)``) joins it.
+    private func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try connected()
+        try run(connection, "BEGIN")
+        inTransaction.withLock { $0 = true }
+        defer { inTransaction.withLock { $0 = false } }
+        do {
+            let result = try body(connection)
+            try run(connection, "COMMIT")
+            return result
+        } catch {
+            if !connection.isClosed { _ = try? run(connection, "ROLLBACK") }
+            throw error
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            return error.serverInfo?[.message].map { "the server said: \($0)" } ?? "\(error.code)" + (error.underlying.map { " (\($0))" } ?? "")
+        }
+        if let error = error as? PostgresVaultError { return error.description }
+        return String(describing: error)
+    }
+
+    /// The vault's tables (fixed text; the schema is the connection's `search_path`).
+    static let tables = [
+        """
+        CREATE TABLE IF NOT EXISTS key_vault (
+            id boolean PRIMARY KEY DEFAULT true CHECK (id),
+            header bytea NOT NULL CHECK (octet_length(header) = 64))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS key_slots (
+            slot bigint PRIMARY KEY CHECK (slot >= 0),
+            bytes bytea NOT NULL CHECK (octet_length(bytes) = 128))
+        """
+    ]
+}
+
+/// Errors of the key vault on PostgreSQL.
+package enum PostgresVaultError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The log's schema has no key vault (and none was to be created).
+    case missing(location: String)
+    /// A row does not have the layout of FORMAT.md.
+    case damaged(location: String, reason: String)
+    /// The server could not be reached, refused, or did not answer in time.
+    case server(String)
+
+    package var description: String {
+        switch self {
+        case let .missing(location): "there is no key vault at \(location)"
+        case let .damaged(location, reason): "the key vault at \(location) is damaged: \(reason)"
+        case let .server(message): message
+        }
+    }
+}
+
+extension Duration {
+    /// The same span as a SwiftNIO `TimeAmount`.
+    var timeAmount: TimeAmount {
+        let (seconds, attoseconds) = components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
