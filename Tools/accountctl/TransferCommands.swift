@@ -12,7 +12,10 @@ struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Write the whole log as JSON Lines (one record per line, payloads base64, chain hashes).",
-        discussion: "The key vault is not exported: copy the store's keys/vault beside the export and pass it to import with --vault."
+        discussion: """
+            The key vault is not in the export: copy the store's keys/vault beside it (or, for any store and the only way \
+            for one on PostgreSQL, write a copy with --vault-copy) and pass it to import with --vault.
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -22,6 +25,9 @@ struct Export: AsyncParsableCommand {
 
     @Option(help: "Write to this file instead of standard output.")
     var output: String?
+
+    @Option(help: "Also write a copy of the store's key vault (a vault file, whatever the backend) to this new file.")
+    var vaultCopy: String?
 
     func run() async throws {
         try await guarded {
@@ -36,6 +42,11 @@ struct Export: AsyncParsableCommand {
                 let bar = output == nil ? nil : ProgressBar("exporting")
                 let count = try await LogTransfer.export(store.log, to: handle) { done, total in bar?.update(done, of: total) }
                 bar?.finish()
+                if let vaultCopy {
+                    guard let vault = store.accounts.vault else { throw ToolError.input("the store has no key vault (it is plain)") }
+                    try vault.copy(to: vaultCopy)
+                    FileHandle.standardError.write(Data("wrote a copy of key vault \(vault.id) to \(vaultCopy)\n".utf8))
+                }
                 if output != nil {
                     try handle.close()
                     print("exported \(count) records to \(output ?? "")")
@@ -53,7 +64,9 @@ struct Import: AsyncParsableCommand {
         discussion: """
             The target folder must not exist or be empty. The store is built beside it and moved into place only when \
             every record checked out: a failed import leaves nothing behind. Pass the original store's keys/vault with \
-            --vault; without it the new store gets a new vault, and an export with sealed payloads is refused.
+            --vault; without it the new store gets a new vault, and an export with sealed payloads is refused. With \
+            --log postgres://…, the log (which must be empty) and the vault go into PostgreSQL, built in a schema of \
+            their own and renamed into place at the end, and the folder keeps this node's projections.
             """
     )
 
@@ -72,7 +85,9 @@ struct Import: AsyncParsableCommand {
             if let vault, !FileManager.default.isReadableFile(atPath: vault) { throw ToolError.input("cannot read \(vault)") }
             let target = global.location
             let bar = ProgressBar("importing")
-            let count = try await LogTransfer.importLog(from: input, into: target.path, vault: vault.map { URL(fileURLWithPath: $0) }) { done in
+            let count = try await LogTransfer.importLog(
+                from: input, into: target.path, logLocation: global.log, vault: vault.map { URL(fileURLWithPath: $0) }
+            ) { done in
                 bar.update(done, of: max(done, 1))
             }
             bar.finish()

@@ -57,6 +57,8 @@ public struct ExportedRecord: Codable, Sendable, Equatable {
 /// What can go wrong moving a log.
 public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertible {
     case notEmpty(String)
+    /// The log an import was to fill holds records already.
+    case logNotEmpty(String, records: UInt64)
     case badLine(Int, String)
     case outOfOrder(line: String, position: UInt64, expected: UInt64)
     case hashMismatch(position: UInt64)
@@ -66,6 +68,7 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String {
         switch self {
         case let .notEmpty(path): "\(path) is not empty: an import or restore needs a new or empty folder"
+        case let .logNotEmpty(location, records): "the log at \(location) holds \(records) records: an import needs an empty log"
         case let .badLine(line, reason): "line \(line): \(reason)"
         case let .outOfOrder(line, position, expected): "\(line): position \(position), expected \(expected)"
         case let .hashMismatch(position): "position \(position): the imported record's chain hash differs from the exported one"
@@ -119,16 +122,23 @@ public enum LogTransfer {
     /// copy of the original store's `keys/vault`) to read sealed user ids; without one the new store
     /// gets a new vault, and an export with sealed payloads is refused.
     ///
-    /// All or nothing: the store is built in a folder beside `directory` and moved into place only
-    /// when every record checked out; a failure leaves `directory` as it was.
+    /// With `logLocation` a `postgres://` URL, the log goes into PostgreSQL (its schema must hold
+    /// no records yet) with the key vault beside it, and `directory` becomes the node's folder for
+    /// its projections: an LMDB store moves to PostgreSQL with every chain hash kept. (Export a
+    /// PostgreSQL store with `export(_:to:progress:)` and copy its vault with `KeyVault.copy(to:)`
+    /// to move it back.)
+    ///
+    /// All or nothing: the store is built in a folder beside `directory` (the log in a schema of
+    /// its own) and moved into place only when every record checked out; a failure leaves
+    /// `directory` and the target log as they were.
     public static func importLog(
-        from input: URL, into directory: String, vault vaultFile: URL?,
+        from input: URL, into directory: String, logLocation: String? = nil, vault vaultFile: URL?,
         progress: ((UInt64) -> Void)? = nil
     ) async throws -> UInt64 {
         let reader = try LineReader(url: input)
         let decoder = JSONDecoder()
         var lineNumber = 0
-        return try await StoreBuilder.build(at: directory, vault: vaultFile, progress: progress) {
+        let next: StoreBuilder.Source = {
             while let line = try reader.next() {
                 lineNumber += 1
                 guard !line.isEmpty else { continue }
@@ -139,6 +149,16 @@ public enum LogTransfer {
                 }
             }
             return nil
+        }
+        switch try LogLocation(logLocation, storeFolder: URL(fileURLWithPath: directory)) {
+        case .postgres(let url):
+            return try await StoreBuilder.buildShared(url: url, directory: directory, vault: vaultFile, progress: progress, next: next)
+        case .folder:
+            guard logLocation == nil else {
+                throw AccountStoreError.unsupportedLogLocation(
+                    "an import builds an LMDB log inside the store's folder: give no log location, or a postgres:// URL")
+            }
+            return try await StoreBuilder.build(at: directory, vault: vaultFile, progress: progress, next: next)
         }
     }
 }

@@ -27,8 +27,8 @@ enum StoreBuilder {
         }
     }
 
-    /// Appends every record to a new log in `root` with the original positions, ids, times and
-    /// payloads, checks each chain hash, re-makes the user-id claims and records the keying.
+    /// Appends every record to a new LMDB log in `root` with the original positions, ids, times
+    /// and payloads, checks each chain hash, re-makes the user-id claims and records the keying.
     static func fill(_ root: URL, vault vaultFile: URL?, progress: ((UInt64) -> Void)?, next: Source) async throws -> UInt64 {
         let vaultPath = root.appendingPathComponent("keys/vault")
         if let vaultFile {
@@ -40,7 +40,20 @@ enum StoreBuilder {
         var options = EventLogOptions()
         options.sync = .relaxed
         let log = try EventLog(path: root.appendingPathComponent("log").path, options: options)
-        defer { log.close() }
+        do {
+            let count = try await fill(log, vault: vault, progress: progress, next: next)
+            await log.close()
+            return count
+        } catch {
+            await log.close()
+            throw error
+        }
+    }
+
+    /// Appends every record to `log`, which must be empty, with the original positions, ids,
+    /// times and payloads, checks each chain hash, re-makes the user-id claims (keyed by `vault`)
+    /// and records the keying; the log is synced at the end.
+    static func fill(_ log: any EventLogBackend, vault: KeyVault, progress: ((UInt64) -> Void)?, next: Source) async throws -> UInt64 {
         let accounts = AccountLog(log: log, vault: vault)
         var userIds: [String: String] = [:]
         var expected: UInt64 = 1
@@ -75,8 +88,8 @@ enum StoreBuilder {
             }
         }
         try await appendChecked(chunk, to: log)
-        try log.setMetadataIfAbsent(StoreKeying.metadataName, StoreKeying(vault).encoded)
-        try log.sync()
+        _ = try await log.setMetadataIfAbsent(StoreKeying.metadataName, StoreKeying(vault).encoded)
+        try await log.sync()
         progress?(expected - 1)
         return expected - 1
     }
@@ -86,7 +99,7 @@ enum StoreBuilder {
 
     /// Appends a chunk of records in one batch, then checks that each landed at its own position
     /// with its exported chain hash.
-    private static func appendChecked(_ chunk: [(record: ExportedRecord, append: StreamAppend)], to log: EventLog) async throws {
+    private static func appendChecked(_ chunk: [(record: ExportedRecord, append: StreamAppend)], to log: any EventLogBackend) async throws {
         guard let first = chunk.first?.record.position else { return }
         let outcomes = await log.appendBatch(chunk.map(\.append))
         for ((record, _), outcome) in zip(chunk, outcomes) {
@@ -95,7 +108,7 @@ enum StoreBuilder {
                 throw LogTransferError.hashMismatch(position: record.position)
             }
         }
-        let stored = try await log.read(from: first, limit: chunk.count)
+        let stored = try await log.read(from: first, direction: .forward, limit: chunk.count)
         for ((record, _), written) in zip(chunk, stored) where written.position != record.position || written.hash.description != record.hash {
             throw LogTransferError.hashMismatch(position: record.position)
         }
