@@ -16,14 +16,15 @@ struct ChildRun {
     var acknowledgedAfterLastFailure = 0
 
     /// Starts `log-crash-child` on `path`, lets it work for `milliseconds`, kills it with SIGKILL
-    /// and parses what it said.
+    /// and parses what it said. A small `indexTailLimit` makes index flushes (commits with many
+    /// pages to write) frequent.
     static func run(
-        path: String, run: Int, writers: Int = 4, mode: String = "durable",
+        path: String, run: Int, writers: Int = 4, mode: String = "durable", indexTailLimit: Int? = nil,
         environment: [String: String], milliseconds: Int
     ) async throws -> ChildRun {
         let process = Process()
         process.executableURL = builtExecutable("log-crash-child")
-        process.arguments = [path, "\(run)", "\(writers)", mode]
+        process.arguments = [path, "\(run)", "\(writers)", mode] + (indexTailLimit.map { ["\($0)"] } ?? [])
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
