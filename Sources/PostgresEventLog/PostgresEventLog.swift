@@ -50,6 +50,11 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     package var connectionSettings: PostgresLogLocation { settings }
     let options: PostgresLogOptions
     let client: PostgresClient
+    /// Where records are read and subscriptions run: the hot standby's client when the location
+    /// names one, else `client`.
+    let readClient: PostgresClient
+    /// The hot standby the log reads from, or nil.
+    let standby: PostgresLogLocation?
     let logger = Logger(label: "PostgresEventLog")
     let notifier: CommitNotifier
     let appender: PostgresAppender
@@ -69,21 +74,25 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         var poolLogger = Logger(label: "PostgresEventLog.pool")
         poolLogger.logLevel = .warning
         let client = PostgresClient(configuration: configuration(location, options: options), backgroundLogger: poolLogger)
-        let runner = Task { await client.run() }
+        var runners = [Task { await client.run() }]
+        let readClient = location.standby.map { PostgresClient(configuration: configuration($0, options: options), backgroundLogger: poolLogger) }
+        if let readClient { runners.append(Task { await readClient.run() }) }
         do {
             // Creating the tables may take longer than one operation on a busy server.
             let logID = try await withDeadline(max(options.operationTimeout, .seconds(10)), doing: "open the log at \(location)") {
                 try await PostgresSchema.migrate(client, location: location, logger: logger)
             }
-            return try await PostgresEventLog(location: location, options: options, client: client, runner: runner, logID: logID)
+            return try await PostgresEventLog(
+                location: location, options: options, client: client, readClient: readClient, runners: runners, logID: logID)
         } catch {
-            runner.cancel()
+            for runner in runners { runner.cancel() }
             throw PostgresFailure.wrap(error, doing: "open the log at \(location)")
         }
     }
 
     private init(
-        location: PostgresLogLocation, options: PostgresLogOptions, client: PostgresClient, runner: Task<Void, Never>, logID: UUID
+        location: PostgresLogLocation, options: PostgresLogOptions, client: PostgresClient, readClient: PostgresClient?,
+        runners: [Task<Void, Never>], logID: UUID
     )
         async throws
     {
@@ -91,18 +100,28 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         self.location = location.description
         self.options = options
         self.client = client
+        self.readClient = readClient ?? client
+        self.standby = readClient == nil ? nil : location.standby
         self.logID = logID
         let logger = logger
-        let head = try await Self.headPosition(client, logger: logger)
-        let notifier = CommitNotifier(committed: head, pollInterval: options.pollInterval) {
-            try? await Self.headPosition(client, logger: logger)
+        let reads = readClient ?? client
+        let head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
+            try await Self.headPosition(reads, logger: logger)
+        }
+        // Reading from a standby, subscribers wait for what the standby has replayed: they poll it
+        // (notifications and this node's own appends speak of the primary, which may be ahead).
+        let fromStandby = readClient != nil
+        let notifier = CommitNotifier(committed: head, pollInterval: fromStandby ? min(options.pollInterval, .milliseconds(50)) : options.pollInterval) {
+            try? await Self.headPosition(reads, logger: logger)
         }
         self.notifier = notifier
         self.appender = PostgresAppender(client: client, location: location, clock: options.clock, logger: logger, timeout: options.operationTimeout)
-        { notifier.publish($0) }
-        self.tasks = Mutex([runner])
-        let listener = Task { [notifier] in await Self.listen(client, channel: location.channel, notifier: notifier, logger: logger) }
-        tasks.withLock { $0.append(listener) }
+        { position in if !fromStandby { notifier.publish(position) } }
+        self.tasks = Mutex(runners)
+        if !fromStandby {
+            let listener = Task { [notifier] in await Self.listen(client, channel: location.channel, notifier: notifier, logger: logger) }
+            tasks.withLock { $0.append(listener) }
+        }
     }
 
     static func configuration(_ location: PostgresLogLocation, options: PostgresLogOptions) -> PostgresClient.Configuration {
@@ -245,7 +264,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let limit = Int64(max(0, min(limit, 100_000)))
         let from = Int64(clamping: position)
         let location = location
-        return try await query("read records") { client, logger in
+        return try await query("read records", fromStandby: true) { client, logger in
             let rows =
                 direction == .forward
                 ? try await client.query(
@@ -354,14 +373,19 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     }
 
     /// Runs one read against the server with the log's timeout, turning failures into log errors.
-    func query<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws -> T {
+    /// With `fromStandby`, on the hot standby when the log reads from one.
+    func query<T: Sendable>(
+        _ what: String, fromStandby: Bool = false, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
+    ) async throws -> T {
         try checkOpen()
+        let server = fromStandby ? readClient : client
+        let place = fromStandby ? standby.map { "the standby \($0.host):\($0.port) of " } ?? "" : ""
         do {
-            return try await Self.withDeadline(options.operationTimeout, doing: "\(what) of the log at \(location)") { [client, logger] in
-                try await body(client, logger)
+            return try await Self.withDeadline(options.operationTimeout, doing: "\(what) of \(place)the log at \(location)") { [logger] in
+                try await body(server, logger)
             }
         } catch {
-            throw PostgresFailure.wrap(error, doing: "\(what) of the log at \(location)")
+            throw PostgresFailure.wrap(error, doing: "\(what) of \(place)the log at \(location)")
         }
     }
 

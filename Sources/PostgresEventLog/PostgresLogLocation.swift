@@ -6,11 +6,14 @@
 import Foundation
 
 /// Where a PostgreSQL log lives, read from a URL:
-/// `postgres://user[:password]@host[:port]/database[?schema=name&host=/socket/dir&sslmode=disable]`.
+/// `postgres://user[:password]@host[:port]/database[?schema=name&host=/socket/dir&sslmode=disable&standby=host:port]`.
 ///
 /// `schema` (default `spezi_account_log`) names the PostgreSQL schema that holds the log's tables,
 /// so several logs can share a database; it must be a plain lower-case identifier. A `host` query
-/// item that is a path connects through the Unix socket in that directory.
+/// item that is a path connects through the Unix socket in that directory. `standby` names a hot
+/// standby of the server (streaming replication), reached with the same role and database: the
+/// log then reads records and subscribes there, and appends on the primary (POSTGRES.md, "Reading
+/// from a hot standby").
 public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible {
     /// The server's host name or address (ignored with a socket directory).
     public var host: String
@@ -28,6 +31,10 @@ public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible 
     public var schema: String
     /// Whether to insist on TLS (`sslmode=require`); by default TLS is used when the server offers it.
     public var requireTLS: Bool
+    /// A hot standby's host to read records from and subscribe on (`standby=host:port`), or nil.
+    public var standbyHost: String?
+    /// The hot standby's TCP port.
+    public var standbyPort: Int = 5432
 
     /// The schema used when the URL names none.
     public static let defaultSchema = "spezi_account_log"
@@ -59,6 +66,26 @@ public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible 
             throw PostgresLogError.invalidLocation("sslmode \(mode) is not supported (disable, prefer or require)")
         }
         self.disableTLS = items["sslmode"] == "disable"
+        if let standby = items["standby"] {
+            let parts = standby.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2, let name = parts.first, !name.isEmpty, parts.count == 1 || Int(parts[1]).map({ (1...65_535).contains($0) }) == true
+            else {
+                throw PostgresLogError.invalidLocation("standby \"\(standby)\" must be host or host:port")
+            }
+            standbyHost = String(name)
+            standbyPort = parts.count == 2 ? Int(parts[1])! : 5432
+        }
+    }
+
+    /// The standby as a location of its own (same role, database and schema), or nil.
+    var standby: PostgresLogLocation? {
+        guard let standbyHost else { return nil }
+        var location = self
+        location.host = standbyHost
+        location.port = standbyPort
+        location.socketDirectory = nil
+        location.standbyHost = nil
+        return location
     }
 
     /// Whether TLS is off (`sslmode=disable`).
@@ -70,6 +97,7 @@ public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible 
         text += socketDirectory == nil ? "\(host):\(port)" : ""
         text += "/\(database)?schema=\(schema)"
         if let socketDirectory { text += "&host=\(socketDirectory)" }
+        if let standbyHost { text += "&standby=\(standbyHost):\(standbyPort)" }
         return text
     }
 

@@ -98,7 +98,7 @@ extension PostgresEventLog {
         let after = Int64(clamping: position)
         let limit = Int64(limit)
         let location = location
-        return try await query("read a subscription's batch") { client, logger in
+        return try await query("read a subscription's batch", fromStandby: true) { client, logger in
             try await client.withTransaction(logger: logger) { connection in
                 try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
                 var head: UInt64 = 0
