@@ -183,7 +183,7 @@ let package = Package(
             name: "SpeziAccountStoreTests",
             dependencies: [
                 "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting",
-                "TestSupport",
+                "TestSupport", "PostgresEventLog",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
         .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport"])

@@ -105,13 +105,23 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         self.logID = logID
         let logger = logger
         let reads = readClient ?? client
-        let head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
-            try await Self.headPosition(reads, logger: logger)
+        let head: UInt64
+        if readClient == nil {
+            head = try await Self.headPosition(client, logger: logger)
+        } else {
+            // A standby may not have replayed the tables the primary has just made: subscribers
+            // start from nothing and poll until it has.
+            head =
+                (try? await Self.withDeadline(options.operationTimeout, doing: "read the head of the standby of \(location)") {
+                    try await Self.headPosition(reads, logger: logger)
+                }) ?? 0
         }
         // Reading from a standby, subscribers wait for what the standby has replayed: they poll it
         // (notifications and this node's own appends speak of the primary, which may be ahead).
         let fromStandby = readClient != nil
-        let notifier = CommitNotifier(committed: head, pollInterval: fromStandby ? min(options.pollInterval, .milliseconds(50)) : options.pollInterval) {
+        let notifier = CommitNotifier(
+            committed: head, pollInterval: fromStandby ? min(options.pollInterval, .milliseconds(50)) : options.pollInterval
+        ) {
             try? await Self.headPosition(reads, logger: logger)
         }
         self.notifier = notifier

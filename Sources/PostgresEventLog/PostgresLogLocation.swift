@@ -68,7 +68,8 @@ public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible 
         self.disableTLS = items["sslmode"] == "disable"
         if let standby = items["standby"] {
             let parts = standby.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count <= 2, let name = parts.first, !name.isEmpty, parts.count == 1 || Int(parts[1]).map({ (1...65_535).contains($0) }) == true
+            guard parts.count <= 2, let name = parts.first, !name.isEmpty,
+                parts.count == 1 || Int(parts[1]).map({ (1...65_535).contains($0) }) == true
             else {
                 throw PostgresLogError.invalidLocation("standby \"\(standby)\" must be host or host:port")
             }

@@ -24,7 +24,23 @@ public final class PostgresServer: Sendable {
     }
 
     /// Creates and starts a new cluster (about a second).
-    public init(name: String = "test") throws {
+    public convenience init(name: String = "test") throws {
+        try self.init(name: name) { server in
+            try server.run("initdb", ["-D", server.dataPath, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        }
+    }
+
+    /// Creates and starts a hot standby of `primary`: a base backup taken with `pg_basebackup -R`
+    /// (streaming replication, read-only queries allowed), on a port of its own.
+    public convenience init(standbyOf primary: PostgresServer, name: String = "standby") throws {
+        try self.init(name: name) { server in
+            try server.run(
+                "pg_basebackup",
+                ["-h", "127.0.0.1", "-p", "\(primary.port)", "-U", "postgres", "-D", server.dataPath, "-R", "-X", "stream", "--no-sync"])
+        }
+    }
+
+    private init(name: String, makeData: (PostgresServer) throws -> Void) throws {
         binaries = try Self.findBinaries()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(name)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -32,7 +48,7 @@ public final class PostgresServer: Sendable {
         if getuid() == 0 {
             try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path])
         }
-        try run("initdb", ["-D", dataPath, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+        try makeData(self)
         try start()
         Self.running.withLock { running in
             if running.isEmpty { atexit { PostgresServer.removeAll() } }
