@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "EventLogProtocol", targets: ["EventLogProtocol"]),
         .library(name: "EventLog", targets: ["EventLog"]),
+        .library(name: "PostgresEventLog", targets: ["PostgresEventLog"]),
+        .library(name: "PostgresTestServer", targets: ["PostgresTestServer"]),
         .library(name: "Projections", targets: ["Projections"]),
         .library(name: "Spezi", targets: ["Spezi"]),
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
@@ -141,7 +143,9 @@ let package = Package(
         ),
         // What the tests and the crash test share (not a product): the I/O fault shim, power loss,
         // a seedable generator, the built executables.
-        .target(name: "TestSupport", dependencies: ["EventLogProtocol"]),
+        .target(name: "TestSupport", dependencies: ["EventLogProtocol", "PostgresTestServer"]),
+        // A throwaway PostgreSQL cluster (initdb, pg_ctl) for tests and benchmarks.
+        .target(name: "PostgresTestServer"),
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",

@@ -20,7 +20,8 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]),
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0")
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0")
     ],
     targets: [
         // One process, the same work on this project's log, on a raw LMDB loop and on SQLite
@@ -32,7 +33,10 @@ let package = Package(
                 .product(name: "LMDB", package: root),
                 .product(name: "Projections", package: root),
                 .product(name: "SpeziAccountStore", package: root),
-                .product(name: "GRDB", package: "GRDB.swift")
+                .product(name: "PostgresEventLog", package: root),
+                .product(name: "PostgresTestServer", package: root),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio")
             ],
             path: "Sources/PeerCompare"
         ),

@@ -17,7 +17,7 @@ import Synchronization
 final class PostgresAppender: Sendable {
     private struct Queued {
         let append: CheckedAppend
-        let continuation: CheckedContinuation<AppendResult, any Error>
+        let complete: @Sendable (Result<AppendResult, any Error>) -> Void
     }
 
     private struct Queue {
@@ -48,22 +48,37 @@ final class PostgresAppender: Sendable {
         self.onCommit = onCommit
     }
 
-    /// Queues the append and returns after the transaction that holds it committed. `queued` is
-    /// finished once the append is in the queue (so that a batch keeps its order).
-    func append(_ append: CheckedAppend, queued: AsyncStream<Void>.Continuation? = nil) async throws -> AppendResult {
+    /// Queues the append and returns after the transaction that holds it committed.
+    func append(_ append: CheckedAppend) async throws -> AppendResult {
         try await withCheckedThrowingContinuation { continuation in
-            let start = queue.withLock { queue -> Bool? in
-                if queue.closed { return nil }
-                queue.pending.append(Queued(append: append, continuation: continuation))
-                defer { queue.draining = true }
-                return !queue.draining
+            enqueue([append]) { _, outcome in continuation.resume(with: outcome) }
+        }
+    }
+
+    /// Queues the appends together, in this order (they share transactions as far as the group
+    /// limit allows, each checked on its own), and returns each one's outcome in the same order.
+    func appendAll(_ appends: [CheckedAppend]) async -> [Result<AppendResult, any Error>] {
+        guard !appends.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            let collector = BatchOutcomes(count: appends.count, continuation: continuation)
+            enqueue(appends) { index, outcome in collector.set(index, outcome) }
+        }
+    }
+
+    private func enqueue(_ appends: [CheckedAppend], complete: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
+        let start = queue.withLock { queue -> Bool? in
+            if queue.closed { return nil }
+            for (index, append) in appends.enumerated() {
+                queue.pending.append(Queued(append: append) { complete(index, $0) })
             }
-            queued?.finish()
-            switch start {
-            case nil: continuation.resume(throwing: EventLogError.closed(path: location.description))
-            case true?: Task { await drain() }
-            case false?: break
-            }
+            defer { queue.draining = true }
+            return !queue.draining
+        }
+        switch start {
+        case nil:
+            for index in appends.indices { complete(index, .failure(EventLogError.closed(path: location.description))) }
+        case true?: Task { await drain() }
+        case false?: break
         }
     }
 
@@ -93,7 +108,7 @@ final class PostgresAppender: Sendable {
             }
             if group.isEmpty { return }
             let outcomes = await commit(group.map(\.append))
-            for (queued, outcome) in zip(group, outcomes) { queued.continuation.resume(with: outcome) }
+            for (queued, outcome) in zip(group, outcomes) { queued.complete(outcome) }
         }
     }
 
@@ -325,5 +340,25 @@ struct PostgresFailure: Error, CustomStringConvertible {
             detail = String(describing: error)
         }
         return .storage(PostgresFailure(description: "cannot \(what): \(detail)"))
+    }
+}
+
+/// The outcomes of appends queued together; resumes their caller once all are in.
+private final class BatchOutcomes: Sendable {
+    private let state: Mutex<(outcomes: [Result<AppendResult, any Error>?], remaining: Int)>
+    private let continuation: CheckedContinuation<[Result<AppendResult, any Error>], Never>
+
+    init(count: Int, continuation: CheckedContinuation<[Result<AppendResult, any Error>], Never>) {
+        state = Mutex((Array(repeating: nil, count: count), count))
+        self.continuation = continuation
+    }
+
+    func set(_ index: Int, _ outcome: Result<AppendResult, any Error>) {
+        let finished = state.withLock { state -> [Result<AppendResult, any Error>]? in
+            state.outcomes[index] = outcome
+            state.remaining -= 1
+            return state.remaining == 0 ? state.outcomes.map { $0! } : nil
+        }
+        if let finished { continuation.resume(returning: finished) }
     }
 }

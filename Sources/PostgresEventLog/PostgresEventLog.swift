@@ -208,44 +208,32 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     /// Queues appends to several streams together: they share transactions, each checked on its own.
     public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
-        await withTaskGroup(of: (Int, Result<AppendResult, any Error>).self) { group in
-            // Queued in order (each task queues before the next starts), committed in order.
-            for (index, append) in appends.enumerated() {
-                let checked = Result {
+        var outcomes = [Result<AppendResult, any Error>?](repeating: nil, count: appends.count)
+        var checked: [CheckedAppend] = []
+        var queuedIndexes: [Int] = []
+        for (index, append) in appends.enumerated() {
+            do {
+                checked.append(
                     try CheckedAppend(
                         append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
-                        releases: append.releases, timestamps: append.timestamps?.map(CheckedAppend.micros), maxPayload: options.maxPayloadBytes)
-                }
-                let queued = AsyncStream<Void>.makeStream()
-                group.addTask { [self] in
-                    switch checked {
-                    case let .failure(error):
-                        queued.continuation.finish()
-                        return (index, .failure(error))
-                    case let .success(checked):
-                        do {
-                            return (index, .success(try await appendChecked(checked, queued: queued.continuation)))
-                        } catch {
-                            return (index, .failure(error))
-                        }
-                    }
-                }
-                for await _ in queued.stream {}
+                        releases: append.releases, timestamps: append.timestamps?.map(CheckedAppend.micros), maxPayload: options.maxPayloadBytes))
+                queuedIndexes.append(index)
+            } catch {
+                outcomes[index] = .failure(error)
             }
-            var outcomes = [Result<AppendResult, any Error>?](repeating: nil, count: appends.count)
-            for await (index, outcome) in group { outcomes[index] = outcome }
-            return outcomes.map { $0! }
         }
-    }
-
-    private func appendChecked(_ append: CheckedAppend, queued: AsyncStream<Void>.Continuation? = nil) async throws -> AppendResult {
         do {
             try checkOpen()
+            for (index, outcome) in zip(queuedIndexes, await appender.appendAll(checked)) { outcomes[index] = outcome }
         } catch {
-            queued?.finish()
-            throw error
+            for index in queuedIndexes { outcomes[index] = .failure(error) }
         }
-        return try await appender.append(append, queued: queued)
+        return outcomes.map { $0! }
+    }
+
+    private func appendChecked(_ append: CheckedAppend) async throws -> AppendResult {
+        try checkOpen()
+        return try await appender.append(append)
     }
 
     // MARK: Reading

@@ -35,6 +35,11 @@ func runChild(_ arguments: [String]) throws -> (status: Int32, maxRSSMiB: Double
 struct ChildError: Error, CustomStringConvertible {
     let reason: String
     var description: String { reason }
+
+    /// An embedded workload asked of a PostgreSQL back end (those run in `PostgresWorkloads`).
+    static func notEmbedded(_ backEnd: BackEnd) -> ChildError {
+        ChildError(reason: "\(backEnd.title) runs only the postgres workload")
+    }
 }
 
 /// In a child: runs one workload (on one back end, or on all three for `single`), samples the
@@ -45,10 +50,12 @@ func runAsChild(_ child: (workload: Options.Workload, backEnd: BackEnd?, directo
     var figures: [Figure]
     if child.workload == .single {
         figures = try await AppendWorkloads.single(scale, in: directory)
+    } else if child.workload == .postgres {
+        figures = try await PostgresWorkloads.run(scale, in: directory)
     } else {
         guard let backEnd = child.backEnd else { throw ChildError(reason: "--child \(child.workload) needs --backend") }
         switch child.workload {
-        case .single: figures = []
+        case .single, .postgres: figures = []
         case .group: figures = try await AppendWorkloads.group(scale, backEnd, in: directory)
         case .bulk: figures = try await BulkWorkloads.bulk(scale, backEnd, in: directory)
         case .replay: figures = try await BulkWorkloads.replay(scale, backEnd, in: directory)

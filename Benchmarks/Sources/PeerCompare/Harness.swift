@@ -17,12 +17,21 @@ enum BackEnd: String, Codable, CaseIterable {
     case raw
     /// SQLite through GRDB.
     case sqlite
+    /// This project's log in PostgreSQL (`PostgresEventLog`).
+    case postgres
+    /// Plain INSERTs into one PostgreSQL table with a bigserial position, through postgres-nio.
+    case rawPostgres
+
+    /// The embedded back ends: the columns of the main tables.
+    static let embedded: [BackEnd] = [.log, .raw, .sqlite]
 
     var title: String {
         switch self {
         case .log: "EventLog"
         case .raw: "raw LMDB"
         case .sqlite: "SQLite"
+        case .postgres: "PostgresEventLog"
+        case .rawPostgres: "raw PostgreSQL"
         }
     }
 }

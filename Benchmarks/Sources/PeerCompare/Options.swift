@@ -8,7 +8,7 @@ import Foundation
 /// The command line.
 struct Options {
     enum Workload: String, CaseIterable {
-        case single, group, bulk, replay, rebuild, point, mix
+        case single, group, bulk, replay, rebuild, point, mix, postgres
     }
 
     var records: Int?
@@ -19,7 +19,7 @@ struct Options {
     var child: (workload: Workload, backEnd: BackEnd?, directory: URL, result: URL)?
 
     static let usage = """
-        usage: peer-compare [--records N] [--quick] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix]
+        usage: peer-compare [--records N] [--quick] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix,postgres]
 
           --records N   events in the data set of bulk, replay, rebuild and point (default 1000000; 10 per account)
           --quick       small sizes for a smoke run (20,000 events, short append and mix runs)

@@ -45,7 +45,7 @@ func byWorkload(_ figures: [Figure]) -> [(key: String, title: String, figures: [
 
 func throughputTable(_ figures: [Figure]) -> String {
     let rows = byWorkload(figures).map { row -> [String] in
-        let cells = BackEnd.allCases.map { row.figures[$0].map { grouped($0.perSecond) } ?? "—" }
+        let cells = BackEnd.embedded.map { row.figures[$0].map { grouped($0.perSecond) } ?? "—" }
         let ratios = [BackEnd.raw, .sqlite].map { peer -> String in
             guard let ours = row.figures[.log], let theirs = row.figures[peer], theirs.perSecond > 0 else { return "—" }
             return String(format: "%.2f×", ours.perSecond / theirs.perSecond)
@@ -73,7 +73,7 @@ func latencyTable(_ figures: [Figure]) -> String {
 
 func memoryTable(_ figures: [Figure]) -> String {
     let rows = byWorkload(figures).map { row -> [String] in
-        let cells = BackEnd.allCases.map { backEnd -> String in
+        let cells = BackEnd.embedded.map { backEnd -> String in
             guard let figure = row.figures[backEnd], let rss = figure.maxRSSMiB else { return "—" }
             return "\(grouped(rss)) / \(grouped(figure.peakAnonMiB ?? 0))" + (figure.sharedProcess ? "*" : "")
         }
@@ -158,4 +158,46 @@ struct Report: Codable {
     let memoryMethod: String
     let figures: [Figure]
     let targets: [Target]
+}
+
+/// The PostgreSQL rows: this project's `PostgresEventLog` against the raw INSERT baseline, and,
+/// where the run has the same workload on LMDB, the embedded log beside them.
+func postgresTable(_ figures: [Figure]) -> String {
+    let keys = ["pg-single", "pg-group-8", "pg-group-64", "pg-bulk", "pg-replay", "pg-rebuild"]
+    let embedded = ["pg-single": "single-durable", "pg-group-8": "group-8", "pg-group-64": "group-64"]
+    let rows = keys.compactMap { key -> [String]? in
+        let matching = figures.filter { $0.workload == key }
+        guard let first = matching.first else { return nil }
+        let ours = matching.first { $0.backEnd == .postgres }
+        let raw = matching.first { $0.backEnd == .rawPostgres }
+        let lmdb = embedded[key].flatMap { name in figures.first { $0.workload == name && $0.backEnd == .log } }
+        let ratio = ours.flatMap { ours in raw.map { String(format: "%.2f×", ours.perSecond / max($0.perSecond, 1e-9)) } } ?? "—"
+        return [
+            first.title, ours.map { grouped($0.perSecond) } ?? "—", raw.map { grouped($0.perSecond) } ?? "—", ratio,
+            lmdb.map { grouped($0.perSecond) } ?? "—"
+        ]
+    }
+    return markdownTable(
+        ["PostgreSQL workload (per second)", "PostgresEventLog", "raw PostgreSQL", "PostgresEventLog / raw", "EventLog (LMDB), same run"], rows)
+}
+
+/// Issue 15's targets.
+func postgresTargets(_ figures: [Figure]) -> [Target] {
+    func rate(_ key: String, _ backEnd: BackEnd) -> Double? {
+        figures.first { $0.workload == key && $0.backEnd == backEnd }?.perSecond
+    }
+    func ratio(_ key: String) -> Double? {
+        guard let ours = rate(key, .postgres), let raw = rate(key, .rawPostgres), raw > 0 else { return nil }
+        return ours / raw
+    }
+    func target(_ name: String, _ value: Double?, _ passes: (Double) -> Bool, _ show: (Double) -> String) -> Target {
+        guard let value else { return Target(name: name, met: nil, detail: "not run") }
+        return Target(name: name, met: passes(value), detail: show(value))
+    }
+    let times = { (value: Double) in String(format: "%.2f×", value) }
+    return [
+        target("PostgreSQL single durable append ≥ 0.7× raw PostgreSQL", ratio("pg-single"), { $0 >= 0.7 }, times),
+        target("PostgreSQL 64 writers ≥ 3× raw PostgreSQL", ratio("pg-group-64"), { $0 >= 3 }, times),
+        target("PostgreSQL replay ≥ 200,000 events/s", rate("pg-replay", .postgres), { $0 >= 200_000 }, { "\(grouped($0)) events/s" })
+    ]
 }

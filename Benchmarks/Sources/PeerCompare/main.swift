@@ -52,12 +52,12 @@ if options.only(.single) {
     figures += try inChild(.single, nil, root.appendingPathComponent("single"))
 }
 if options.only(.group) {
-    for backEnd in BackEnd.allCases { figures += try inChild(.group, backEnd, root.appendingPathComponent("group-\(backEnd.rawValue)")) }
+    for backEnd in BackEnd.embedded { figures += try inChild(.group, backEnd, root.appendingPathComponent("group-\(backEnd.rawValue)")) }
 }
 // The data set is written (bulk) before it is replayed, folded (rebuild) and read (point), even
 // when only a later step is asked for; only the asked-for steps are reported.
 if [.bulk, .replay, .rebuild, .point].contains(where: options.only) {
-    for backEnd in BackEnd.allCases {
+    for backEnd in BackEnd.embedded {
         let directory = root.appendingPathComponent("data-\(backEnd.rawValue)")
         let written = try inChild(.bulk, backEnd, directory)
         if options.only(.bulk) { figures += written }
@@ -71,7 +71,10 @@ if [.bulk, .replay, .rebuild, .point].contains(where: options.only) {
     }
 }
 if options.only(.mix) {
-    for backEnd in BackEnd.allCases { figures += try inChild(.mix, backEnd, root.appendingPathComponent("mix-\(backEnd.rawValue)")) }
+    for backEnd in BackEnd.embedded { figures += try inChild(.mix, backEnd, root.appendingPathComponent("mix-\(backEnd.rawValue)")) }
+}
+if options.only(.postgres) {
+    figures += try inChild(.postgres, nil, root.appendingPathComponent("postgres"))
 }
 
 let loadAtEnd = loadAverage()
@@ -85,14 +88,18 @@ if figures.contains(where: { $0.latency != nil }) {
     print(latencyTable(figures))
     print("")
 }
+if figures.contains(where: { [.postgres, .rawPostgres].contains($0.backEnd) }) {
+    print(postgresTable(figures))
+    print("")
+}
 print(memoryTable(figures))
 print("(\(memoryMethod))\n")
 for figure in figures where !figure.notes.isEmpty {
     let notes = figure.notes.sorted { $0.key < $1.key }.map { "\($0.key) = \(String(format: "%.3f", $0.value))" }.joined(separator: ", ")
     print("note: \(figure.workload) on \(figure.backEnd.title): \(notes)")
 }
-let checked = targets(figures, records: scale.records)
-print("\ntargets (issue 7):")
+let checked = targets(figures, records: scale.records) + postgresTargets(figures)
+print("\ntargets (issues 7, 14 and 15):")
 print(targetLines(checked))
 print("\nload average at end: \(loadAtEnd)")
 

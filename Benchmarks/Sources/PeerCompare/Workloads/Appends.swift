@@ -58,7 +58,7 @@ enum AppendWorkloads {
             }
             await log.close()
             let operations = scale.singleRounds * perRound
-            for (backEnd, watch) in zip(BackEnd.allCases, watches) {
+            for (backEnd, watch) in zip(BackEnd.embedded, watches) {
                 var figure = Figure(
                     "single-\(mode)", "\(mode) append, 1 writer, 1 event/commit", backEnd, operations: operations, seconds: watch.seconds)
                 figure.sharedProcess = true
@@ -79,6 +79,7 @@ enum AppendWorkloads {
             let place = directory.appendingPathComponent("group-\(writers)")
             var watch = Stopwatch()
             switch backEnd {
+            case .postgres, .rawPostgres: throw ChildError.notEmbedded(backEnd)
             case .log:
                 let log = try openLog(place, durable: true)
                 try await watch.timeAsync {

@@ -32,6 +32,7 @@ enum BulkWorkloads {
         var raw: RawLMDB?
         var sqlite: SQLitePeer?
         switch backEnd {
+        case .postgres, .rawPostgres: throw ChildError.notEmbedded(backEnd)
         case .log: log = try openLog(directory)
         case .raw: raw = try RawLMDB(directory: rawPath(directory), sync: .relaxed)
         case .sqlite: sqlite = try SQLitePeer(directory: sqlitePath(directory), sync: .off)
@@ -99,6 +100,7 @@ enum BulkWorkloads {
         var records = 0
         var copiedRecords = 0
         switch backEnd {
+        case .postgres, .rawPostgres: throw ChildError.notEmbedded(backEnd)
         case .log:
             let log = try openLog(directory)
             func bareScan() throws -> Int {

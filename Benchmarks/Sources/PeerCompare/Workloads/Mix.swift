@@ -52,6 +52,7 @@ enum MixWorkload {
         let seen = (0..<subscribers).map { _ in NanosTable(count: total) }
         let run: (seconds: Double, latencies: [UInt64], notes: [String: Double])
         switch backEnd {
+        case .postgres, .rawPostgres: throw ChildError.notEmbedded(backEnd)
         case .log: run = try await onLog(scale, operations, acks: acks, seen: seen, in: directory)
         case .raw: run = try onRaw(scale, operations, acks: acks, seen: seen, in: directory)
         case .sqlite: run = try onSQLite(scale, operations, acks: acks, seen: seen, in: directory)

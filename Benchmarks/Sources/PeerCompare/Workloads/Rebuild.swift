@@ -23,6 +23,7 @@ enum DetailsWorkloads {
         var notes: [String: Double] = [:]
         var folded = 0
         switch backEnd {
+        case .postgres, .rawPostgres: throw ChildError.notEmbedded(backEnd)
         case .log:
             let log = try BulkWorkloads.openLog(directory)
             let last = try log.lastPosition()
@@ -60,18 +61,24 @@ enum DetailsWorkloads {
             let count = try raw.write { txn in
                 try raw.forEachRecord(txn, after: after, limit: batchSize) { position, bytes in
                     let view = RawFrame.View(bytes)
-                    let event = try AccountEvent.decode(type: view.type, payload: view.payload)
-                    let previous = try raw.get(txn, raw.states, key: view.stream).map { try AccountState(encoded: [UInt8]($0)) }
-                    let stream = String(decoding: view.stream, as: UTF8.self)
-                    if let next = AccountState.applying(event, to: previous, accountId: stream, version: (previous?.version ?? 0) + 1, at: view.date)
-                    {
-                        try next.encoded().withUnsafeBytes { try raw.put(txn, raw.states, key: view.stream, value: $0) }
-                    }
+                    try foldRecord(raw, txn, stream: view.stream, type: view.type, payload: view.payload, date: view.date)
                     after = position
                 }
             }
             folded += count
             if count < batchSize { return folded }
+        }
+    }
+
+    /// Folds one event into its account's state in `raw`'s states database.
+    static func foldRecord(
+        _ raw: RawLMDB, _ txn: OpaquePointer, stream: UnsafeRawBufferPointer, type: String, payload: UnsafeRawBufferPointer, date: Date
+    ) throws {
+        let event = try AccountEvent.decode(type: type, payload: payload)
+        let previous = try raw.get(txn, raw.states, key: stream).map { try AccountState(encoded: [UInt8]($0)) }
+        let accountId = String(decoding: stream, as: UTF8.self)
+        if let next = AccountState.applying(event, to: previous, accountId: accountId, version: (previous?.version ?? 0) + 1, at: date) {
+            try next.encoded().withUnsafeBytes { try raw.put(txn, raw.states, key: stream, value: $0) }
         }
     }
 
@@ -96,6 +103,7 @@ enum DetailsWorkloads {
             }
         }
         switch backEnd {
+        case .postgres, .rawPostgres: throw ChildError.notEmbedded(backEnd)
         case .log:
             var options = AccountStoreOptions()
             options.sync = .relaxed

@@ -6,7 +6,7 @@
 import Foundation
 import Synchronization
 
-/// A throwaway PostgreSQL cluster for a test: `initdb` in a temporary directory, `pg_ctl start` on a
+/// A throwaway PostgreSQL cluster for a test or a benchmark: `initdb` in a temporary directory, `pg_ctl start` on a
 /// free port of 127.0.0.1, stopped and deleted by ``remove()`` (or when the process exits). Debian's `postgresql` package
 /// provides the programs (`Tools/run.sh install-test-dependencies` installs it). As root, the
 /// programs run as the `postgres` user, which owns the directory (initdb refuses root).

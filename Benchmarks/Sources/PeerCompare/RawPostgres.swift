@@ -1,0 +1,93 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import Logging
+import PostgresNIO
+import PostgresTestServer
+
+/// The raw PostgreSQL baseline: the same events as plain rows of one table with a bigserial
+/// position (stream, type, time, payload), through postgres-nio's `PostgresClient` with bound
+/// parameters. No chain, no checksum, no claims, no expected version, no event-id index: what a
+/// careful user would write for "append a row", and the storage's limit for this client.
+final class RawPostgres: Sendable {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+
+    /// A row read back.
+    struct Row {
+        let position: Int64
+        let stream: String
+        let type: String
+        let payload: [UInt8]
+        let timestampMicros: Int64
+
+        var date: Date { Date(timeIntervalSince1970: Double(timestampMicros) / 1_000_000) }
+    }
+
+    /// Connects to `server` with up to `connections` connections and creates `table`.
+    init(server: PostgresServer, table: String, durable: Bool, connections: Int) async throws {
+        var configuration = PostgresClient.Configuration(
+            host: "127.0.0.1", port: server.port, username: "postgres", password: nil, database: "postgres", tls: .disable)
+        configuration.options.maximumConnections = connections
+        configuration.options.additionalStartupParameters = [("synchronous_commit", durable ? "on" : "off"), ("search_path", "raw_" + table)]
+        var logger = Logger(label: "peer-compare.postgres")
+        logger.logLevel = .warning
+        self.logger = logger
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = client
+        runner = Task { await client.run() }
+        // Fixed names of this benchmark's own (no user input reaches the SQL).
+        try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS raw_\(table)"), logger: logger)
+        try await client.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    CREATE TABLE IF NOT EXISTS raw_\(table).events (
+                        position bigserial PRIMARY KEY, stream text NOT NULL, type text NOT NULL,
+                        timestamp_us bigint NOT NULL, payload bytea NOT NULL)
+                    """), logger: logger)
+    }
+
+    /// One INSERT in its own transaction (a commit per event).
+    func insert(_ event: ProposedEvent, stream: String) async throws {
+        try await client.query(
+            "INSERT INTO events (stream, type, timestamp_us, payload) VALUES (\(stream), \(event.type), \(microsecondsNow()), \(ByteBuffer(bytes: event.payload)))",
+            logger: logger)
+    }
+
+    /// Many rows with one INSERT (one transaction).
+    func insertBatch(_ rows: [(stream: String, event: ProposedEvent)]) async throws {
+        let stamp = microsecondsNow()
+        let streams = rows.map(\.stream)
+        let types = rows.map(\.event.type)
+        let times = rows.map { _ in stamp }
+        let payloads = rows.map { ByteBuffer(bytes: $0.event.payload) }
+        try await client.query(
+            """
+            INSERT INTO events (stream, type, timestamp_us, payload)
+            SELECT * FROM unnest(\(streams)::text[], \(types)::text[], \(times)::bigint[], \(payloads)::bytea[])
+            """, logger: logger)
+    }
+
+    /// Up to `limit` rows after `position`, in position order.
+    func read(after position: Int64, limit: Int) async throws -> [Row] {
+        let rows = try await client.query(
+            "SELECT position, stream, type, timestamp_us, payload FROM events WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))",
+            logger: logger)
+        var result: [Row] = []
+        result.reserveCapacity(limit)
+        for try await (position, stream, type, time, payload) in rows.decode((Int64, String, String, Int64, ByteBuffer).self) {
+            result.append(Row(position: position, stream: stream, type: type, payload: Array(payload.readableBytesView), timestampMicros: time))
+        }
+        return result
+    }
+
+    func close() async {
+        runner.cancel()
+        await runner.value
+    }
+}

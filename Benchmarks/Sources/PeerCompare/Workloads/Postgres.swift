@@ -1,0 +1,222 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import PostgresEventLog
+import PostgresTestServer
+import Projections
+import SpeziAccountStore
+
+/// The PostgreSQL workloads, in one child process on a throwaway cluster of its own (fsync on):
+/// this project's `PostgresEventLog` against `RawPostgres`, plain INSERTs of the same events into
+/// one table with a bigserial position through the same client library (no chain, no claims, no
+/// expected versions). Durable = `synchronous_commit = on`; the bulk import runs with it off on
+/// both sides.
+enum PostgresWorkloads {
+    static func run(_ scale: Scale, in directory: URL) async throws -> [Figure] {
+        let server = try PostgresServer(name: "peer-compare")
+        defer { server.remove() }
+        var figures = try await single(scale, server)
+        figures += try await group(scale, server)
+        figures += try await bulkReplayRebuild(scale, server, directory)
+        return figures
+    }
+
+    private static func openLog(_ server: PostgresServer, schema: String, durable: Bool) async throws -> PostgresEventLog {
+        var options = PostgresLogOptions()
+        options.durability = durable ? .durable : .relaxed
+        return try await PostgresEventLog.open(server.url(schema: schema), options: options)
+    }
+
+    /// Single durable appends, one event per commit, the two sides taking turns round by round.
+    static func single(_ scale: Scale, _ server: PostgresServer) async throws -> [Figure] {
+        let log = try await openLog(server, schema: "single", durable: true)
+        let raw = try await RawPostgres(server: server, table: "single_events", durable: true, connections: 1)
+        var watches = [Stopwatch(), Stopwatch()]
+        for round in 0..<scale.singleRounds {
+            let first = round * scale.singleDurablePerRound
+            let events = AppendWorkloads.sampleEvents(scale.singleDurablePerRound, seed: 0x70_0000_0000 &+ UInt64(first))
+            let streams = (first..<(first + events.count)).map { "account-\($0 % 100)" }
+            try await watches[0].timeAsync {
+                for (event, stream) in zip(events, streams) { _ = try await log.append([event], to: stream) }
+            }
+            try await watches[1].timeAsync {
+                for (event, stream) in zip(events, streams) { try await raw.insert(event, stream: stream) }
+            }
+        }
+        await log.close()
+        await raw.close()
+        let operations = scale.singleRounds * scale.singleDurablePerRound
+        return zip([BackEnd.postgres, .rawPostgres], watches).map { backEnd, watch in
+            var figure = Figure("pg-single", "durable append, 1 writer, 1 event/commit", backEnd, operations: operations, seconds: watch.seconds)
+            figure.sharedProcess = true
+            return figure
+        }
+    }
+
+    /// 8 and 64 concurrent durable writers, one event per append, a stream each. The raw side has
+    /// a connection per writer (PostgreSQL flushes the WAL of concurrent commits together); the log
+    /// groups appends into shared transactions.
+    static func group(_ scale: Scale, _ server: PostgresServer) async throws -> [Figure] {
+        var figures: [Figure] = []
+        for (writers, perWriter) in scale.groupWriters where writers > 1 {
+            let events = AppendWorkloads.sampleEvents(writers * perWriter, seed: 0x71_0000_0000 &+ UInt64(writers) << 24)
+            let log = try await openLog(server, schema: "group_\(writers)", durable: true)
+            var logWatch = Stopwatch()
+            try await logWatch.timeAsync {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for writer in 0..<writers {
+                        group.addTask {
+                            for index in 0..<perWriter { _ = try await log.append([events[writer * perWriter + index]], to: "writer-\(writer)") }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            await log.close()
+            let raw = try await RawPostgres(server: server, table: "group_\(writers)_events", durable: true, connections: writers)
+            var rawWatch = Stopwatch()
+            try await rawWatch.timeAsync {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for writer in 0..<writers {
+                        group.addTask {
+                            for index in 0..<perWriter { try await raw.insert(events[writer * perWriter + index], stream: "writer-\(writer)") }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            await raw.close()
+            let title = "durable append, \(writers) concurrent writers"
+            figures.append(Figure("pg-group-\(writers)", title, .postgres, operations: writers * perWriter, seconds: logWatch.seconds))
+            figures.append(Figure("pg-group-\(writers)", title, .rawPostgres, operations: writers * perWriter, seconds: rawWatch.seconds))
+        }
+        return figures
+    }
+
+    /// The data set for the bulk rows: a tenth of the embedded one (at most 100,000 events).
+    static func bulkScale(_ scale: Scale) -> (accounts: Int, records: Int) {
+        let accounts = max(min(scale.accounts / 10, 10_000), 100)
+        return (accounts, accounts * Dataset.eventsPerAccount)
+    }
+
+    /// Bulk import (1,000 events a transaction, `synchronous_commit = off`), then a full replay
+    /// that decodes every event, then a rebuild of the details table: the log's
+    /// `AccountDetailsProjection` into local LMDB, against the raw loop's fold of the rows it reads
+    /// into LMDB.
+    static func bulkReplayRebuild(_ scale: Scale, _ server: PostgresServer, _ directory: URL) async throws -> [Figure] {
+        let (accounts, records) = bulkScale(scale)
+        let title = "\(count(records)) events"
+        var batches: [[(stream: String, events: [ProposedEvent], expected: ExpectedVersion)]] = []
+        var current: [(stream: String, events: [ProposedEvent], expected: ExpectedVersion)] = []
+        let per = Dataset.eventsPerCommit
+        for round in 0..<(Dataset.eventsPerAccount / per) {
+            for account in 0..<accounts {
+                let indexes = (round * per)..<(round * per + per)
+                let events = indexes.map {
+                    Dataset.proposed(
+                        Dataset.event(account: account, index: $0), id: 0x72_0000_0000 &+ UInt64(account * Dataset.eventsPerAccount + $0))
+                }
+                current.append((Dataset.accountId(account), events, round == 0 ? .noStream : .exact(UInt64(round * per))))
+                if current.count * per >= 1_000 {
+                    batches.append(current)
+                    current.removeAll()
+                }
+            }
+        }
+        if !current.isEmpty { batches.append(current) }
+
+        // Bulk import.
+        let log = try await openLog(server, schema: "bulk", durable: false)
+        let raw = try await RawPostgres(server: server, table: "bulk_events", durable: false, connections: 1)
+        var logBulk = Stopwatch()
+        var rawBulk = Stopwatch()
+        for batch in batches {
+            let appends = batch.map { StreamAppend(streamID: $0.stream, events: $0.events, expectedVersion: $0.expected) }
+            let outcomes = await logBulk.timeAsync { await log.appendBatch(appends) }
+            for outcome in outcomes { _ = try outcome.get() }
+            try await rawBulk.timeAsync { try await raw.insertBatch(batch.flatMap { item in item.events.map { (item.stream, $0) } }) }
+        }
+
+        // Replay: every record read in batches of 1,000 and decoded.
+        var logReplay = Stopwatch()
+        var rawReplay = Stopwatch()
+        var weights = (0, 0)
+        var logCount = 0
+        var rawCount = 0
+        try await logReplay.timeAsync {
+            var next: UInt64 = 1
+            while true {
+                let batch = try await log.read(from: next, direction: .forward, limit: 1_000)
+                guard let last = batch.last else { break }
+                for record in batch {
+                    weights.0 &+= BulkWorkloads.weight(try AccountEvent.decode(type: record.type, payload: [UInt8](record.payload)))
+                }
+                logCount += batch.count
+                next = last.position + 1
+            }
+        }
+        try await rawReplay.timeAsync {
+            var after: Int64 = 0
+            while true {
+                let rows = try await raw.read(after: after, limit: 1_000)
+                guard let last = rows.last else { break }
+                for row in rows { weights.1 &+= BulkWorkloads.weight(try AccountEvent.decode(type: row.type, payload: row.payload)) }
+                rawCount += rows.count
+                after = last.position
+            }
+        }
+        precondition(logCount == records && rawCount == records && weights.0 == weights.1, "the replays differ")
+
+        // Rebuild of the details table.
+        var logRebuild = Stopwatch()
+        let projections = directory.appendingPathComponent("pg-projections").path
+        let last = try await log.lastPosition()
+        let store = try await logRebuild.timeAsync {
+            let store = try ProjectionStore(path: projections, log: log, projections: [AccountDetailsProjection()])
+            try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: last)
+            return store
+        }
+        await store.close()
+        await log.close()
+        var rawRebuild = Stopwatch()
+        let states = try RawLMDB(directory: directory.appendingPathComponent("pg-raw-states"), sync: .lastCommitMayRollBack)
+        try await rawRebuild.timeAsync {
+            var after: Int64 = 0
+            while true {
+                let rows = try await raw.read(after: after, limit: 4_096)
+                guard let lastRow = rows.last else { break }
+                try states.write { txn in
+                    for row in rows {
+                        try Array(row.stream.utf8).withUnsafeBytes { stream in
+                            try row.payload.withUnsafeBytes { payload in
+                                try DetailsWorkloads.foldRecord(states, txn, stream: stream, type: row.type, payload: payload, date: row.date)
+                            }
+                        }
+                    }
+                }
+                after = lastRow.position
+            }
+        }
+        await raw.close()
+        return [
+            Figure(
+                "pg-bulk", "bulk import of \(title), 1,000 per transaction (no WAL flush wait)", .postgres, operations: records,
+                seconds: logBulk.seconds),
+            Figure(
+                "pg-bulk", "bulk import of \(title), 1,000 per transaction (no WAL flush wait)", .rawPostgres, operations: records,
+                seconds: rawBulk.seconds),
+            Figure("pg-replay", "full replay of \(title), decoded", .postgres, operations: records, seconds: logReplay.seconds),
+            Figure("pg-replay", "full replay of \(title), decoded", .rawPostgres, operations: records, seconds: rawReplay.seconds),
+            Figure(
+                "pg-rebuild", "rebuild of the details table (\(count(accounts)) accounts) in local LMDB", .postgres, operations: records,
+                seconds: logRebuild.seconds),
+            Figure(
+                "pg-rebuild", "rebuild of the details table (\(count(accounts)) accounts) in local LMDB", .rawPostgres, operations: records,
+                seconds: rawRebuild.seconds)
+        ]
+    }
+}

@@ -1,0 +1,8 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+// The throwaway PostgreSQL cluster is a product of its own (the benchmarks and users' tests start
+// clusters too); the project's tests reach it through this target as before.
+@_exported import PostgresTestServer
