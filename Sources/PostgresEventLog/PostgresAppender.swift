@@ -24,6 +24,8 @@ final class PostgresAppender: Sendable {
         var pending: [Queued] = []
         var draining = false
         var closed = false
+        /// Appends queued since the last transaction's appenders were answered.
+        var returned = 0
     }
 
     private let queue = Mutex(Queue())
@@ -71,6 +73,7 @@ final class PostgresAppender: Sendable {
             for (index, append) in appends.enumerated() {
                 queue.pending.append(Queued(append: append) { complete(index, $0) })
             }
+            queue.returned += appends.count
             defer { queue.draining = true }
             return !queue.draining
         }
@@ -95,7 +98,13 @@ final class PostgresAppender: Sendable {
     }
 
     private func drain() async {
+        var answered = 0
+        var lastTransaction: Duration = .zero
         while true {
+            // The appenders the last transaction answered usually append again at once: waiting a
+            // little for them (at most half a transaction) lets them share the next one rather
+            // than trickle into transactions of one or two.
+            if answered > 1 { await waitForReturns(answered, within: min(lastTransaction / 2, .milliseconds(2))) }
             let group = queue.withLock { queue -> [Queued] in
                 var taken: [Queued] = []
                 var events = 0
@@ -107,8 +116,21 @@ final class PostgresAppender: Sendable {
                 return taken
             }
             if group.isEmpty { return }
+            let started = ContinuousClock.now
             let outcomes = await commit(group.map(\.append))
+            lastTransaction = ContinuousClock.now - started
+            answered = group.count
+            queue.withLock { $0.returned = 0 }
             for (queued, outcome) in zip(group, outcomes) { queued.complete(outcome) }
+        }
+    }
+
+    /// Returns once `count` appends were queued since the last answers, or after `limit`.
+    private func waitForReturns(_ count: Int, within limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if queue.withLock({ $0.returned >= count || $0.closed }) { return }
+            try? await Task.sleep(for: .microseconds(100))
         }
     }
 
@@ -141,11 +163,10 @@ private struct GroupTransaction {
     /// the records, the claims and the new head. Returns each outcome and the new head position
     /// (nil when nothing was written).
     func run(_ appends: [CheckedAppend], channel: String) async throws -> ([Result<AppendResult, any Error>], UInt64?) {
-        var head = try await lockHead()
+        var (head, known, versions, owners) = try await prepare(
+            ids: appends.flatMap { $0.events.map(\.eventID) }, streams: Set(appends.map(\.streamID)),
+            claims: appends.reduce(into: Set<String>()) { $0.formUnion($1.claims.union($1.releases)) })
         let startPosition = head.position
-        var known = try await storedEvents(appends.flatMap { $0.events.map(\.eventID) })
-        var versions = try await streamVersions(Set(appends.map(\.streamID)))
-        var owners = try await claimOwners(appends.reduce(into: Set<String>()) { $0.formUnion($1.claims.union($1.releases)) })
         var changedClaims: Set<String> = []
         var rows = RecordRows()
         var outcomes: [Result<AppendResult, any Error>] = []
@@ -156,12 +177,7 @@ private struct GroupTransaction {
                 })
         }
         guard head.position > startPosition else { return (outcomes, nil) }
-        try await rows.insert(on: connection, logger: logger)
-        try await writeClaims(changedClaims, owners: owners)
-        try await connection.query(
-            "UPDATE log_head SET position = \(Int64(head.position)), hash = \(ByteBuffer(bytes: head.hash.bytes)), timestamp_us = \(head.timestamp)",
-            logger: logger)
-        try await connection.query("SELECT pg_notify(\(channel), \(String(head.position)))", logger: logger)
+        try await write(rows, claims: changedClaims, owners: owners, head: head, channel: channel)
         return (outcomes, head.position)
     }
 
@@ -226,54 +242,57 @@ private struct GroupTransaction {
         return AppendResult(positions: first...head.position, streamVersion: version, wasDuplicate: false)
     }
 
-    private func lockHead() async throws -> Head {
-        let rows = try await connection.query("SELECT position, hash, timestamp_us FROM log_head FOR UPDATE", logger: logger)
-        for try await (position, hash, timestamp) in rows.decode((Int64, ByteBuffer, Int64).self) {
-            return Head(position: UInt64(position), hash: ChainHash(bytes: Array(buffer: hash)), timestamp: timestamp)
-        }
-        throw PostgresLogError.server("the log's head row is missing")
-    }
-
-    private func storedEvents(_ ids: [UUID]) async throws -> [UUID: (position: UInt64, version: UInt64)] {
-        var found: [UUID: (position: UInt64, version: UInt64)] = [:]
+    /// Locks the head, then reads what the appends are checked against (stored event ids, stream
+    /// versions, claim owners): one round trip, `log_prepare` (PostgresSchema), whose statements
+    /// each see every append committed before the lock was granted.
+    private func prepare(ids: [UUID], streams: Set<String>, claims: Set<String>) async throws -> (
+        Head, [UUID: (position: UInt64, version: UInt64)], [String: UInt64], [String: String]
+    ) {
         let rows = try await connection.query(
-            "SELECT event_id, position, stream_version FROM log_records WHERE event_id = ANY(\(ids))", logger: logger)
-        for try await (id, position, version) in rows.decode((UUID, Int64, Int64).self) {
-            found[id] = (UInt64(position), UInt64(version))
-        }
-        return found
-    }
-
-    private func streamVersions(_ streams: Set<String>) async throws -> [String: UInt64] {
+            "SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_prepare(\(ids), \(Array(streams)), \(Array(claims)))",
+            logger: logger)
+        var head: Head?
+        var known: [UUID: (position: UInt64, version: UInt64)] = [:]
         var versions: [String: UInt64] = [:]
-        let rows = try await connection.query(
-            "SELECT stream_id, max(stream_version) FROM log_records WHERE stream_id = ANY(\(Array(streams))) GROUP BY stream_id", logger: logger)
-        for try await (stream, version) in rows.decode((String, Int64).self) { versions[stream] = UInt64(version) }
-        return versions
-    }
-
-    private func claimOwners(_ claims: Set<String>) async throws -> [String: String] {
-        guard !claims.isEmpty else { return [:] }
         var owners: [String: String] = [:]
-        let rows = try await connection.query("SELECT claim, stream_id FROM log_claims WHERE claim = ANY(\(Array(claims)))", logger: logger)
-        for try await (claim, owner) in rows.decode((String, String).self) { owners[claim] = owner }
-        return owners
+        for try await (kind, position, hash, number, id, name, owner) in rows.decode(
+            (Int32, Int64?, ByteBuffer?, Int64?, UUID?, String?, String?).self)
+        {
+            switch kind {
+            case 0:
+                guard let position, let hash, let number else { throw PostgresLogError.server("the log's head row is incomplete") }
+                head = Head(position: UInt64(position), hash: ChainHash(bytes: Array(buffer: hash)), timestamp: number)
+            case 1:
+                if let id, let position, let number { known[id] = (UInt64(position), UInt64(number)) }
+            case 2:
+                if let name, let number { versions[name] = UInt64(number) }
+            default:
+                if let name, let owner { owners[name] = owner }
+            }
+        }
+        guard let head else { throw PostgresLogError.server("the log's head row is missing") }
+        return (head, known, versions, owners)
     }
 
-    private func writeClaims(_ changed: Set<String>, owners: [String: String]) async throws {
-        guard !changed.isEmpty else { return }
-        let released = changed.filter { owners[$0] == nil }
-        if !released.isEmpty {
-            try await connection.query("DELETE FROM log_claims WHERE claim = ANY(\(Array(released)))", logger: logger)
-        }
-        let taken = changed.compactMap { claim in owners[claim].map { (claim, $0) } }
-        if !taken.isEmpty {
-            try await connection.query(
-                """
+    /// Inserts the records, changes the claims, moves the head and announces it: one statement.
+    private func write(_ rows: RecordRows, claims changed: Set<String>, owners: [String: String], head: Head, channel: String) async throws {
+        let released = changed.filter { owners[$0] == nil }.sorted()
+        let taken = changed.compactMap { claim in owners[claim].map { (claim, $0) } }.sorted { $0.0 < $1.0 }
+        try await connection.query(
+            """
+            WITH records AS (
+                INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
+                SELECT * FROM unnest(\(rows.positions)::bigint[], \(rows.streams)::text[], \(rows.versions)::bigint[], \(rows.timestamps)::bigint[],
+                    \(rows.ids)::uuid[], \(rows.types)::text[], \(rows.schemaVersions)::integer[], \(rows.metadata)::bytea[], \(rows.payloads)::bytea[],
+                    \(rows.crcs)::integer[], \(rows.hashes)::bytea[])),
+            released AS (DELETE FROM log_claims WHERE claim = ANY(\(released)::text[])),
+            taken AS (
                 INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(\(taken.map(\.0))::text[], \(taken.map(\.1))::text[])
-                ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id
-                """, logger: logger)
-        }
+                ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id),
+            moved AS (
+                UPDATE log_head SET position = \(Int64(head.position)), hash = \(ByteBuffer(bytes: head.hash.bytes)), timestamp_us = \(head.timestamp))
+            SELECT pg_notify(\(channel), \(String(head.position)))
+            """, logger: logger)
     }
 }
 
@@ -306,16 +325,6 @@ private struct RecordRows {
         payloads.append(ByteBuffer(data: event.payload))
         crcs.append(Int32(bitPattern: crc))
         hashes.append(ByteBuffer(bytes: hash.bytes))
-    }
-
-    func insert(on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query(
-            """
-            INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
-            SELECT * FROM unnest(\(positions)::bigint[], \(streams)::text[], \(versions)::bigint[], \(timestamps)::bigint[],
-                \(ids)::uuid[], \(types)::text[], \(schemaVersions)::integer[], \(metadata)::bytea[], \(payloads)::bytea[],
-                \(crcs)::integer[], \(hashes)::bytea[])
-            """, logger: logger)
     }
 }
 

@@ -86,6 +86,24 @@ enum PostgresSchema {
             name text PRIMARY KEY,
             value bytea NOT NULL)
         """,
+        // An append's first step: lock the head, then read what the appends are checked against.
+        // Each statement of a PL/pgSQL function takes a new snapshot, so those after the lock see
+        // every append committed before it was granted. One round trip instead of four.
+        """
+        CREATE OR REPLACE FUNCTION log_prepare(ids uuid[], streams text[], claims text[])
+        RETURNS TABLE (o_kind integer, o_pos bigint, o_hash bytea, o_num bigint, o_id uuid, o_name text, o_owner text)
+        LANGUAGE plpgsql VOLATILE AS $body$
+        BEGIN
+            RETURN QUERY SELECT 0, h.position, h.hash, h.timestamp_us, NULL::uuid, NULL::text, NULL::text FROM log_head h FOR UPDATE;
+            RETURN QUERY SELECT 1, r.position, NULL::bytea, r.stream_version, r.event_id, NULL::text, NULL::text
+                FROM log_records r WHERE r.event_id = ANY(ids);
+            RETURN QUERY SELECT 2, NULL::bigint, NULL::bytea, max(r.stream_version), NULL::uuid, r.stream_id, NULL::text
+                FROM log_records r WHERE r.stream_id = ANY(streams) GROUP BY r.stream_id;
+            RETURN QUERY SELECT 3, NULL::bigint, NULL::bytea, NULL::bigint, NULL::uuid, c.claim, c.stream_id
+                FROM log_claims c WHERE c.claim = ANY(claims);
+        END
+        $body$
+        """,
         // The bytes the chain hash covers (FORMAT.md, bytes 36 to the end), rebuilt from the
         // columns: `sha256(previous hash || log_record_body(r)) = r.hash` re-checks a record in psql.
         """
