@@ -245,7 +245,9 @@ private struct GroupTransaction {
     /// Locks the head, then reads what the appends are checked against (stored event ids, stream
     /// versions, claim owners): one round trip, `log_prepare` (PostgresSchema), whose statements
     /// each see every append committed before the lock was granted.
-    private func prepare(ids: [UUID], streams: Set<String>, claims: Set<String>) async throws -> (
+    private func prepare(
+        ids: [UUID], streams: Set<String>, claims: Set<String>
+    ) async throws -> (
         Head, [UUID: (position: UInt64, version: UInt64)], [String: UInt64], [String: String]
     ) {
         let rows = try await connection.query(
