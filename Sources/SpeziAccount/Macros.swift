@@ -38,6 +38,35 @@ public macro AccountKey<Value>(
     as value: Value.Type
 ) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro")
 
+/// Declares an account key with the seed's custom views (accepted and ignored on Linux, where
+/// nothing is drawn; see ``DataDisplayView`` and ``DataEntryView``).
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(__Key_))
+public macro AccountKey<Value, DisplayView: DataDisplayView, EntryView: DataEntryView>(
+    id: StaticString? = nil,
+    name: StaticString,
+    category: AccountKeyCategory = .other,
+    options: AccountKeyOptions = .default,
+    as value: Value.Type,
+    initial: InitialValue<Value>,
+    displayView: DisplayView.Type,
+    entryView: EntryView.Type
+) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro") where DisplayView.Value == Value, EntryView.Value == Value
+
+/// Declares an account key whose `Value` has a natural initial value, with the seed's custom views
+/// (accepted and ignored on Linux).
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(__Key_))
+public macro AccountKey<Value, DisplayView: DataDisplayView, EntryView: DataEntryView>(
+    id: StaticString? = nil,
+    name: StaticString,
+    category: AccountKeyCategory = .other,
+    options: AccountKeyOptions = .default,
+    as value: Value.Type,
+    displayView: DisplayView.Type,
+    entryView: EntryView.Type
+) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro") where DisplayView.Value == Value, EntryView.Value == Value
+
 /// Adds entries to ``AccountKeys`` for account keys declared with ``AccountKey(id:name:category:options:as:initial:)``.
 ///
 /// ```swift

@@ -173,6 +173,10 @@ struct AccountctlTests {
     func accountCommands() throws {
         let tool = try Tool()
         defer { tool.remove() }
+        // An empty required name is refused, and nothing is signed up.
+        let unnamed = try tool.run(
+            ["signup", "--user-id", "leslie@example.org", "--name", "", "--password-stdin"], input: "paxos made simple\n")
+        #expect(unnamed.status != 0 && unnamed.stderr.contains("Name"), "\(unnamed.stderr)")
         let signup = try tool.run(
             ["signup", "--user-id", "leslie@example.org", "--name", "Leslie Lamport", "--password-stdin"],
             input: "paxos made simple\n")

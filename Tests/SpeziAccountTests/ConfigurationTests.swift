@@ -91,6 +91,15 @@ struct ConfigurationTests {
             try AccountValidation.validateSignup(details, values: seedConfiguration, service: service)
         }
         try AccountValidation.validateSignup(signupDetails(), values: seedConfiguration, service: service)
+        // A required name whose parts are all blank is no name.
+        details = signupDetails()
+        details.name = PersonNameComponents(givenName: "", familyName: "  ")
+        #expect(throws: AccountOperationError.missingAccountValue(["Name"])) {
+            try AccountValidation.validateSignup(details, values: seedConfiguration, service: service)
+        }
+        details.name = PersonNameComponents(nickname: "Lee")
+        try AccountValidation.validateSignup(details, values: seedConfiguration, service: service)
+        #expect(AccountValidation.isEmptyValue([String]()) && AccountValidation.isEmptyValue(Data()) && !AccountValidation.isEmptyValue(0))
     }
 
     @Test("modifications refuse accountId, non-mutable keys and removing required keys")
@@ -120,6 +129,12 @@ struct ConfigurationTests {
         #expect(throws: AccountOperationError.removingRequiredAccountKeys(["name", "password", "userId"])) {
             try AccountValidation.validateModifications(
                 AccountModifications(modifiedDetails: AccountDetails(), removedAccountDetails: removed), values: values, service: service)
+        }
+        // A required value may change, but not to an empty one.
+        var blankName = AccountDetails()
+        blankName.name = PersonNameComponents(givenName: "")
+        #expect(throws: AccountOperationError.missingAccountValue(["Name"])) {
+            try AccountValidation.validateModifications(AccountModifications(modifiedDetails: blankName), values: values, service: service)
         }
         var name = AccountDetails()
         name.name = PersonNameComponents(givenName: "Jane")

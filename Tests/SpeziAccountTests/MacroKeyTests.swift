@@ -17,7 +17,46 @@ extension AccountDetails {
     var favoriteNumber: Int?
 }
 
-@KeyEntry(\.profileText, \.favoriteNumber)
+/// The seed's second biography sample ("Adding account values", customizing the views): the views
+/// keep the seed's initializers; their SwiftUI bodies are Apple-only and left out here.
+private struct EntryView: DataEntryView {
+    typealias Value = String
+}
+
+/// The seed's display view, without its SwiftUI body.
+private struct DisplayView: DataDisplayView {
+    private let value: String
+
+    init(_ value: String) {
+        self.value = value
+    }
+}
+
+extension AccountDetails {
+    @AccountKey(
+        name: "Biography",
+        category: .personalDetails,
+        as: String.self,
+        displayView: DisplayView.self,
+        entryView: EntryView.self
+    )
+    var viewedBiography: String?
+
+    @AccountKey(name: "Lucky number", as: Int.self, initial: .default(3), displayView: NumberView.self, entryView: NumberEntry.self)
+    var luckyNumber: Int?
+}
+
+/// Views for an `Int` key.
+private struct NumberView: DataDisplayView {
+    init(_ value: Int) {}
+}
+
+/// An entry view for an `Int` key.
+private struct NumberEntry: DataEntryView {
+    typealias Value = Int
+}
+
+@KeyEntry(\.profileText, \.favoriteNumber, \.viewedBiography, \.luckyNumber)
 extension AccountKeys {}
 
 @Suite("Keys declared with the macros")
@@ -38,6 +77,14 @@ struct MacroKeyTests {
         details.profileText = "Founder of a university"
         details.favoriteNumber = 42
         #expect(details[AccountDetails.__Key_profileText.self] == "Founder of a university")
+
+        // Keys declared with the seed's views behave like any other (the views are not drawn on Linux).
+        let biography = AccountKeys.key(\.viewedBiography)
+        #expect(biography.name == "Biography" && biography.category == .personalDetails && biography.initialValue == .empty(""))
+        #expect(AccountKeys.key(\.luckyNumber).initialValue == .default(3))
+        var viewed = AccountDetails()
+        viewed.viewedBiography = "Governor of California"
+        #expect(viewed.viewedBiography == "Governor of California")
         #expect(details.identifiers.sorted() == ["favorite-number", "profileText"])
         details.favoriteNumber = nil
         #expect(!details.contains(number))

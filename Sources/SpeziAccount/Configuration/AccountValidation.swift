@@ -3,6 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 
+import Foundation
+
 /// Validation of signup details and modifications, usable by any account service.
 public enum AccountValidation {
     /// The keys required at signup: the app's `.requires` keys plus the service's required keys.
@@ -14,8 +16,8 @@ public enum AccountValidation {
         return keys
     }
 
-    /// Checks signup details: every required key has a value (a string must not be blank) and every
-    /// string value passes the service's validation rules.
+    /// Checks signup details: every required key has a value that is not empty (see
+    /// ``isEmptyValue(_:)``) and every string value passes the service's validation rules.
     ///
     /// - Throws: AccountOperationError/missingAccountValue(_:) naming every missing key, or
     ///   AccountOperationError/invalidValue(key:rule:message:).
@@ -28,15 +30,30 @@ public enum AccountValidation {
             guard let value = details.value(for: key) else {
                 return true
             }
-            if let string = value as? String {
-                return !ValidationRule.nonEmpty.validate(string)
-            }
-            return false
+            return isEmptyValue(value)
         }
         if !missing.isEmpty {
             throw .missingAccountValue(missing.map { $0.name })
         }
         try validateRules(details, service: service)
+    }
+
+    /// Whether a value counts as not given for a required key: a blank string, a name whose parts
+    /// are all blank, an empty collection or empty data.
+    public static func isEmptyValue(_ value: Any) -> Bool {
+        func blank(_ string: String?) -> Bool { string.map { !ValidationRule.nonEmpty.validate($0) } ?? true }
+        switch value {
+        case let string as String:
+            return blank(string)
+        case let name as PersonNameComponents:
+            return [name.namePrefix, name.givenName, name.middleName, name.familyName, name.nameSuffix, name.nickname].allSatisfy(blank)
+        case let data as Data:
+            return data.isEmpty
+        case let collection as any Collection:
+            return collection.isEmpty
+        default:
+            return false
+        }
     }
 
     /// Checks every string value against the service's rules for its key.
@@ -70,6 +87,14 @@ public enum AccountValidation {
         }
         if !removedRequired.isEmpty {
             throw .removingRequiredAccountKeys(Array(Set(removedRequired.map { $0.identifier })).sorted())
+        }
+        // A required value may change, but not to an empty one.
+        let emptied = modifications.modifiedKeys.filter { key in
+            (key.isRequired || required.contains { $0.identifier == key.identifier })
+                && modifications.modifiedDetails.value(for: key).map(isEmptyValue) ?? true
+        }
+        if !emptied.isEmpty {
+            throw .missingAccountValue(emptied.map { $0.name })
         }
         try validateRules(modifications.modifiedDetails, service: service)
     }
