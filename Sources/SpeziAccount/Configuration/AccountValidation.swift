@@ -71,14 +71,19 @@ public enum AccountValidation {
     /// Checks a modification: no non-mutable keys, no removal of required keys or the user id, and
     /// new string values pass the validation rules. (Touching accountId is refused by
     /// AccountModifications itself.)
+    ///
+    /// With `serverManaged`, the modification comes from the server itself, not from a client: it
+    /// may write keys that clients cannot (configured `.manual`, or without the `mutable` option),
+    /// and everything else is checked as for a client.
     public static func validateModifications(
         _ modifications: AccountModifications,
         values: AccountValueConfiguration,
-        service: AccountServiceConfiguration
+        service: AccountServiceConfiguration,
+        serverManaged: Bool = false
     ) throws(AccountOperationError) {
         let touched = modifications.modifiedKeys + modifications.removedKeys
         let nonMutable = touched.filter { !$0.options.contains(.mutable) || values.requirement(for: $0) == .manual }
-        if !nonMutable.isEmpty {
+        if !nonMutable.isEmpty && !serverManaged {
             throw .mutatingNonMutableAccountKeys(nonMutable.map { $0.identifier })
         }
         let required = requiredKeys(values: values, service: service) + [AccountDetails.__Key_userId.self]

@@ -187,6 +187,24 @@ extension AccountStore {
         try await modify(accountId, modifications, context: context, validating: true)
     }
 
+    /// Writes values the server manages, which clients cannot change: keys configured `.manual`
+    /// (read-only, server-managed values such as a study cohort or a verified flag) and keys without
+    /// the `mutable` option. Required keys still cannot be removed or emptied and string rules still
+    /// apply; the user id and the password change only through `modify(_:_:context:)`. Logged like
+    /// any change, with `context`'s actor.
+    public func modifyManaged(
+        _ accountId: String, _ modifications: AccountModifications, context: Context = Context()
+    ) async throws
+        -> AccountDetails
+    {
+        let credentials = [AccountDetails.__Key_userId.identifier, AccountDetails.__Key_password.identifier]
+        let touched = (modifications.modifiedKeys + modifications.removedKeys).map { $0.identifier }.filter { credentials.contains($0) }
+        if !touched.isEmpty { throw AccountOperationError.mutatingNonMutableAccountKeys(touched) }
+        try AccountValidation.validateModifications(
+            modifications, values: valueConfiguration, service: serviceConfiguration, serverManaged: true)
+        return try await modify(accountId, modifications, context: context, validating: false)
+    }
+
     func modify(_ accountId: String, _ modifications: AccountModifications, context: Context, validating: Bool) async throws -> AccountDetails {
         try checkLimits(modifications.modifiedDetails, keyCount: modifications.modifiedKeys.count + modifications.removedKeys.count)
         if validating {
