@@ -122,6 +122,7 @@ ACCOUNT_EVENTS = {
     "auth.login-succeeded": [],
     "auth.login-failed": [("reason", "string")],
     "auth.logged-out": [],
+    "auth.password-reset-requested": [("tokenHash", "string"), ("expiresAtMicros", "varint")],
     "external.details-modified": [("modified", "values"), ("removed", "strings")],
     "external.details-erased": [],
 }
@@ -168,6 +169,7 @@ def decode_account_payload(position, event_type, payload):
         "string": lambda: blob().decode("utf-8"),
         "optional": lambda: blob().decode("utf-8") if boolean() else None,
         "bool": boolean,
+        "varint": varint,
         "strings": lambda: [blob().decode("utf-8") for _ in range(varint())],
         "values": lambda: {blob().decode("utf-8"): json.loads(blob()) for _ in range(varint())},
     }

@@ -24,7 +24,8 @@ struct AccountEventCodingTests {
         .detailsModified(modified: ["biography": Data(#""hi""#.utf8)], removed: ["dateOfBirth", "genderIdentity"]),
         .passwordChanged(passwordHash: "$scrypt$ln=17,r=8,p=1$a$b"),
         .userIdChanged(old: "a@b.c", new: "ä@ö.ü"),
-        .accountDeleted, .loginSucceeded, .loginFailed(reason: "wrongPassword"), .loggedOut
+        .accountDeleted, .loginSucceeded, .loginFailed(reason: "wrongPassword"), .loggedOut,
+        .passwordResetRequested(tokenHash: String(repeating: "ab", count: 32), expiresAtMicros: 1_800_000_600_000_000)
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

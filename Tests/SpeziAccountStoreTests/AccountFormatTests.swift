@@ -41,6 +41,7 @@ struct AccountFormatTests {
         try await store.modify(id, try AccountModifications(modifiedDetails: userId))
         _ = try? await store.login(userId: "jane@stanford.edu", password: "wrong")
         _ = try await store.login(userId: "jane@stanford.edu", password: "StanfordRocks123!")
+        try await store.requestPasswordReset(userId: "jane@stanford.edu")
         try await store.logout(id)
         try await store.accounts.append(
             [.externalDetailsModified(modified: ["biography": Data("\"ü ß\"".utf8)], removed: ["x"]), .externalDetailsErased],
@@ -95,6 +96,8 @@ struct AccountFormatTests {
             return ["old": old, "new": new]
         case let .loginFailed(reason):
             return ["reason": reason]
+        case let .passwordResetRequested(tokenHash, expiresAtMicros):
+            return ["tokenHash": tokenHash, "expiresAtMicros": "\(expiresAtMicros)"]
         case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             return [:]
         }

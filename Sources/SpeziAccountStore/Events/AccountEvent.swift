@@ -35,6 +35,9 @@ public enum AccountEvent: Sendable, Equatable {
     case loginFailed(reason: String)
     /// The account was logged out.
     case loggedOut
+    /// A password reset was requested: the SHA-256 (hex) of the single-use token delivered to the
+    /// owner, and when it expires (µs since 1970). The token itself is never logged.
+    case passwordResetRequested(tokenHash: String, expiresAtMicros: Int64)
     /// Values of keys the account service does not store itself, written by the log-backed storage
     /// provider (``EventSourcedStorageProvider``): new values for `modified`, `removed` cleared.
     case externalDetailsModified(modified: EncodedAccountValues, removed: [String])
@@ -55,6 +58,7 @@ public enum AccountEvent: Sendable, Equatable {
         "auth.login-succeeded": 1,
         "auth.login-failed": 1,
         "auth.logged-out": 1,
+        "auth.password-reset-requested": 1,
         "external.details-modified": 1,
         "external.details-erased": 1
     ]
@@ -71,6 +75,7 @@ public enum AccountEvent: Sendable, Equatable {
         case .loginSucceeded: "auth.login-succeeded"
         case .loginFailed: "auth.login-failed"
         case .loggedOut: "auth.logged-out"
+        case .passwordResetRequested: "auth.password-reset-requested"
         case .externalDetailsModified: "external.details-modified"
         case .externalDetailsErased: "external.details-erased"
         case let .redacted(type): type
@@ -81,7 +86,7 @@ public enum AccountEvent: Sendable, Equatable {
     public var carriesPersonalData: Bool {
         switch self {
         case .accountCreated, .anonymousAccountUpgraded, .detailsModified, .passwordChanged, .userIdChanged, .externalDetailsModified: true
-        case .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .externalDetailsErased, .redacted: false
+        case .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .externalDetailsErased, .redacted: false
         }
     }
 
@@ -94,7 +99,7 @@ public enum AccountEvent: Sendable, Equatable {
     /// event, or the storage provider's external values, which have their own view).
     public var changesAccountState: Bool {
         switch self {
-        case .loginSucceeded, .loginFailed, .loggedOut, .externalDetailsModified, .externalDetailsErased: false
+        case .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .externalDetailsModified, .externalDetailsErased: false
         case .redacted: true
         default: true
         }
@@ -123,6 +128,9 @@ public enum AccountEvent: Sendable, Equatable {
             writer.string(new)
         case let .loginFailed(reason):
             writer.string(reason)
+        case let .passwordResetRequested(tokenHash, expiresAtMicros):
+            writer.string(tokenHash)
+            writer.varint(UInt64(bitPattern: expiresAtMicros))
         case let .externalDetailsModified(modified, removed):
             writer.values(modified)
             writer.strings(removed)
@@ -166,6 +174,9 @@ public enum AccountEvent: Sendable, Equatable {
             event = .loginFailed(reason: try reader.string("reason"))
         case "auth.logged-out":
             event = .loggedOut
+        case "auth.password-reset-requested":
+            event = .passwordResetRequested(
+                tokenHash: try reader.string("tokenHash"), expiresAtMicros: Int64(bitPattern: try reader.varint("expiresAtMicros")))
         case "external.details-modified":
             event = .externalDetailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
         case "external.details-erased":

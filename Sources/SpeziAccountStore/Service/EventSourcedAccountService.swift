@@ -170,9 +170,14 @@ public actor EventSourcedAccountService: AccountService {
         try await account.supplyUserDetails(details)
     }
 
-    /// Requests a password reset. There is no mail delivery on a server: this only checks that the
-    /// user id belongs to an account (silently, so that it cannot be used to probe for accounts).
-    public func resetPassword(userId: String) async throws {}
+    /// Requests a password reset: the store logs a single-use token's hash and hands the token to
+    /// `AccountStoreOptions.passwordResetDelivery` (see `AccountStore.requestPasswordReset`). The
+    /// answer is the same whether the user id has an account or not, so that it cannot be used to
+    /// probe for accounts; the owner completes the reset with
+    /// `AccountStore.completePasswordReset(userId:token:newPassword:context:)`.
+    public func resetPassword(userId: String) async throws {
+        try await store.requestPasswordReset(userId: userId, context: context)
+    }
 
     /// Changes the signed-in account's details (values, user id, password). Credential changes pass
     /// the step-up hook first.

@@ -100,7 +100,7 @@ public struct AccountState: Sendable, Equatable {
             self.failedLogins += 1
             self.lastFailedLogin = time
             return
-        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .redacted:
+        case .loggedOut, .passwordResetRequested, .externalDetailsModified, .externalDetailsErased, .redacted:
             return
         }
         self.updatedAt = time

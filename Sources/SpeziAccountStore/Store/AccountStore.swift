@@ -56,6 +56,12 @@ public struct AccountStoreOptions: Sendable {
     /// How often a command retries when another writer changed the account between its read and
     /// its append (optimistic concurrency); after that it fails with `tooMuchContention`.
     public var maxConflictRetries = 64
+    /// How long a password reset token stays valid.
+    public var passwordResetValidity: Duration = .seconds(3_600)
+    /// Delivers password reset tokens to their owners (by mail, say); without it a reset request
+    /// is logged and its token dropped, with a warning. See
+    /// ``AccountStore/requestPasswordReset(userId:context:)``.
+    public var passwordResetDelivery: (@Sendable (PasswordResetRequest) async -> Void)?
     /// New account ids.
     public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
 

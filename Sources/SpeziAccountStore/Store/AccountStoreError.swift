@@ -28,6 +28,9 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case storeTransfer(String)
     /// ``AccountStoreOptions/logLocation`` names no log backend this build has; the message says why.
     case unsupportedLogLocation(String)
+    /// A password reset token that is wrong, used, expired or replaced by a newer request (or a
+    /// user id without an account: the answer is the same, so that it cannot probe for accounts).
+    case invalidPasswordResetToken
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -42,6 +45,7 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .keyMismatch(message): message
         case let .storeTransfer(message): message
         case let .unsupportedLogLocation(message): "unsupported log location: \(message)"
+        case .invalidPasswordResetToken: "the password reset link is invalid or has expired: request a new one"
         }
     }
 }
