@@ -23,7 +23,7 @@ public struct PostgresLogOptions: Sendable {
     /// are only a wake-up: PostgreSQL may drop them, and a lost connection loses them).
     public var pollInterval: Duration = .milliseconds(200)
     /// How long one operation may wait for the server (a connection, a query, a commit) before it
-    /// fails with a clear error (opening, which may create the tables, waits at least 10 s).
+    /// fails with a clear error (opening, which may create the tables, waits at least 30 s).
     public var operationTimeout: Duration = .seconds(15)
     /// The most connections to the server.
     public var maximumConnections = 8
@@ -79,7 +79,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         if let readClient { runners.append(Task { await readClient.run() }) }
         do {
             // Creating the tables may take longer than one operation on a busy server.
-            let logID = try await withDeadline(max(options.operationTimeout, .seconds(10)), doing: "open the log at \(location)") {
+            let logID = try await withDeadline(max(options.operationTimeout, .seconds(30)), doing: "open the log at \(location)") {
                 try await PostgresSchema.migrate(client, location: location, logger: logger)
             }
             return try await PostgresEventLog(
