@@ -1,0 +1,29 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import SpeziAccount
+
+extension AccountStore {
+    /// What the account must still supply of the keys the store's configuration requires (after a
+    /// key became required, accounts made before lack it): the headless `FollowUpInfoDescription`
+    /// the seed's follow-up sheet is shown for. Ask after login; nil when there is no such account.
+    public func followUp(for accountId: String) throws -> FollowUpInfoDescription? {
+        guard let details = try details(of: accountId) else { return nil }
+        return FollowUpInfoDescription(details: details, values: valueConfiguration, service: serviceConfiguration)
+    }
+
+    /// Every live account that lacks a required key, with the identifiers it lacks, in account-id
+    /// order: who to remind after a schema change. Read from the details cache.
+    public func accountsMissingRequiredKeys() throws -> [(accountId: String, missing: [String])] {
+        var result: [(accountId: String, missing: [String])] = []
+        try forEachCachedAccount { state in
+            guard !state.isDeleted, !state.isAnonymous else { return }
+            let followUp = FollowUpInfoDescription(details: try details(from: state), values: valueConfiguration, service: serviceConfiguration)
+            if followUp.isNeeded { result.append((state.accountId, followUp.identifiers)) }
+        }
+        return result
+    }
+}
