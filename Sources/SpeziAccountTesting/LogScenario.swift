@@ -63,8 +63,35 @@ public final class LogScenario: Sendable {
     /// - Parameters:
     ///   - values: the app's key configuration for the store's validation.
     ///   - configure: further changes to the options (the clock, ids and hashing are already set).
-    public init(values: AccountValueConfiguration = .default, configure: (inout AccountStoreOptions) -> Void = { _ in }) async throws {
+    public convenience init(values: AccountValueConfiguration = .default, configure: (inout AccountStoreOptions) -> Void = { _ in }) async throws {
+        try await self.init(recorded: nil, vault: nil, values: values, configure: configure)
+    }
+
+    /// Opens a store built from a recorded log: an `accountctl export` (JSON Lines), with a copy of
+    /// the recorded store's key vault (`export --vault-copy`) when its payloads are sealed. The
+    /// import checks every chain hash; the store then folds the recorded history with `configure`'s
+    /// options, so a test can replay last month's production log through a new key set's upcasters
+    /// (`AccountStoreOptions.evolution`) before it ships.
+    ///
+    /// - Parameters:
+    ///   - recorded: the export to start from.
+    ///   - vault: the recorded store's vault file, for sealed exports.
+    ///   - values: the app's key configuration for the store's validation.
+    ///   - configure: further changes to the options (the clock, ids and hashing are already set).
+    public convenience init(
+        recorded: URL, vault: URL? = nil, values: AccountValueConfiguration = .default,
+        configure: (inout AccountStoreOptions) -> Void = { _ in }
+    ) async throws {
+        try await self.init(recorded: .some(recorded), vault: vault, values: values, configure: configure)
+    }
+
+    private init(
+        recorded: URL?, vault: URL?, values: AccountValueConfiguration, configure: (inout AccountStoreOptions) -> Void
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("spezi-account-testing-\(UUID().uuidString)")
+        if let recorded {
+            _ = try await LogTransfer.importLog(from: recorded, into: directory.path, vault: vault)
+        }
         let clock = TestClock()
         let ids = SequentialIDs()
         var options = AccountStoreOptions()
@@ -77,6 +104,8 @@ public final class LogScenario: Sendable {
         self.clock = clock
         self.ids = ids
         store = try await AccountStore(directory: directory.path, values: values, options: options)
+        // A recorded history is folded before the test looks at it.
+        if recorded != nil { try await store.waitUntilCaughtUp() }
     }
 
     /// Closes the store and deletes the directory.

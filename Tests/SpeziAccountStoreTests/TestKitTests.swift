@@ -46,6 +46,49 @@ struct TestKitTests {
         await scenario.remove()
     }
 
+    @Test("a recorded log (an export with its vault) replays through a new key set's upcasters, and operations go on from it")
+    func recordedLog() async throws {
+        // Last month's production: an older app wrote the biography under another name.
+        let production = try await LogScenario()
+        try await production.given([
+            StreamEvent("a1", .accountCreated(userId: "ada@example.org", passwordHash: nil, isAnonymous: false, values: [:])),
+            StreamEvent("a1", .detailsModified(modified: ["bio": Data("\"Analyst\"".utf8)], removed: []), actor: "v1 app"),
+            StreamEvent(
+                "a2", .accountCreated(userId: "alan@example.org", passwordHash: nil, isAnonymous: false, values: ["bio": Data("\"Logician\"".utf8)]))
+        ])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let export = folder.appendingPathComponent("production.jsonl")
+        _ = FileManager.default.createFile(atPath: export.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: export)
+        _ = try await LogTransfer.export(production.store.log, to: handle)
+        try handle.close()
+        let vault = folder.appendingPathComponent("vault")
+        try #require(production.store.accounts.vault).copy(to: vault.path)
+        let head = try await production.store.log.verify(progress: nil).headHash
+        let sealed = try await production.store.log.read(from: 1, limit: 10).allSatisfy { $0.payload.first == 2 }
+        #expect(sealed, "the recorded payloads are sealed: the vault is needed")
+        await production.remove()
+
+        // The next version renames the key; replaying the recording checks the upcaster.
+        var evolution = SchemaEvolution()
+        evolution.add(version: 2, .renamed(from: "bio", to: "biography"))
+        let replayed = try await LogScenario(recorded: export, vault: vault) { options in
+            options.evolution = evolution
+            options.additionalKeys = [AccountDetails.__Key_biography.self]
+        }
+        #expect(try await replayed.store.log.verify(progress: nil).headHash == head)
+        #expect(try replayed.store.details(of: "a1")?.biography == "Analyst")
+        #expect(try replayed.store.details(of: "a2")?.biography == "Logician")
+        let deletion = await replayed.when { try await $0.delete("a2") }
+        #expect(deletion.types == ["account.deleted"] && deletion.error == nil)
+        await replayed.remove()
+
+        // Without the vault, a sealed recording is refused rather than read as redacted.
+        await #expect(throws: LogTransferError.self) { _ = try await LogScenario(recorded: export) }
+    }
+
     @Test("the clock and the ids are deterministic: two runs give the same ids and times")
     func determinism() async throws {
         func run() async throws -> [String] {
