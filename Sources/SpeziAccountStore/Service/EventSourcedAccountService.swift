@@ -27,7 +27,7 @@ import SpeziAccount
 ///
 /// Every operation validates first (required keys, `FieldValidationRules`, supported keys) against
 /// the app's `AccountValueConfiguration`; a rejected operation appends nothing.
-public actor EventSourcedAccountService: AccountService {
+public actor EventSourcedAccountService: UserIdPasswordAccountService {
     /// What the service supports: its user id type, the keys it stores and its required keys.
     public nonisolated let configuration: AccountServiceConfiguration
     /// The store underneath (also readable directly: history, rebuilds, verification).
