@@ -186,7 +186,7 @@ let package = Package(
         .testTarget(
             name: "SpeziAccountStoreTests",
             dependencies: [
-                "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting",
+                "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting", "accountctl",
                 "TestSupport", "PostgresEventLog",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),

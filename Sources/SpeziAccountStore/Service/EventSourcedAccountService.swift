@@ -3,7 +3,9 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import Foundation
+import Logging
 import Spezi
 import SpeziAccount
 
@@ -44,6 +46,10 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     @SecurityRelatedModifier private var securityModifier: any SecurityRelatedAuthentication
 
     private var updatesTask: Task<Void, Never>?
+    /// Follows the log for changes other processes make to the signed-in account.
+    private var followTask: Task<Void, Never>?
+    /// The correlation ids of this service's own recent commands: their records are not news.
+    private var ownCorrelations: [String] = []
 
     /// A service on an open store.
     ///
@@ -91,17 +97,67 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     }
 
     /// Subscribes to details the storage provider delivers later.
-    public func configure() {
+    public func configure() async throws {
         let updates = externalStorage.updatedDetails
         updatesTask = Task { [weak self] in
             for await update in updates {
                 await self?.handleExternalUpdate(update)
             }
         }
+        // Changes made elsewhere (another app server, `accountctl`, an import) reach the signed-in
+        // account: from the log, in log order, after what the log held at boot.
+        let head = try await store.log.lastPosition()
+        let log = store.log
+        followTask = Task { [weak self] in
+            do {
+                for try await record in log.subscribeRecords(after: head, stream: nil, batchSize: 256) {
+                    guard let self else { return }
+                    await self.handleLogged(record)
+                }
+            } catch {
+                if !Task.isCancelled {
+                    Self.logger.error("stopped following the log for changes made elsewhere", metadata: ["error": "\(error)"])
+                }
+            }
+        }
     }
 
+    private static let logger = Logger(label: "SpeziAccountStore.service")
+
+    /// A new correlation id for one command, remembered so that the command's own records are
+    /// not taken for changes made elsewhere.
     private var context: AccountStore.Context {
-        AccountStore.Context(actor: actorName, correlationID: UUID.random().uuidString.lowercased())
+        let id = UUID.random().uuidString.lowercased()
+        ownCorrelations.append(id)
+        if ownCorrelations.count > 4_096 { ownCorrelations.removeFirst(ownCorrelations.count - 4_096) }
+        return AccountStore.Context(actor: actorName, correlationID: id)
+    }
+
+    /// A record another process appended to the signed-in account: its details are supplied anew
+    /// (`detailsChanged`), or, for a deletion, `deletingAccount` and then the disassociation.
+    private func handleLogged(_ record: RecordedEvent) async {
+        guard let current = account.details, record.streamID == current.accountId else { return }
+        if let correlation = record.metadata.correlationID, ownCorrelations.contains(correlation) { return }
+        do {
+            switch record.type {
+            case "account.deleted":
+                try await notifications.reportEvent(.deletingAccount(current.accountId))
+                await account.removeUserDetails()
+            case "account.details-modified", "account.userid-changed", "account.anonymous-upgraded":
+                try await store.awaitCache(record.position)
+                guard let stored = try store.details(of: current.accountId), account.details?.accountId == current.accountId else { return }
+                var details = try await sessionDetails(stored)
+                details.isNewUser = false
+                details.isIncomplete = current.isIncomplete
+                try await account.supplyUserDetails(details)
+            default:
+                break
+            }
+        } catch {
+            Self.logger.error(
+                "could not apply a change made elsewhere to the signed-in account",
+                metadata: ["account": "\(current.accountId)", "position": "\(record.position)", "error": "\(error)"])
+        }
     }
 
     private var externallyStoredKeys: [any AccountKey.Type] {
@@ -231,6 +287,8 @@ extension EventSourcedAccountService: LifecycleHandler {
     public func applicationWillTerminate() async {
         updatesTask?.cancel()
         updatesTask = nil
+        followTask?.cancel()
+        followTask = nil
         await store.close()
     }
 }
