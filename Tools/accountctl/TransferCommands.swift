@@ -85,10 +85,12 @@ struct Import: AsyncParsableCommand {
             if let vault, !FileManager.default.isReadableFile(atPath: vault) { throw ToolError.input("cannot read \(vault)") }
             let target = global.location
             let bar = ProgressBar("importing")
+            // Each record is one line: counting them first gives the bar its real total.
+            let total = try ProgressBar.lineCount(of: input)
             let count = try await LogTransfer.importLog(
                 from: input, into: target.path, logLocation: global.log, vault: vault.map { URL(fileURLWithPath: $0) }
             ) { done in
-                bar.update(done, of: max(done, 1))
+                bar.update(done, of: max(total, done))
             }
             bar.finish()
             // Opening the store builds its projections from the imported log.
