@@ -90,7 +90,9 @@ extension AccountStore {
             else { return [] }
             return [notification(.detailsChanged(before, after))]
         case .accountDeleted:
-            guard let before = try await detailsAt(record.streamVersion - 1) else { return [] }
+            // Delivered even when the account's details were shredded: then only its id is known.
+            var before = try await detailsAt(record.streamVersion - 1) ?? AccountDetails()
+            before.accountId = accountId
             return [notification(.deletingAccount(accountId)), notification(.disassociatingAccount(before))]
         case .loggedOut:
             guard let current = try await detailsAt(record.streamVersion) else { return [] }
