@@ -112,7 +112,7 @@ let package = Package(
         // The seeds' account model, on Spezi. Knows nothing of LMDB.
         .target(
             name: "SpeziAccount",
-            dependencies: ["Spezi", "SpeziAccountMacros"]
+            dependencies: ["Spezi", "SpeziAccountMacros", .product(name: "Logging", package: "swift-log")]
         ),
         // The event-sourced account store: typed events, service, projections on the log.
         .target(

@@ -4,15 +4,29 @@
 //
 
 import Foundation
+import Logging
 import Spezi
 
-/// Caches AccountDetails per account in memory, optionally backed by one JSON file per account.
+/// A rebuildable store of account details that an ``AccountDetailsCache`` reads through: the
+/// account store's details cache, a projection of its log, is one (`AccountStore` conforms).
+public protocol AccountDetailsCacheSource: Sendable {
+    /// The account's current details, or nil when the source has none.
+    func cachedDetails(of accountId: String) throws -> AccountDetails?
+    /// Drops the source's state and builds it again (from the log, for the account store).
+    func rebuildCache() async throws
+}
+
+/// Caches AccountDetails per account in memory, in front of one JSON file per account or of a
+/// rebuildable source (the account store's details projection).
 ///
 /// Storage providers use it to answer `load` at once. Entries are cleared on disassociation.
 public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked Sendable {
     private let memory = SpeziLock<[String: AccountDetails]>([:])
+    private static let logger = Logger(label: "SpeziAccount.AccountDetailsCache")
     /// The directory of the on-disk copies, if any.
     public let directory: URL?
+    /// The source read after the memory layer, if any.
+    public let source: (any AccountDetailsCacheSource)?
 
     /// A memory-only cache.
     public convenience init() {
@@ -22,6 +36,15 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     /// A cache that also writes to `directory` (created if needed).
     public init(directory: URL?) {
         self.directory = directory
+        self.source = nil
+    }
+
+    /// A cache in front of `source`: `loadEntry` answers from memory, else from the source;
+    /// ``purgeDisk()`` rebuilds the source. With the account store as the source, the seed's cache
+    /// API reads the details projection, and "rebuild the AccountDetails cache" replays the log.
+    public init(source: any AccountDetailsCacheSource) {
+        self.directory = nil
+        self.source = source
     }
 
     private func fileURL(for accountId: String) -> URL? {
@@ -33,6 +56,14 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     public func loadEntry(for accountId: String, _ keys: [any AccountKey.Type]) -> AccountDetails? {
         if let details = memory.current[accountId] {
             return details.filtered(to: keys)
+        }
+        if let source {
+            do {
+                return try source.cachedDetails(of: accountId)?.filtered(to: keys)
+            } catch {
+                Self.logger.error("cannot read the cached details", metadata: ["account": "\(accountId)", "error": "\(error)"])
+                return nil
+            }
         }
         guard let url = fileURL(for: accountId), let data = try? Data(contentsOf: url),
             let details = try? AccountDetails.decode(from: data, keys: keys)
@@ -72,13 +103,31 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
         memory.withLock { $0.removeAll() }
     }
 
+    /// Empties the cache below the memory layer, and the memory layer too: the disk copies are
+    /// deleted, or the source is rebuilt (for the account store: its details projection is
+    /// replayed from the log, blue/green, while the old one keeps answering).
+    public func purgeDisk() async throws {
+        purgeMemoryCache()
+        if let source {
+            try await source.rebuildCache()
+            return
+        }
+        guard let directory, FileManager.default.fileExists(atPath: directory.path) else { return }
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".json") {
+            try FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+        }
+    }
+
     private func persist(_ details: AccountDetails, for accountId: String) {
         guard let directory, let url = fileURL(for: accountId) else {
             return
         }
-        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        if let data = try? JSONEncoder().encode(details) {
-            try? data.write(to: url, options: .atomic)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try JSONEncoder().encode(details).write(to: url, options: .atomic)
+        } catch {
+            // The memory entry stands; the disk copy is only a warm start for the next launch.
+            Self.logger.error("cannot write the cached details to disk", metadata: ["account": "\(accountId)", "error": "\(error)"])
         }
     }
 }

@@ -27,3 +27,16 @@ extension AccountStore {
         return result
     }
 }
+
+extension AccountStore: AccountDetailsCacheSource {
+    /// The account's details from the details projection (nil for unknown and deleted accounts).
+    public func cachedDetails(of accountId: String) throws -> AccountDetails? {
+        try details(of: accountId)
+    }
+
+    /// Rebuilds the details projection from the log (blue/green: the old generation answers
+    /// until the new one has caught up).
+    public func rebuildCache() async throws {
+        try await projections.rebuild(AccountDetailsProjection.projectionName)
+    }
+}
