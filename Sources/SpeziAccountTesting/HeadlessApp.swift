@@ -32,7 +32,7 @@ public enum HeadlessAppError: Error, Sendable, Equatable, CustomStringConvertibl
 /// The seed's XCTSpeziAccount helpers, headless: the steps a UI test takes on the app
 /// (`login(email:password:)`, `fillSignupForm(email:password:name:genderIdentity:supplyDateOfBirth:)`,
 /// `updateGenderIdentity(from:to:)`, `changeDateOfBirth()`, `closeSignupForm(discardChangesIfAsked:)`),
-/// with the same names and parameters, driving any ``UserIdPasswordAccountService`` (the in-memory
+/// with the same names and parameters, driving any `UserIdPasswordAccountService` (the in-memory
 /// one included) the way its forms would.
 ///
 /// ```swift
