@@ -100,7 +100,7 @@ final class AppendWriter: @unchecked Sendable {
     func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, any Error>] {
         guard !requests.isEmpty else { return [] }
         return await withCheckedContinuation { continuation in
-            let collector = OutcomeCollector(count: requests.count, continuation: continuation)
+            let collector = AppendOutcomes(count: requests.count, continuation: continuation)
             enqueue(requests) { index, outcome in collector.set(index, outcome) }
         }
     }

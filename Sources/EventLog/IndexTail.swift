@@ -181,11 +181,6 @@ final class IndexTail: Sendable {
     func flushed(through indexedThrough: UInt64) {
         state.withLock { tail in tail.reset(base: indexedThrough) }
     }
-
-    /// Forgets everything (after a failed commit, say); the next lookup rebuilds from the records.
-    func invalidate() {
-        state.withLock { tail in tail = TailState() }
-    }
 }
 
 /// The index entries of one write transaction, before its commit.

@@ -62,7 +62,7 @@ final class PostgresAppender: Sendable {
     func appendAll(_ appends: [CheckedAppend]) async -> [Result<AppendResult, any Error>] {
         guard !appends.isEmpty else { return [] }
         return await withCheckedContinuation { continuation in
-            let collector = BatchOutcomes(count: appends.count, continuation: continuation)
+            let collector = AppendOutcomes(count: appends.count, continuation: continuation)
             enqueue(appends) { index, outcome in collector.set(index, outcome) }
         }
     }
@@ -351,25 +351,5 @@ struct PostgresFailure: Error, CustomStringConvertible {
             detail = String(describing: error)
         }
         return .storage(PostgresFailure(description: "cannot \(what): \(detail)"))
-    }
-}
-
-/// The outcomes of appends queued together; resumes their caller once all are in.
-private final class BatchOutcomes: Sendable {
-    private let state: Mutex<(outcomes: [Result<AppendResult, any Error>?], remaining: Int)>
-    private let continuation: CheckedContinuation<[Result<AppendResult, any Error>], Never>
-
-    init(count: Int, continuation: CheckedContinuation<[Result<AppendResult, any Error>], Never>) {
-        state = Mutex((Array(repeating: nil, count: count), count))
-        self.continuation = continuation
-    }
-
-    func set(_ index: Int, _ outcome: Result<AppendResult, any Error>) {
-        let finished = state.withLock { state -> [Result<AppendResult, any Error>]? in
-            state.outcomes[index] = outcome
-            state.remaining -= 1
-            return state.remaining == 0 ? state.outcomes.map { $0! } : nil
-        }
-        if let finished { continuation.resume(returning: finished) }
     }
 }
