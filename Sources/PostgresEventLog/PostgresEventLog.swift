@@ -136,9 +136,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     static func configuration(_ location: PostgresLogLocation, options: PostgresLogOptions) -> PostgresClient.Configuration {
         var configuration: PostgresClient.Configuration
-        if let socket = location.socketDirectory {
+        if let socket = location.unixSocketPath {
             configuration = PostgresClient.Configuration(
-                unixSocketPath: socket + "/.s.PGSQL.\(location.port)", username: location.username, password: location.password,
+                unixSocketPath: socket, username: location.username, password: location.password,
                 database: location.database)
         } else {
             let tls: PostgresClient.Configuration.TLS =

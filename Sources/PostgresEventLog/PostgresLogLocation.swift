@@ -102,6 +102,9 @@ public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible 
         return text
     }
 
+    /// The path of the server's Unix socket, when the location names a socket directory.
+    var unixSocketPath: String? { socketDirectory.map { $0 + "/.s.PGSQL.\(port)" } }
+
     /// The channel commits are announced on (one per schema).
     var channel: String { "spezi_log_\(schema)" }
 

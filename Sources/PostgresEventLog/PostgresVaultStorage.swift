@@ -34,13 +34,8 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// Connects and creates the tables when they are missing. With `create`, a vault without a
     /// header gets one (`header`, made by the caller); without it, a missing header is
     /// ``PostgresVaultError/missing(location:)``.
-    package init(location: PostgresLogLocation, create header: [UInt8]?, timeout: Duration = .seconds(15)) throws {
-        settings = location
-        self.location = "\(location) (key vault)"
-        self.timeout = timeout
-        var logger = Logger(label: "PostgresEventLog.vault")
-        logger.logLevel = .warning
-        self.logger = logger
+    package convenience init(location: PostgresLogLocation, create header: [UInt8]?, timeout: Duration = .seconds(15)) throws {
+        self.init(unopened: location, timeout: timeout)
         try transaction { connection in
             _ = try run(connection, "SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))")
             for statement in Self.tables { _ = try run(connection, PostgresQuery(unsafeSQL: statement)) }
@@ -57,7 +52,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
 
     /// Whether the log at `location` has a key vault (its header row), without creating anything.
     package static func exists(at location: PostgresLogLocation) throws -> Bool {
-        let probe = try PostgresVaultStorage(probing: location)
+        let probe = PostgresVaultStorage(unopened: location, timeout: .seconds(15))
         defer { probe.release() }
         let rows = try probe.run(
             try probe.connected(),
@@ -66,10 +61,11 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         return try probe.readHeaderIfPresent() != nil
     }
 
-    private init(probing location: PostgresLogLocation) throws {
+    /// The storage for `location`, not connected yet (nothing is created).
+    private init(unopened location: PostgresLogLocation, timeout: Duration) {
         settings = location
         self.location = "\(location) (key vault)"
-        timeout = .seconds(15)
+        self.timeout = timeout
         var logger = Logger(label: "PostgresEventLog.vault")
         logger.logLevel = .warning
         self.logger = logger
@@ -164,9 +160,9 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     private func connected() throws -> PostgresConnection {
         if let open = connection.withLock({ $0 }), !open.isClosed { return open }
         var configuration: PostgresConnection.Configuration
-        if let socket = settings.socketDirectory {
+        if let socket = settings.unixSocketPath {
             configuration = PostgresConnection.Configuration(
-                unixSocketPath: socket + "/.s.PGSQL.\(settings.port)", username: settings.username, password: settings.password,
+                unixSocketPath: socket, username: settings.username, password: settings.password,
                 database: settings.database)
         } else {
             let tls: PostgresConnection.Configuration.TLS

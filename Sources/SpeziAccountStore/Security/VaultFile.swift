@@ -6,6 +6,7 @@
 import CChecksum
 import Crypto
 import Foundation
+import KeyVaultStorage
 
 /// The bytes of the key vault file and the system calls that read and write them. ``KeyVault``
 /// decides what to write and when; this type knows only the layout, the locks and the I/O.
@@ -35,8 +36,8 @@ struct VaultFile {
         var key: SymmetricKey?
     }
 
-    static let headerSize = 64
-    static let slotSize = 128
+    static let headerSize = KeyVaultLayout.headerSize
+    static let slotSize = KeyVaultLayout.slotSize
     static let maxAccountIdBytes = 88
     static let magic = Array("SPZVAULT".utf8)
     static let idRange = 48..<64
