@@ -26,16 +26,19 @@ public enum AccountValidation {
         values: AccountValueConfiguration,
         service: AccountServiceConfiguration
     ) throws(AccountOperationError) {
-        let missing = requiredKeys(values: values, service: service).filter { key in
-            guard let value = details.value(for: key) else {
-                return true
-            }
-            return isEmptyValue(value)
-        }
+        let missing = missingRequiredKeys(details, values: values, service: service)
         if !missing.isEmpty {
             throw .missingAccountValue(missing.map { $0.name })
         }
         try validateRules(details, service: service)
+    }
+
+    /// The required keys that `details` has no value for, or only an empty one (see
+    /// ``isEmptyValue(_:)``), in the order of ``requiredKeys(values:service:)``.
+    public static func missingRequiredKeys(
+        _ details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration
+    ) -> [any AccountKey.Type] {
+        requiredKeys(values: values, service: service).filter { key in details.value(for: key).map(isEmptyValue) ?? true }
     }
 
     /// Whether a value counts as not given for a required key: a blank string, a name whose parts

@@ -31,11 +31,8 @@ public struct FollowUpInfoDescription: Sendable {
     public init(details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration) {
         self.service = service
         let skipped = [AccountDetails.__Key_password.identifier, AccountDetails.__Key_accountId.identifier]
-        fields = AccountValidation.requiredKeys(values: values, service: service)
-            .filter { key in
-                guard !skipped.contains(key.identifier) else { return false }
-                return details.value(for: key).map(AccountValidation.isEmptyValue) ?? true
-            }
+        fields = AccountValidation.missingRequiredKeys(details, values: values, service: service)
+            .filter { !skipped.contains($0.identifier) }
             .map { AccountFormField(key: $0, requirement: .required, rules: service.fieldValidationRules(for: $0)) }
     }
 
