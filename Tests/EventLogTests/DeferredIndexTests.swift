@@ -137,6 +137,46 @@ struct DeferredIndexTests {
         #expect(try await reopened.verify().isIntact)
     }
 
+    @Test("three writer processes on one log with a 7-record tail, killed mid-work: each flushes the others' records too, and every lookup answers")
+    func processesShareTheTail() async throws {
+        let directory = TemporaryDirectory("tail-processes")
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        // Create the log first, so that the three children open an existing one.
+        try await EventLog(path: path).close()
+        async let first = ChildRun.run(path: path, run: 0, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900)
+        async let second = ChildRun.run(path: path, run: 1, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900)
+        async let third = ChildRun.run(path: path, run: 2, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900)
+        let runs = try await [first, second, third]
+        let acknowledged = runs.flatMap(\.acknowledged)
+        #expect(runs.allSatisfy { $0.acknowledged.count > 21 }, "every process appended past several flushes")
+        // The processes really interleaved: consecutive positions belong to different processes.
+        let owner = Dictionary(uniqueKeysWithValues: runs.enumerated().flatMap { run, child in child.acknowledged.map { ($0.position, run) } })
+        let positions = owner.keys.sorted()
+        let switches = zip(positions, positions.dropFirst()).filter { owner[$0] != owner[$1] }.count
+        #expect(switches > 10)
+
+        let log = try EventLog(path: path, options: options(tail: 7))
+        #expect(try await log.verify().isIntact)
+        #expect(try log.indexedThrough() > 0)
+        var lastVersions: [String: UInt64] = [:]
+        for ack in acknowledged {
+            #expect(try log.record(at: ack.position)?.eventID == ack.eventID)
+            #expect(try log.position(ofEvent: ack.eventID) == ack.position)
+            lastVersions[ack.stream] = max(lastVersions[ack.stream] ?? 0, ack.version)
+        }
+        for (stream, version) in lastVersions {
+            let stored = try #require(try log.streamVersion(stream))
+            #expect(stored >= version)
+            #expect(try log.readStream(stream, from: 1, limit: .max).map(\.streamVersion) == Array(1...stored))
+        }
+        await log.close()
+        if pythonLMDBAvailable {
+            let check = try runFormatCheck([path])
+            #expect(check.status == 0, "\(check.errors)")
+        }
+    }
+
     @Test("verify reports an indexed-through that claims more than the indexes hold")
     func tamperedIndexedThrough() async throws {
         let directory = TemporaryDirectory()
