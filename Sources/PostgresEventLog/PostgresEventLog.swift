@@ -231,6 +231,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         return outcomes.map { $0! }
     }
 
+    /// How the append groups committed so far were decided (one round trip, corrected, locked).
+    package var appendPaths: AppendPaths { appender.paths.withLock { $0 } }
+
     private func appendChecked(_ append: CheckedAppend) async throws -> AppendResult {
         try checkOpen()
         return try await appender.append(append)

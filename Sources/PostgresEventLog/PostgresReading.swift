@@ -13,6 +13,13 @@ enum RecordColumns {
     static let list = "position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash"
 
     typealias Row = (Int64, String, Int64, Int64, UUID, String, Int32, ByteBuffer, ByteBuffer, Int32, ByteBuffer)
+    /// A row of a subscription's batch: the head position, then a record's columns.
+    typealias HeadedRow = (Int64, Int64, String, Int64, Int64, UUID, String, Int32, ByteBuffer, ByteBuffer, Int32, ByteBuffer)
+
+    /// The record's columns of a headed row.
+    static func record(_ row: HeadedRow) -> Row {
+        (row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11)
+    }
 
     static func decode(_ rows: PostgresRowSequence, location: String) async throws -> [RecordedEvent] {
         var records: [RecordedEvent] = []
@@ -93,32 +100,42 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
 }
 
 extension PostgresEventLog {
-    /// Records after `position` (of one stream, or all) and the head position, from one snapshot.
+    /// Records after `position` (of one stream, or all) and the head position, from one snapshot:
+    /// one statement (which sees one snapshot), its first column the head, repeated on every row,
+    /// and one row of nulls beside the head when no record follows.
     func batch(after position: UInt64, streamID: String?, limit: Int) async throws -> (UInt64, [RecordedEvent]) {
         let after = Int64(clamping: position)
         let limit = Int64(limit)
         let location = location
         return try await query("read a subscription's batch", fromStandby: true) { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
-                var head: UInt64 = 0
-                for try await value in try await connection.query("SELECT position FROM log_head", logger: logger).decode(Int64.self) {
-                    head = UInt64(value)
-                }
-                let rows =
-                    if let streamID {
-                        try await connection.query(
-                            """
+            let rows =
+                if let streamID {
+                    try await client.query(
+                        """
+                        SELECT h.position, r.* FROM log_head h LEFT JOIN LATERAL (
                             SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE stream_id = \(streamID) AND position > \(after)
-                            ORDER BY position LIMIT \(limit)
-                            """, logger: logger)
-                    } else {
-                        try await connection.query(
-                            "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position > \(after) ORDER BY position LIMIT \(limit)",
-                            logger: logger)
-                    }
-                return (head, try await RecordColumns.decode(rows, location: location))
+                            ORDER BY position LIMIT \(limit)) r ON true
+                        """, logger: logger)
+                } else {
+                    try await client.query(
+                        """
+                        SELECT h.position, r.* FROM log_head h LEFT JOIN LATERAL (
+                            SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position > \(after) ORDER BY position LIMIT \(limit)) r ON true
+                        """, logger: logger)
+                }
+            var head: UInt64 = 0
+            var records: [RecordedEvent] = []
+            records.reserveCapacity(Int(limit))
+            for try await row in rows {
+                var cells = row.makeIterator()
+                guard let first = cells.next() else { throw PostgresLogError.server("a batch row has no columns") }
+                head = UInt64(try first.decode(Int64.self))
+                // The row of nulls: no record follows `after`.
+                guard let next = cells.next(), next.bytes != nil else { continue }
+                let columns = RecordColumns.record(try row.decode(RecordColumns.HeadedRow.self))
+                records.append(try RecordColumns.record(columns, location: location).event)
             }
+            return (head, records)
         }
     }
 

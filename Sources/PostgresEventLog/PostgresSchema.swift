@@ -104,6 +104,51 @@ enum PostgresSchema {
         END
         $body$
         """,
+        // An append in one round trip, outside a transaction: the group was decided on what its
+        // writer believes (the head's position and hash, each stream's version, how many of its event ids
+        // are stored, each claim's owner). Under the head's lock every belief is checked; if all
+        // hold, the records, claims, head and notification are written, else nothing is and the
+        // facts are returned (as log_prepare returns them) to decide again on.
+        """
+        CREATE OR REPLACE FUNCTION log_append(
+            p_head bigint, p_head_hash bytea, p_streams text[], p_versions bigint[], p_ids uuid[], p_known bigint,
+            p_free text[], p_owned text[], p_owners text[],
+            r_pos bigint[], r_stream text[], r_ver bigint[], r_ts bigint[], r_id uuid[], r_type text[], r_schema integer[],
+            r_meta bytea[], r_payload bytea[], r_crc integer[], r_hash bytea[],
+            p_released text[], p_taken text[], p_taken_owners text[], p_hash bytea, p_timestamp bigint, p_channel text)
+        RETURNS TABLE (o_kind integer, o_pos bigint, o_hash bytea, o_num bigint, o_id uuid, o_name text, o_owner text)
+        LANGUAGE plpgsql VOLATILE AS $body$
+        DECLARE
+            found_head bigint;
+            found_hash bytea;
+            last_pos bigint;
+        BEGIN
+            SELECT h.position, h.hash INTO found_head, found_hash FROM log_head h FOR UPDATE;
+            IF found_head = p_head AND found_hash = p_head_hash
+                AND NOT EXISTS (SELECT 1 FROM unnest(p_streams, p_versions) AS b(s, v)
+                    WHERE b.v <> coalesce((SELECT max(r.stream_version) FROM log_records r WHERE r.stream_id = b.s), 0))
+                AND (SELECT count(*) FROM log_records r WHERE r.event_id = ANY(p_ids)) = p_known
+                AND NOT EXISTS (SELECT 1 FROM log_claims c WHERE c.claim = ANY(p_free))
+                AND (SELECT count(*) FROM log_claims c JOIN unnest(p_owned, p_owners) AS b(name, owner)
+                    ON c.claim = b.name AND c.stream_id = b.owner) = cardinality(p_owned)
+            THEN
+                last_pos := r_pos[cardinality(r_pos)];
+                IF last_pos IS NOT NULL THEN
+                    INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
+                        SELECT * FROM unnest(r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
+                    DELETE FROM log_claims c WHERE c.claim = ANY(p_released);
+                    INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(p_taken, p_taken_owners)
+                        ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id;
+                    UPDATE log_head SET position = last_pos, hash = p_hash, timestamp_us = p_timestamp;
+                    PERFORM pg_notify(p_channel, last_pos::text);
+                END IF;
+                RETURN QUERY SELECT 9, NULL::bigint, NULL::bytea, NULL::bigint, NULL::uuid, NULL::text, NULL::text;
+                RETURN;
+            END IF;
+            RETURN QUERY SELECT * FROM log_prepare(p_ids, p_streams, p_free || p_owned);
+        END
+        $body$
+        """,
         // The bytes the chain hash covers (FORMAT.md, bytes 36 to the end), rebuilt from the
         // columns: `sha256(previous hash || log_record_body(r)) = r.hash` re-checks a record in psql.
         """
