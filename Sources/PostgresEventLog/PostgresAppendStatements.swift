@@ -13,6 +13,9 @@ import PostgresNIO
 /// and the one-round-trip path (`log_append`, on its own: the server checks the beliefs the group
 /// was decided on and writes only if they all hold).
 enum PostgresAppendStatements {
+    /// A row of `log_prepare` or `log_append`: kind, position, hash, number, event id, name, owner.
+    typealias ReportRow = (Int32, Int64?, ByteBuffer?, Int64?, UUID?, String?, String?)
+
     /// Locks the head, then reads what the appends are checked against (stored event ids, stream
     /// versions, claim owners): one round trip, `log_prepare` (PostgresSchema), whose statements
     /// each see every append committed before the lock was granted. Call it in a transaction.
@@ -24,7 +27,7 @@ enum PostgresAppendStatements {
         let claims = Array(appends.reduce(into: Set<String>()) { $0.formUnion($1.claims.union($1.releases)) })
         let rows = try await connection.query(
             "SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_prepare(\(ids), \(streams), \(claims))", logger: logger)
-        guard let snapshot = try await report(rows) else { throw PostgresLogError.server("the log's head row is missing") }
+        guard let snapshot = try await report(rows.decode(ReportRow.self)) else { throw PostgresLogError.server("the log's head row is missing") }
         return snapshot
     }
 
@@ -57,36 +60,23 @@ enum PostgresAppendStatements {
     static func conditionalAppend(
         _ decision: GroupDecision, beliefs: AppendBeliefs, channel: String, client: PostgresClient, logger: Logger
     ) async throws -> AppendSnapshot? {
-        let rows = decision.rows
-        let (released, taken, head) = (decision.released, decision.taken, decision.after.head)
-        let result = try await client.query(
-            """
-            SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_append(
-                \(beliefs.head), \(ByteBuffer(bytes: beliefs.headHash.bytes)), \(beliefs.streams)::text[], \(beliefs.versions)::bigint[], \(beliefs.ids)::uuid[], \(beliefs.knownIDs),
-                \(beliefs.freeClaims)::text[], \(beliefs.ownedClaims)::text[], \(beliefs.owners)::text[],
-                \(rows.positions)::bigint[], \(rows.streams)::text[], \(rows.versions)::bigint[], \(rows.timestamps)::bigint[],
-                \(rows.ids)::uuid[], \(rows.types)::text[], \(rows.schemaVersions)::integer[], \(rows.metadata)::bytea[], \(rows.payloads)::bytea[],
-                \(rows.crcs)::integer[], \(rows.hashes)::bytea[],
-                \(released)::text[], \(taken.map(\.claim))::text[], \(taken.map(\.owner))::text[],
-                \(ByteBuffer(bytes: head.hash.bytes)), \(head.timestamp), \(channel))
-            """, logger: logger)
-        return try await report(result)
+        // A prepared statement: each connection parses and plans it once.
+        let rows = try await client.execute(LogAppendStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger)
+        return try await report(rows)
     }
 
     /// Reads the rows `log_prepare` and a refusing `log_append` return: kind 0 the head, 1 a
     /// stored event id, 2 a stream version, 3 a claim owner; kind 9 alone means accepted (nil).
-    private static func report(_ rows: PostgresRowSequence) async throws -> AppendSnapshot? {
+    private static func report(_ rows: some AsyncSequence<ReportRow, any Error>) async throws -> AppendSnapshot? {
         var head: AppendSnapshot.Head?
         var snapshot = AppendSnapshot(head: AppendSnapshot.Head(position: 0, hash: .genesis, timestamp: 0))
-        for try await (kind, position, hash, number, id, name, owner) in rows.decode(
-            (Int32, Int64?, ByteBuffer?, Int64?, UUID?, String?, String?).self)
-        {
+        for try await (kind, position, hash, number, id, name, owner) in rows {
             switch kind {
             case 0:
                 guard let position, let hash, let number, hash.readableBytes == 32 else {
                     throw PostgresLogError.server("the log's head row is incomplete or its hash is not 32 bytes")
                 }
-                head = AppendSnapshot.Head(position: UInt64(position), hash: ChainHash(bytes: Array(buffer: hash)), timestamp: number)
+                head = AppendSnapshot.Head(position: UInt64(position), hash: hash.withUnsafeReadableBytes { ChainHash($0) }, timestamp: number)
             case 1:
                 if let id, let position, let number { snapshot.known[id] = (UInt64(position), UInt64(number)) }
             case 2:
@@ -100,5 +90,57 @@ enum PostgresAppendStatements {
         guard let head else { throw PostgresLogError.server("the log's head row is missing") }
         snapshot.head = head
         return snapshot
+    }
+}
+
+/// `log_append` as a prepared statement (PostgresSchema documents its parameters).
+private struct LogAppendStatement: PostgresPreparedStatement {
+    typealias Row = PostgresAppendStatements.ReportRow
+
+    static let sql = """
+        SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_append(
+            $1, $2, $3::text[], $4::bigint[], $5::uuid[], $6, $7::text[], $8::text[], $9::text[],
+            $10::bigint[], $11::text[], $12::bigint[], $13::bigint[], $14::uuid[], $15::text[], $16::integer[], $17::bytea[], $18::bytea[],
+            $19::integer[], $20::bytea[], $21::text[], $22::text[], $23::text[], $24, $25, $26)
+        """
+
+    let decision: GroupDecision
+    let beliefs: AppendBeliefs
+    let channel: String
+
+    func makeBindings() throws -> PostgresBindings {
+        let (rows, released, taken, head) = (decision.rows, decision.released, decision.taken, decision.after.head)
+        var bindings = PostgresBindings(capacity: 26)
+        bindings.append(beliefs.head)
+        bindings.append(ByteBuffer(bytes: beliefs.headHash.bytes))
+        bindings.append(beliefs.streams)
+        bindings.append(beliefs.versions)
+        bindings.append(beliefs.ids)
+        bindings.append(beliefs.knownIDs)
+        bindings.append(beliefs.freeClaims)
+        bindings.append(beliefs.ownedClaims)
+        bindings.append(beliefs.owners)
+        bindings.append(rows.positions)
+        bindings.append(rows.streams)
+        bindings.append(rows.versions)
+        bindings.append(rows.timestamps)
+        bindings.append(rows.ids)
+        bindings.append(rows.types)
+        bindings.append(rows.schemaVersions)
+        bindings.append(rows.metadata)
+        bindings.append(rows.payloads)
+        bindings.append(rows.crcs)
+        bindings.append(rows.hashes)
+        bindings.append(released)
+        bindings.append(taken.map(\.claim))
+        bindings.append(taken.map(\.owner))
+        bindings.append(ByteBuffer(bytes: head.hash.bytes))
+        bindings.append(head.timestamp)
+        bindings.append(channel)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
     }
 }

@@ -38,7 +38,7 @@ enum RecordColumns {
         let event = RecordedEvent(
             position: UInt64(position), streamID: streamID, streamVersion: UInt64(version), eventID: eventID, type: type,
             schemaVersion: UInt32(bitPattern: schemaVersion), timestamp: Date(timeIntervalSince1970: Double(timestamp) / 1_000_000),
-            metadata: EventMetadata(pairs: pairs), payload: Data(buffer: payload), hash: ChainHash(bytes: Array(buffer: hash)))
+            metadata: EventMetadata(pairs: pairs), payload: Data(buffer: payload), hash: hash.withUnsafeReadableBytes { ChainHash($0) })
         return (event, UInt32(bitPattern: crc), pairs)
     }
 }
@@ -214,7 +214,7 @@ extension PostgresEventLog {
             return report(
                 IntegrityProblem(position: last, kind: .indexMismatch, detail: "the head says \(counts.1) and the table holds \(counts.0) records"))
         }
-        if UInt64(counts.1) == last, ChainHash(bytes: Array(buffer: counts.2)) != previous {
+        if UInt64(counts.1) == last, counts.2.readableBytes != 32 || counts.2.withUnsafeReadableBytes({ ChainHash($0) }) != previous {
             return report(IntegrityProblem(position: last, kind: .hashMismatch, detail: "the head's hash differs from the last record's"))
         }
         if counts.3 > 0 {

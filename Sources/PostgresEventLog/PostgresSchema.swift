@@ -106,9 +106,11 @@ enum PostgresSchema {
         """,
         // An append in one round trip, outside a transaction: the group was decided on what its
         // writer believes (the head's position and hash, each stream's version, how many of its event ids
-        // are stored, each claim's owner). Under the head's lock every belief is checked; if all
-        // hold, the records, claims, head and notification are written, else nothing is and the
-        // facts are returned (as log_prepare returns them) to decide again on.
+        // are stored, each claim's owner). Every belief is checked, then the head is moved only if
+        // it is still the believed one; if all hold, the records, claims, head and notification are written, else nothing is and the
+        // facts are returned (as log_prepare returns them) to decide again on. A group whose
+        // appends all fail (or are retries) writes nothing but still checks its beliefs and
+        // locks the head (an UPDATE to the same values), so its answers are as sure as a write.
         """
         CREATE OR REPLACE FUNCTION log_append(
             p_head bigint, p_head_hash bytea, p_streams text[], p_versions bigint[], p_ids uuid[], p_known bigint,
@@ -119,31 +121,37 @@ enum PostgresSchema {
         RETURNS TABLE (o_kind integer, o_pos bigint, o_hash bytea, o_num bigint, o_id uuid, o_name text, o_owner text)
         LANGUAGE plpgsql VOLATILE AS $body$
         DECLARE
-            found_head bigint;
-            found_hash bytea;
             last_pos bigint;
         BEGIN
-            SELECT h.position, h.hash INTO found_head, found_hash FROM log_head h FOR UPDATE;
-            IF found_head = p_head AND found_hash = p_head_hash
-                AND NOT EXISTS (SELECT 1 FROM unnest(p_streams, p_versions) AS b(s, v)
+            -- The checks run before the head is locked: every append moves the head, so one that
+            -- commits after them makes the conditional UPDATE below match no row (it waits for
+            -- that append's lock, then re-reads the head), and nothing is written.
+            IF NOT EXISTS (SELECT 1 FROM unnest(p_streams, p_versions) AS b(s, v)
                     WHERE b.v <> coalesce((SELECT max(r.stream_version) FROM log_records r WHERE r.stream_id = b.s), 0))
                 AND (SELECT count(*) FROM log_records r WHERE r.event_id = ANY(p_ids)) = p_known
                 AND NOT EXISTS (SELECT 1 FROM log_claims c WHERE c.claim = ANY(p_free))
                 AND (SELECT count(*) FROM log_claims c JOIN unnest(p_owned, p_owners) AS b(name, owner)
                     ON c.claim = b.name AND c.stream_id = b.owner) = cardinality(p_owned)
             THEN
-                last_pos := r_pos[cardinality(r_pos)];
-                IF last_pos IS NOT NULL THEN
-                    INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
-                        SELECT * FROM unnest(r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
-                    DELETE FROM log_claims c WHERE c.claim = ANY(p_released);
-                    INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(p_taken, p_taken_owners)
-                        ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id;
-                    UPDATE log_head SET position = last_pos, hash = p_hash, timestamp_us = p_timestamp;
-                    PERFORM pg_notify(p_channel, last_pos::text);
+                last_pos := coalesce(r_pos[cardinality(r_pos)], p_head);
+                UPDATE log_head SET position = last_pos, hash = p_hash, timestamp_us = p_timestamp
+                    WHERE position = p_head AND hash = p_head_hash;
+                IF FOUND THEN
+                    IF last_pos > p_head THEN
+                        INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
+                            SELECT * FROM unnest(r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
+                        IF cardinality(p_released) > 0 THEN
+                            DELETE FROM log_claims c WHERE c.claim = ANY(p_released);
+                        END IF;
+                        IF cardinality(p_taken) > 0 THEN
+                            INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(p_taken, p_taken_owners)
+                                ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id;
+                        END IF;
+                        PERFORM pg_notify(p_channel, last_pos::text);
+                    END IF;
+                    RETURN QUERY SELECT 9, NULL::bigint, NULL::bytea, NULL::bigint, NULL::uuid, NULL::text, NULL::text;
+                    RETURN;
                 END IF;
-                RETURN QUERY SELECT 9, NULL::bigint, NULL::bytea, NULL::bigint, NULL::uuid, NULL::text, NULL::text;
-                RETURN;
             END IF;
             RETURN QUERY SELECT * FROM log_prepare(p_ids, p_streams, p_free || p_owned);
         END
