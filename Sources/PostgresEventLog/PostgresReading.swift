@@ -13,20 +13,28 @@ enum RecordColumns {
     static let list = "position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash"
 
     typealias Row = (Int64, String, Int64, Int64, UUID, String, Int32, ByteBuffer, ByteBuffer, Int32, ByteBuffer)
-    /// A row of a subscription's batch: the head position, then a record's columns.
-    typealias HeadedRow = (Int64, Int64, String, Int64, Int64, UUID, String, Int32, ByteBuffer, ByteBuffer, Int32, ByteBuffer)
-
-    /// The record's columns of a headed row.
-    static func record(_ row: HeadedRow) -> Row {
-        (row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11)
-    }
-
     static func decode(_ rows: PostgresRowSequence, location: String) async throws -> [RecordedEvent] {
         var records: [RecordedEvent] = []
-        for try await row in rows.decode(Row.self) {
-            records.append(try record(row, location: location).event)
+        for try await row in rows {
+            records.append(try record(columns(row), location: location).event)
         }
         return records
+    }
+
+    /// The record's columns of a row, from its column `first` on. Cell by cell: decoding the row
+    /// as one tuple of eleven types builds that tuple's type at run time for every row.
+    static func columns(_ row: PostgresRow, from first: Int = 0) throws -> Row {
+        var cells = row.makeIterator()
+        for _ in 0..<first { _ = cells.next() }
+        func next() throws -> PostgresCell {
+            guard let cell = cells.next() else { throw PostgresLogError.server("a record row has too few columns") }
+            return cell
+        }
+        return (
+            try next().decode(Int64.self), try next().decode(String.self), try next().decode(Int64.self), try next().decode(Int64.self),
+            try next().decode(UUID.self), try next().decode(String.self), try next().decode(Int32.self), try next().decode(ByteBuffer.self),
+            try next().decode(ByteBuffer.self), try next().decode(Int32.self), try next().decode(ByteBuffer.self)
+        )
     }
 
     /// The record, and its stored CRC and metadata bytes (for verification).
@@ -132,8 +140,7 @@ extension PostgresEventLog {
                 head = UInt64(try first.decode(Int64.self))
                 // The row of nulls: no record follows `after`.
                 guard let next = cells.next(), next.bytes != nil else { continue }
-                let columns = RecordColumns.record(try row.decode(RecordColumns.HeadedRow.self))
-                records.append(try RecordColumns.record(columns, location: location).event)
+                records.append(try RecordColumns.record(RecordColumns.columns(row, from: 1), location: location).event)
             }
             return (head, records)
         }
@@ -158,7 +165,7 @@ extension PostgresEventLog {
                 let sequence = try await client.query(
                     "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position > \(after) ORDER BY position LIMIT \(limit)",
                     logger: logger)
-                for try await row in sequence.decode(RecordColumns.Row.self) { rows.append(row) }
+                for try await row in sequence { rows.append(try RecordColumns.columns(row)) }
                 return rows
             }
             if rows.isEmpty { break }
