@@ -20,13 +20,11 @@ enum PostgresAppendStatements {
     /// versions, claim owners): one round trip, `log_prepare` (PostgresSchema), whose statements
     /// each see every append committed before the lock was granted. Call it in a transaction.
     static func prepare(
-        _ appends: [CheckedAppend], on connection: PostgresConnection, logger: Logger
+        _ keys: GroupKeys, on connection: PostgresConnection, logger: Logger
     ) async throws -> AppendSnapshot {
-        let ids = appends.flatMap { $0.events.map(\.eventID) }
-        let streams = Array(Set(appends.map(\.streamID)))
-        let claims = Array(appends.reduce(into: Set<String>()) { $0.formUnion($1.claims.union($1.releases)) })
         let rows = try await connection.query(
-            "SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_prepare(\(ids), \(streams), \(claims))", logger: logger)
+            "SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_prepare(\(keys.ids), \(keys.streams), \(keys.claims))",
+            logger: logger)
         guard let snapshot = try await report(rows.decode(ReportRow.self)) else { throw PostgresLogError.server("the log's head row is missing") }
         return snapshot
     }
@@ -35,7 +33,7 @@ enum PostgresAppendStatements {
     /// Call it in the transaction that called `prepare`.
     static func write(_ decision: GroupDecision, channel: String, on connection: PostgresConnection, logger: Logger) async throws {
         let rows = decision.rows
-        let (released, taken, head) = (decision.released, decision.taken, decision.after.head)
+        let (released, taken, head) = (decision.released, decision.taken, decision.head)
         try await connection.query(
             """
             WITH records AS (
@@ -109,7 +107,7 @@ private struct LogAppendStatement: PostgresPreparedStatement {
     let channel: String
 
     func makeBindings() throws -> PostgresBindings {
-        let (rows, released, taken, head) = (decision.rows, decision.released, decision.taken, decision.after.head)
+        let (rows, released, taken, head) = (decision.rows, decision.released, decision.taken, decision.head)
         var bindings = PostgresBindings(capacity: 26)
         bindings.append(beliefs.head)
         bindings.append(ByteBuffer(bytes: beliefs.headHash.bytes))

@@ -145,43 +145,51 @@ final class PostgresAppender: Sendable {
     /// that the group takes the locked path, which always decides on what is stored.
     private func commit(_ appends: [CheckedAppend]) async -> [Result<AppendResult, any Error>] {
         let what = "append to the log at \(location)"
+        let (client, logger, now, channel, timeout) = (client, logger, CheckedAppend.micros(clock()), location.channel, timeout)
+        let keys = GroupKeys(appends)
+        // Taken out while the group commits, so that it is changed in place, never copied.
+        var snapshot = belief.withLock { belief in
+            defer { belief = nil }
+            return belief
+        }
         do {
-            let (client, logger, now, channel) = (client, logger, CheckedAppend.micros(clock()), location.channel)
-            let believed = belief.withLock { $0 }
-            let decision = try await PostgresEventLog.withDeadline(timeout, doing: what) {
-                if var snapshot = believed {
-                    for attempt in 0..<2 {
-                        let decision = GroupDecision(appends, snapshot: snapshot, now: now)
-                        let beliefs = AppendBeliefs(appends, snapshot: snapshot)
-                        guard
-                            let report = try await PostgresAppendStatements.conditionalAppend(
-                                decision, beliefs: beliefs, channel: channel, client: client, logger: logger)
-                        else {
-                            self.paths.withLock { attempt == 0 ? ($0.believed += 1) : ($0.corrected += 1) }
-                            return decision
-                        }
-                        snapshot.learn(report, ids: beliefs.ids, streams: beliefs.streams, claims: beliefs.claims)
+            var decision: GroupDecision?
+            for attempt in 0..<2 {
+                guard snapshot != nil else { break }
+                let candidate = GroupDecision(appends, on: snapshot!, now: now)
+                let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
+                let report = try await PostgresEventLog.withDeadline(timeout, doing: what) {
+                    try await PostgresAppendStatements.conditionalAppend(candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
+                }
+                guard let report else {
+                    paths.withLock { attempt == 0 ? ($0.believed += 1) : ($0.corrected += 1) }
+                    decision = candidate
+                    break
+                }
+                snapshot!.learn(report, keys)
+            }
+            if decision == nil {
+                paths.withLock { $0.locked += 1 }
+                let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what) {
+                    try await client.withTransaction(logger: logger) { connection in
+                        let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
+                        let decision = GroupDecision(appends, on: facts, now: now)
+                        if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
+                        return (decision, facts)
                     }
                 }
-                self.paths.withLock { $0.locked += 1 }
-                return try await client.withTransaction(logger: logger) { connection in
-                    let snapshot = try await PostgresAppendStatements.prepare(appends, on: connection, logger: logger)
-                    let decision = GroupDecision(appends, snapshot: snapshot, now: now)
-                    if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
-                    return decision
-                }
+                if snapshot == nil { snapshot = facts } else { snapshot!.learn(facts, keys) }
+                decision = locked
             }
-            belief.withLock { belief in
-                belief = decision.after
-                belief?.trim()
-            }
-            if decision.writes { onCommit(decision.after.head.position) }
+            guard let decision else { throw PostgresLogError.server("no append path decided the group") }
+            snapshot!.absorb(decision)
+            belief.withLock { [snapshot] in $0 = snapshot }
+            if decision.writes { onCommit(decision.head.position) }
             return decision.outcomes
         } catch {
             let failure = PostgresFailure.wrap(error, doing: what)
             logger.error("append transaction failed", metadata: ["error": "\(failure)", "log": "\(location)"])
             // What the failed group was decided on may be wrong now: the next one starts from the server.
-            belief.withLock { $0 = nil }
             return appends.map { _ in .failure(failure) }
         }
     }

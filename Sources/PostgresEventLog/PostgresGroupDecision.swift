@@ -31,20 +31,38 @@ struct AppendSnapshot {
     static let rememberedLimit = 65_536
 
     /// Takes what the server reported for a group's ids, streams and claims (after it refused a
-    /// belief): everything the group touches that the report leaves out is absent from the log.
-    mutating func learn(_ report: AppendSnapshot, ids: some Sequence<UUID>, streams: some Sequence<String>, claims: some Sequence<String>) {
+    /// belief, or under the head's lock): everything the group touches that the report leaves out
+    /// is absent from the log.
+    mutating func learn(_ report: AppendSnapshot, _ keys: GroupKeys) {
         head = report.head
         known = [:]
-        for id in ids { if let found = report.known[id] { known[id] = found } }
-        for stream in streams { versions[stream] = report.versions[stream] }
-        for claim in claims { owners[claim] = report.owners[claim] }
+        for id in keys.ids { if let found = report.known[id] { known[id] = found } }
+        for stream in keys.streams { versions[stream] = report.versions[stream] }
+        for claim in keys.claims { owners[claim] = report.owners[claim] }
     }
 
-    /// Forgets what no later group needs: the ids, and everything once the maps grow past the limit.
-    mutating func trim() {
+    /// Takes what a committed group changed, and forgets what no later group needs: the ids, and
+    /// everything once the maps grow past the limit.
+    mutating func absorb(_ decision: GroupDecision) {
+        head = decision.head
         known = [:]
+        for (stream, version) in decision.versions { versions[stream] = version }
+        for (claim, owner) in decision.owners { owners[claim] = owner }
         if versions.count > Self.rememberedLimit { versions = [:] }
         if owners.count > Self.rememberedLimit { owners = [:] }
+    }
+}
+
+/// The event ids, streams and claims a group touches.
+struct GroupKeys {
+    let ids: [UUID]
+    let streams: [String]
+    let claims: [String]
+
+    init(_ appends: [CheckedAppend]) {
+        ids = Array(Set(appends.flatMap { $0.events.map(\.eventID) }))
+        streams = Array(Set(appends.map(\.streamID)))
+        claims = Array(appends.reduce(into: Set<String>()) { $0.formUnion($1.claims.union($1.releases)) })
     }
 }
 
@@ -61,20 +79,17 @@ struct AppendBeliefs {
     let ownedClaims: [String]
     let owners: [String]
 
-    init(_ appends: [CheckedAppend], snapshot: AppendSnapshot) {
+    init(_ keys: GroupKeys, snapshot: borrowing AppendSnapshot) {
         head = Int64(snapshot.head.position)
         headHash = snapshot.head.hash
-        let streamSet = Set(appends.map(\.streamID))
-        streams = Array(streamSet)
-        versions = streams.map { Int64(snapshot.versions[$0] ?? 0) }
-        let idSet = Set(appends.flatMap { $0.events.map(\.eventID) })
-        ids = Array(idSet)
-        knownIDs = Int64(idSet.count { snapshot.known[$0] != nil })
-        let claims = appends.reduce(into: Set<String>()) { $0.formUnion($1.claims.union($1.releases)) }
+        streams = keys.streams
+        versions = keys.streams.map { Int64(snapshot.versions[$0] ?? 0) }
+        ids = keys.ids
+        knownIDs = Int64(keys.ids.count { snapshot.known[$0] != nil })
         var free: [String] = []
         var owned: [String] = []
         var owners: [String] = []
-        for claim in claims {
+        for claim in keys.claims {
             if let owner = snapshot.owners[claim] {
                 owned.append(claim)
                 owners.append(owner)
@@ -84,47 +99,57 @@ struct AppendBeliefs {
         }
         (freeClaims, ownedClaims, self.owners) = (free, owned, owners)
     }
-
-    var claims: [String] { freeClaims + ownedClaims }
 }
 
-/// Each append of a group decided against a snapshot, and the rows and claim changes to write.
+/// Each append of a group decided against a snapshot, the rows and claim changes to write, and
+/// what the group changes, kept apart from the snapshot (which it never copies: a process's
+/// beliefs may hold tens of thousands of streams).
 struct GroupDecision {
     var outcomes: [Result<AppendResult, any Error>] = []
     var rows = RecordRows()
-    var changedClaims: Set<String> = []
-    /// The snapshot as it is once the group's records are written.
-    var after: AppendSnapshot
+    /// The head once the group's records are written.
+    var head: AppendSnapshot.Head
     let startPosition: UInt64
-
-    var writes: Bool { after.head.position > startPosition }
+    /// The stream versions the group changes.
+    var versions: [String: UInt64] = [:]
+    /// The claim owners the group changes (a nil owner: the claim is freed).
+    var owners: [String: String?] = [:]
+    /// The event ids the group writes.
+    private var written: [UUID: (position: UInt64, version: UInt64)] = [:]
     /// The claims the group frees, sorted.
-    var released: [String] { changedClaims.filter { after.owners[$0] == nil }.sorted() }
+    private(set) var released: [String] = []
     /// The claims the group takes, with their new owners, sorted.
-    var taken: [(claim: String, owner: String)] {
-        changedClaims.compactMap { claim in after.owners[claim].map { (claim, $0) } }.sorted { $0.claim < $1.claim }
-    }
+    private(set) var taken: [(claim: String, owner: String)] = []
 
-    init(_ appends: [CheckedAppend], snapshot: AppendSnapshot, now: Int64) {
-        after = snapshot
+    var writes: Bool { head.position > startPosition }
+
+    init(_ appends: [CheckedAppend], on snapshot: borrowing AppendSnapshot, now: Int64) {
+        head = snapshot.head
         startPosition = snapshot.head.position
         for append in appends {
-            outcomes.append(Result { try decide(append, now: now) })
+            outcomes.append(Result { try decide(append, on: snapshot, now: now) })
         }
+        released = owners.compactMap { claim, owner in owner == nil ? claim : nil }.sorted()
+        taken = owners.compactMap { claim, owner in owner.map { (claim: claim, owner: $0) } }.sorted { $0.claim < $1.claim }
     }
 
-    private mutating func decide(_ append: CheckedAppend, now: Int64) throws -> AppendResult {
+    private func owner(of claim: String, on snapshot: borrowing AppendSnapshot) -> String? {
+        if let changed = owners[claim] { return changed }
+        return snapshot.owners[claim]
+    }
+
+    private mutating func decide(_ append: CheckedAppend, on snapshot: borrowing AppendSnapshot, now: Int64) throws -> AppendResult {
         // An event id already in the log makes this a retry: answer with the original positions.
-        let found = append.events.compactMap { after.known[$0.eventID] }
+        let found = append.events.compactMap { written[$0.eventID] ?? snapshot.known[$0.eventID] }
         if let first = found.first {
             let positions = found.map(\.position)
             guard found.count == append.events.count, let last = positions.last, positions == Array(first.position...last) else {
-                let index = append.events.firstIndex { after.known[$0.eventID] != nil }!
+                let index = append.events.firstIndex { written[$0.eventID] != nil || snapshot.known[$0.eventID] != nil }!
                 throw EventLogError.duplicateEventID(append.events[index].eventID, existingPosition: first.position)
             }
             return AppendResult(positions: first.position...last, streamVersion: found.last!.version, wasDuplicate: true)
         }
-        let current = after.versions[append.streamID] ?? 0
+        let current = versions[append.streamID] ?? snapshot.versions[append.streamID] ?? 0
         switch append.expected {
         case .any: break
         case .noStream:
@@ -135,17 +160,14 @@ struct GroupDecision {
             }
         }
         for claim in append.claims.sorted() {
-            if let owner = after.owners[claim], owner != append.streamID { throw EventLogError.claimTaken(claim, owner: owner) }
+            if let owner = owner(of: claim, on: snapshot), owner != append.streamID { throw EventLogError.claimTaken(claim, owner: owner) }
         }
-        for release in append.releases where !append.claims.contains(release) && after.owners[release] == append.streamID {
-            after.owners[release] = nil
-            changedClaims.insert(release)
+        for release in append.releases where !append.claims.contains(release) && owner(of: release, on: snapshot) == append.streamID {
+            owners.updateValue(nil, forKey: release)
         }
-        for claim in append.claims where after.owners[claim] != append.streamID {
-            after.owners[claim] = append.streamID
-            changedClaims.insert(claim)
+        for claim in append.claims where owner(of: claim, on: snapshot) != append.streamID {
+            owners.updateValue(append.streamID, forKey: claim)
         }
-        var head = after.head
         let first = head.position + 1
         var version = current
         for (index, event) in append.events.enumerated() {
@@ -159,11 +181,10 @@ struct GroupDecision {
             rows.add(
                 position: position, streamID: append.streamID, version: version, timestamp: timestamp, event: event,
                 metadata: RecordFormat.encodeMetadata(append.metadataPairs[index]), crc: encoded.crc, hash: encoded.hash)
-            after.known[event.eventID] = (position, version)
+            written[event.eventID] = (position, version)
             head = AppendSnapshot.Head(position: position, hash: encoded.hash, timestamp: timestamp)
         }
-        after.head = head
-        after.versions[append.streamID] = version
+        versions[append.streamID] = version
         return AppendResult(positions: first...head.position, streamVersion: version, wasDuplicate: false)
     }
 }
