@@ -69,6 +69,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     /// Connects, creates or migrates the schema, and starts listening for commits.
     public static func open(_ location: PostgresLogLocation, options: PostgresLogOptions = PostgresLogOptions()) async throws -> PostgresEventLog {
         let logger = Logger(label: "PostgresEventLog")
+        try await checkReachable(location, options: options, logger: logger)
         // The pool retries connections on its own and logs every attempt; this log reports what
         // fails to its callers, with the server's words, so only the pool's warnings are shown.
         var poolLogger = Logger(label: "PostgresEventLog.pool")
@@ -131,6 +132,22 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         if !fromStandby {
             let listener = Task { [notifier] in await Self.listen(client, channel: location.channel, notifier: notifier, logger: logger) }
             tasks.withLock { $0.append(listener) }
+        }
+    }
+
+    /// Connects once, outside the pool, and fails at once with the reason (no server on that
+    /// port, a refused login, a missing database): the pool would retry until the deadline.
+    private static func checkReachable(_ location: PostgresLogLocation, options: PostgresLogOptions, logger: Logger) async throws {
+        let what = "connect to the log at \(location)"
+        do {
+            let configuration = try location.connectionConfiguration(
+                applicationName: "spezi-account-store", durable: options.durability == .durable, connectTimeout: options.operationTimeout)
+            let connection = try await withDeadline(options.operationTimeout, doing: what) {
+                try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            }
+            try await connection.close()
+        } catch {
+            throw PostgresFailure.wrap(error, doing: what)
         }
     }
 

@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import PostgresNIO
 
 /// Where a PostgreSQL log lives, read from a URL:
 /// `postgres://user[:password]@host[:port]/database[?schema=name&host=/socket/dir&sslmode=disable&standby=host:port]`.
@@ -141,3 +142,27 @@ public enum PostgresLogError: Error, Sendable, Equatable, CustomStringConvertibl
         }
     }
 }
+
+extension PostgresLogLocation {
+    /// The settings of one connection of its own (not from a pool): the schema, the durability
+    /// and the application name are sent when it starts.
+    func connectionConfiguration(applicationName: String, durable: Bool, connectTimeout: Duration) throws -> PostgresConnection.Configuration {
+        var configuration: PostgresConnection.Configuration
+        if let socket = unixSocketPath {
+            configuration = PostgresConnection.Configuration(unixSocketPath: socket, username: username, password: password, database: database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS =
+                disableTLS
+                ? .disable
+                : requireTLS ? .require(try .init(configuration: .makeClientConfiguration())) : .prefer(try .init(configuration: .makeClientConfiguration()))
+            configuration = PostgresConnection.Configuration(
+                host: host, port: port, username: username, password: password, database: database, tls: tls)
+        }
+        configuration.options.additionalStartupParameters = [
+            ("search_path", schema), ("synchronous_commit", durable ? "on" : "off"), ("application_name", applicationName)
+        ]
+        configuration.options.connectTimeout = connectTimeout.timeAmount
+        return configuration
+    }
+}
+

@@ -159,31 +159,13 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// The open connection, or a new one.
     private func connected() throws -> PostgresConnection {
         if let open = connection.withLock({ $0 }), !open.isClosed { return open }
-        var configuration: PostgresConnection.Configuration
-        if let socket = settings.unixSocketPath {
-            configuration = PostgresConnection.Configuration(
-                unixSocketPath: socket, username: settings.username, password: settings.password,
-                database: settings.database)
-        } else {
-            let tls: PostgresConnection.Configuration.TLS
-            do {
-                tls =
-                    settings.disableTLS
-                    ? .disable
-                    : settings.requireTLS
-                        ? .require(try .init(configuration: .makeClientConfiguration()))
-                        : .prefer(try .init(configuration: .makeClientConfiguration()))
-            } catch {
-                throw PostgresVaultError.server("cannot set up TLS for \(location): \(error)")
-            }
-            configuration = PostgresConnection.Configuration(
-                host: settings.host, port: settings.port, username: settings.username, password: settings.password,
-                database: settings.database, tls: tls)
+        let configuration: PostgresConnection.Configuration
+        do {
+            configuration = try settings.connectionConfiguration(
+                applicationName: "spezi-account-store key vault", durable: true, connectTimeout: timeout)
+        } catch {
+            throw PostgresVaultError.server("cannot set up TLS for \(location): \(error)")
         }
-        configuration.options.additionalStartupParameters = [
-            ("search_path", settings.schema), ("synchronous_commit", "on"), ("application_name", "spezi-account-store key vault")
-        ]
-        configuration.options.connectTimeout = timeout.timeAmount
         let eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         let opened: PostgresConnection
         do {
