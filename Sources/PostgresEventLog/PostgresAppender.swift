@@ -159,10 +159,13 @@ final class PostgresAppender: Sendable {
                 let candidate = GroupDecision(appends, on: snapshot!, now: now)
                 let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
                 let report = try await PostgresEventLog.withDeadline(timeout, doing: what) {
-                    try await PostgresAppendStatements.conditionalAppend(candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
+                    try await PostgresAppendStatements.conditionalAppend(
+                        candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
                 }
                 guard let report else {
-                    paths.withLock { attempt == 0 ? ($0.believed += 1) : ($0.corrected += 1) }
+                    paths.withLock { paths in
+                        if attempt == 0 { paths.believed += 1 } else { paths.corrected += 1 }
+                    }
                     decision = candidate
                     break
                 }

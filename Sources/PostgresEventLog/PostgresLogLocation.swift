@@ -154,7 +154,8 @@ extension PostgresLogLocation {
             let tls: PostgresConnection.Configuration.TLS =
                 disableTLS
                 ? .disable
-                : requireTLS ? .require(try .init(configuration: .makeClientConfiguration())) : .prefer(try .init(configuration: .makeClientConfiguration()))
+                : requireTLS
+                    ? .require(try .init(configuration: .makeClientConfiguration())) : .prefer(try .init(configuration: .makeClientConfiguration()))
             configuration = PostgresConnection.Configuration(
                 host: host, port: port, username: username, password: password, database: database, tls: tls)
         }
@@ -165,4 +166,3 @@ extension PostgresLogLocation {
         return configuration
     }
 }
-
