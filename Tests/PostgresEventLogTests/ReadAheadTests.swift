@@ -1,0 +1,55 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import PostgresEventLog
+import TestSupport
+import Testing
+
+/// A PostgreSQL subscription reads the next batch while its consumer works on a full one.
+@Suite("A catching-up subscription on PostgreSQL reads ahead")
+struct ReadAheadTests {
+    private static func appends(_ count: Int, from first: Int) -> [StreamAppend] {
+        (first..<(first + count)).map { index in
+            StreamAppend(
+                streamID: "stream-\(index % 37)", events: [ProposedEvent(type: "test.event", payload: Data("\(index)".utf8))],
+                expectedVersion: .any)
+        }
+    }
+
+    @Test("full batches while catching up, then live records: every position once, in order, with its own payload")
+    func catchUpThenLive() async throws {
+        let server = try PostgresServer(name: "ahead")
+        defer { server.remove() }
+        let log = try await PostgresEventLog.open(server.url(schema: "ahead"))
+        for outcome in await log.appendBatch(Self.appends(1_050, from: 0)) { _ = try outcome.get() }
+
+        var seen: [RecordedEvent] = []
+        var batchSizes: [Int] = []
+        for try await batch in log.subscribeBatches(after: 0, stream: nil, batchSize: 100) {
+            seen += batch
+            batchSizes.append(batch.count)
+            // Caught up: append more, which the subscription must deliver live.
+            if seen.count == 1_050 {
+                for outcome in await log.appendBatch(Self.appends(5, from: 1_050)) { _ = try outcome.get() }
+            }
+            if seen.count >= 1_055 { break }
+        }
+        #expect(seen.map(\.position) == Array(1...1_055))
+        #expect(seen.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<1_055).map { "\($0)" })
+        // Ten full batches were read (nine of them ahead), then the rest.
+        #expect(Array(batchSizes.prefix(10)) == Array(repeating: 100, count: 10))
+
+        // A consumer that stops after a full batch leaves a read ahead behind: it is dropped, and
+        // the log still serves and closes.
+        for try await batch in log.subscribeBatches(after: 0, stream: nil, batchSize: 100) {
+            #expect(batch.count == 100)
+            break
+        }
+        #expect(try await log.lastPosition() == 1_055)
+        await log.close()
+    }
+}
