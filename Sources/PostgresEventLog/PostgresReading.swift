@@ -79,7 +79,11 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
     private func batch() async throws -> (UInt64, [RecordedEvent]) {
         if let ahead {
             self.ahead = nil
-            return try await withTaskCancellationHandler { try await ahead.value } onCancel: { ahead.cancel() }
+            return try await withTaskCancellationHandler {
+                try await ahead.value
+            } onCancel: {
+                ahead.cancel()
+            }
         }
         return try await log.batch(after: position, streamID: streamID, limit: batchSize)
     }
