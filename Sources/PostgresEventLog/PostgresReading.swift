@@ -52,40 +52,18 @@ enum RecordColumns {
 }
 
 /// A subscription's reader: batches by position, then waits for commits (notifications, polling).
-///
-/// While it catches up (a batch came back full) it reads the next batch ahead, while its consumer
-/// works on the one it was given: the server, the decoding and the consumer overlap.
 final class PostgresSubscriptionCursor: @unchecked Sendable {
     let log: PostgresEventLog
     /// The position of the last record delivered (or the starting point). Used by one iterator.
     var position: UInt64
     let streamID: String?
     let batchSize: Int
-    /// The batch after `position`, being read ahead (only while catching up).
-    private var ahead: Task<(UInt64, [RecordedEvent]), any Error>?
 
     init(log: PostgresEventLog, position: UInt64, streamID: String?, batchSize: Int) {
         self.log = log
         self.position = position
         self.streamID = streamID
         self.batchSize = batchSize
-    }
-
-    deinit {
-        ahead?.cancel()
-    }
-
-    /// The batch after `position`: the one read ahead, or one read now.
-    private func batch() async throws -> (UInt64, [RecordedEvent]) {
-        if let ahead {
-            self.ahead = nil
-            return try await withTaskCancellationHandler {
-                try await ahead.value
-            } onCancel: {
-                ahead.cancel()
-            }
-        }
-        return try await log.batch(after: position, streamID: streamID, limit: batchSize)
     }
 
     /// The next non-empty batch; nil once the log is closed or the task cancelled. While the
@@ -98,7 +76,7 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
             let head: UInt64
             let records: [RecordedEvent]
             do {
-                (head, records) = try await batch()
+                (head, records) = try await log.batch(after: position, streamID: streamID, limit: batchSize)
             } catch EventLogError.closed {
                 return nil
             } catch let error as EventLogError {
@@ -122,10 +100,6 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
             }
             if let last = records.last {
                 position = last.position
-                if records.count >= batchSize {
-                    let (log, streamID, batchSize, after) = (log, streamID, batchSize, last.position)
-                    ahead = Task { try await log.batch(after: after, streamID: streamID, limit: batchSize) }
-                }
                 return records
             }
             await log.notifier.wait(beyond: Swift.max(head, position))

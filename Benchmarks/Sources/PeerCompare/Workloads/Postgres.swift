@@ -171,8 +171,8 @@ enum PostgresWorkloads {
         }
         precondition(logCount == records && rawCount == records && weights.0 == weights.1, "the replays differ")
 
-        // The same replay through a subscription (what a projection's catch-up uses): it reads the
-        // next batch while this one is decoded. Compared with the same raw loop.
+        // The same replay through a subscription (what a projection's catch-up uses), compared with
+        // the same raw loop.
         var subscribedReplay = Stopwatch()
         var subscribed = (count: 0, weight: 0)
         try await subscribedReplay.timeAsync {
@@ -227,10 +227,10 @@ enum PostgresWorkloads {
             Figure("pg-replay", "full replay of \(title), decoded", .postgres, operations: records, seconds: logReplay.seconds),
             Figure("pg-replay", "full replay of \(title), decoded", .rawPostgres, operations: records, seconds: rawReplay.seconds),
             Figure(
-                "pg-replay-subscribed", "full replay of \(title), decoded, through a subscription (reads ahead)", .postgres,
+                "pg-replay-subscribed", "full replay of \(title), decoded, through a subscription", .postgres,
                 operations: records, seconds: subscribedReplay.seconds),
             Figure(
-                "pg-replay-subscribed", "full replay of \(title), decoded, through a subscription (reads ahead)", .rawPostgres,
+                "pg-replay-subscribed", "full replay of \(title), decoded, through a subscription", .rawPostgres,
                 operations: records, seconds: rawReplay.seconds),
             Figure(
                 "pg-rebuild", "rebuild of the details table (\(count(accounts)) accounts) in local LMDB", .postgres, operations: records,

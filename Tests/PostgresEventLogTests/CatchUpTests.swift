@@ -9,9 +9,9 @@ import PostgresEventLog
 import TestSupport
 import Testing
 
-/// A PostgreSQL subscription reads the next batch while its consumer works on a full one.
-@Suite("A catching-up subscription on PostgreSQL reads ahead")
-struct ReadAheadTests {
+/// A PostgreSQL subscription catches up in full batches, then goes live.
+@Suite("A subscription on PostgreSQL catches up in full batches, then goes live")
+struct CatchUpTests {
     private static func appends(_ count: Int, from first: Int) -> [StreamAppend] {
         (first..<(first + count)).map { index in
             StreamAppend(
@@ -22,9 +22,9 @@ struct ReadAheadTests {
 
     @Test("full batches while catching up, then live records: every position once, in order, with its own payload")
     func catchUpThenLive() async throws {
-        let server = try PostgresServer(name: "ahead")
+        let server = try PostgresServer(name: "catchup")
         defer { server.remove() }
-        let log = try await PostgresEventLog.open(server.url(schema: "ahead"))
+        let log = try await PostgresEventLog.open(server.url(schema: "catchup"))
         for outcome in await log.appendBatch(Self.appends(1_050, from: 0)) { _ = try outcome.get() }
 
         var seen: [RecordedEvent] = []
@@ -40,11 +40,10 @@ struct ReadAheadTests {
         }
         #expect(seen.map(\.position) == Array(1...1_055))
         #expect(seen.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<1_055).map { "\($0)" })
-        // Ten full batches were read (nine of them ahead), then the rest.
+        // Ten full batches, then the rest.
         #expect(Array(batchSizes.prefix(10)) == Array(repeating: 100, count: 10))
 
-        // A consumer that stops after a full batch leaves a read ahead behind: it is dropped, and
-        // the log still serves and closes.
+        // A consumer that stops after a full batch: the log still serves and closes.
         for try await batch in log.subscribeBatches(after: 0, stream: nil, batchSize: 100) {
             #expect(batch.count == 100)
             break
