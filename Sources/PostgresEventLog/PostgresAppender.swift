@@ -26,7 +26,18 @@ final class PostgresAppender: Sendable {
         var closed = false
         /// Appends queued since the last transaction's appenders were answered.
         var returned = 0
+        /// The drain, waiting until `returned` reaches `count` (at most one waits: there is one drain).
+        var waiter: ReturnWaiter?
     }
+
+    private struct ReturnWaiter {
+        let count: Int
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    /// Numbers the waits, so that a timer resumes only the wait it was started for.
+    private let waits = Atomic<UInt64>(0)
 
     private let queue = Mutex(Queue())
     /// What this process believes the log holds (nil: nothing yet), kept from one group to the next.
@@ -81,6 +92,7 @@ final class PostgresAppender: Sendable {
             defer { queue.draining = true }
             return !queue.draining
         }
+        resumeWaiter { $0.returned >= $0.waiter?.count ?? .max }
         switch start {
         case nil:
             for index in appends.indices { complete(index, .failure(EventLogError.closed(path: location.description))) }
@@ -92,6 +104,17 @@ final class PostgresAppender: Sendable {
     /// Refuses new appends; queued ones still commit.
     func close() {
         queue.withLock { $0.closed = true }
+        resumeWaiter { _ in true }
+    }
+
+    /// Resumes the waiting drain, if there is one and `when` holds.
+    private func resumeWaiter(when: (Queue) -> Bool) {
+        let waiter = queue.withLock { queue -> ReturnWaiter? in
+            guard queue.waiter != nil, when(queue) else { return nil }
+            defer { queue.waiter = nil }
+            return queue.waiter
+        }
+        waiter?.continuation.resume()
     }
 
     /// Waits until every queued append has been answered.
@@ -110,14 +133,16 @@ final class PostgresAppender: Sendable {
             // than trickle into transactions of one or two.
             if answered > 1 { await waitForReturns(answered, within: min(lastTransaction / 2, .milliseconds(2))) }
             let group = queue.withLock { queue -> [Queued] in
-                var taken: [Queued] = []
+                var count = 0
                 var events = 0
-                while let next = queue.pending.first, taken.isEmpty || events + next.append.events.count <= maxGroupEvents {
-                    taken.append(queue.pending.removeFirst())
+                for next in queue.pending {
+                    guard count == 0 || events + next.append.events.count <= maxGroupEvents else { break }
+                    count += 1
                     events += next.append.events.count
                 }
-                if taken.isEmpty { queue.draining = false }
-                return taken
+                if count == 0 { queue.draining = false }
+                defer { queue.pending.removeFirst(count) }
+                return Array(queue.pending.prefix(count))
             }
             if group.isEmpty { return }
             let started = ContinuousClock.now
@@ -129,12 +154,24 @@ final class PostgresAppender: Sendable {
         }
     }
 
-    /// Returns once `count` appends were queued since the last answers, or after `limit`.
+    /// Returns once `count` appends were queued since the last answers, or after `limit`: woken
+    /// by the append that reaches the count (or by closing), else by a timer.
     private func waitForReturns(_ count: Int, within limit: Duration) async {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if queue.withLock({ $0.returned >= count || $0.closed }) { return }
-            try? await Task.sleep(for: .microseconds(100))
+        let id = waits.add(1, ordering: .relaxed).newValue
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waiting = queue.withLock { queue -> Bool in
+                if queue.returned >= count || queue.closed { return false }
+                queue.waiter = ReturnWaiter(count: count, id: id, continuation: continuation)
+                return true
+            }
+            guard waiting else {
+                continuation.resume()
+                return
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                self.resumeWaiter { $0.waiter?.id == id }
+            }
         }
     }
 
