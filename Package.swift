@@ -20,7 +20,8 @@ let package = Package(
         .library(name: "Spezi", targets: ["Spezi"]),
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
         .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"]),
-        .library(name: "SpeziAccountTesting", targets: ["SpeziAccountTesting"])
+        .library(name: "SpeziAccountTesting", targets: ["SpeziAccountTesting"]),
+        .library(name: "AccountServer", targets: ["AccountServer"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
         // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
@@ -133,6 +135,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
+        // The account server over HTTP (Hummingbird 2): JSON routes over an `AccountStore`, bearer
+        // sessions, problem details. Hummingbird's types stay inside it.
+        .target(
+            name: "AccountServer",
+            dependencies: [
+                "SpeziAccountStore", "SpeziAccount",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
+            resources: [.copy("openapi.yaml")]
+        ),
         // The child process that the log's crash test kills at random moments.
         .executableTarget(name: "log-crash-child", dependencies: ["EventLog", "LMDB"], path: "Tools/log-crash-child"),
         // The test kit: logs built from event lists, replays, given/when/then, deterministic clock
@@ -161,8 +175,9 @@ let package = Package(
         .executableTarget(
             name: "accountctl",
             dependencies: [
-                "SpeziAccountStore", "EventLogProtocol", "Projections", "SpeziAccount",
-                .product(name: "ArgumentParser", package: "swift-argument-parser")
+                "SpeziAccountStore", "EventLogProtocol", "Projections", "SpeziAccount", "AccountServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             path: "Tools/accountctl"
         ),
@@ -190,7 +205,13 @@ let package = Package(
                 "TestSupport", "PostgresEventLog",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
-        .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport"])
+        .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport"]),
+        .testTarget(
+            name: "AccountServerTests",
+            dependencies: [
+                "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird")
+            ])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -123,6 +123,8 @@ ACCOUNT_EVENTS = {
     "auth.login-failed": [("reason", "string")],
     "auth.logged-out": [],
     "auth.password-reset-requested": [("tokenHash", "string"), ("expiresAtMicros", "varint")],
+    "auth.session-started": [("sessionHash", "string"), ("expiresAtMicros", "varint")],
+    "auth.session-ended": [("sessionHash", "string"), ("reason", "string")],
     "external.details-modified": [("modified", "values"), ("removed", "strings")],
     "external.details-erased": [],
 }

@@ -90,7 +90,9 @@ extension GlobalOptions {
 
     /// Opens the store, runs `body` and closes the store. With `creating: false` a missing store
     /// is an error instead of being created.
-    func withStore<T>(creating: Bool, _ body: (AccountStore) async throws -> T) async throws -> T {
+    func withStore<T>(
+        creating: Bool, adjusting adjust: (inout AccountStoreOptions) -> Void = { _ in }, _ body: (AccountStore) async throws -> T
+    ) async throws -> T {
         let url = location
         if !creating && log == nil {
             let logFile = url.appendingPathComponent("log").appendingPathComponent("data.mdb").path
@@ -100,6 +102,7 @@ extension GlobalOptions {
         if let log {
             options.logLocation = log
         }
+        adjust(&options)
         let store = try await AccountStore(directory: url.path, options: options)
         do {
             // A node's projections follow a shared log: bring them up to date before reading.

@@ -38,6 +38,12 @@ public enum AccountEvent: Sendable, Equatable {
     /// A password reset was requested: the SHA-256 (hex) of the single-use token delivered to the
     /// owner, and when it expires (µs since 1970). The token itself is never logged.
     case passwordResetRequested(tokenHash: String, expiresAtMicros: Int64)
+    /// A session began: the SHA-256 (hex) of its bearer token's secret, and when it expires (µs since
+    /// 1970). The token itself is never logged.
+    case sessionStarted(sessionHash: String, expiresAtMicros: Int64)
+    /// A session ended before it expired: `reason` is `logout`, `password-changed`, `password-reset`
+    /// or `account-deleted`.
+    case sessionEnded(sessionHash: String, reason: String)
     /// Values of keys the account service does not store itself, written by the log-backed storage
     /// provider (``EventSourcedStorageProvider``): new values for `modified`, `removed` cleared.
     case externalDetailsModified(modified: EncodedAccountValues, removed: [String])
@@ -59,6 +65,8 @@ public enum AccountEvent: Sendable, Equatable {
         "auth.login-failed": 1,
         "auth.logged-out": 1,
         "auth.password-reset-requested": 1,
+        "auth.session-started": 1,
+        "auth.session-ended": 1,
         "external.details-modified": 1,
         "external.details-erased": 1
     ]
@@ -76,6 +84,8 @@ public enum AccountEvent: Sendable, Equatable {
         case .loginFailed: "auth.login-failed"
         case .loggedOut: "auth.logged-out"
         case .passwordResetRequested: "auth.password-reset-requested"
+        case .sessionStarted: "auth.session-started"
+        case .sessionEnded: "auth.session-ended"
         case .externalDetailsModified: "external.details-modified"
         case .externalDetailsErased: "external.details-erased"
         case let .redacted(type): type
@@ -86,7 +96,9 @@ public enum AccountEvent: Sendable, Equatable {
     public var carriesPersonalData: Bool {
         switch self {
         case .accountCreated, .anonymousAccountUpgraded, .detailsModified, .passwordChanged, .userIdChanged, .externalDetailsModified: true
-        case .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .externalDetailsErased, .redacted: false
+        case .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted, .sessionEnded,
+            .externalDetailsErased, .redacted:
+            false
         }
     }
 
@@ -99,7 +111,9 @@ public enum AccountEvent: Sendable, Equatable {
     /// event, or the storage provider's external values, which have their own view).
     public var changesAccountState: Bool {
         switch self {
-        case .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .externalDetailsModified, .externalDetailsErased: false
+        case .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted, .sessionEnded, .externalDetailsModified,
+            .externalDetailsErased:
+            false
         case .redacted: true
         default: true
         }
@@ -131,6 +145,12 @@ public enum AccountEvent: Sendable, Equatable {
         case let .passwordResetRequested(tokenHash, expiresAtMicros):
             writer.string(tokenHash)
             writer.varint(UInt64(bitPattern: expiresAtMicros))
+        case let .sessionStarted(sessionHash, expiresAtMicros):
+            writer.string(sessionHash)
+            writer.varint(UInt64(bitPattern: expiresAtMicros))
+        case let .sessionEnded(sessionHash, reason):
+            writer.string(sessionHash)
+            writer.string(reason)
         case let .externalDetailsModified(modified, removed):
             writer.values(modified)
             writer.strings(removed)
@@ -177,6 +197,11 @@ public enum AccountEvent: Sendable, Equatable {
         case "auth.password-reset-requested":
             event = .passwordResetRequested(
                 tokenHash: try reader.string("tokenHash"), expiresAtMicros: Int64(bitPattern: try reader.varint("expiresAtMicros")))
+        case "auth.session-started":
+            event = .sessionStarted(
+                sessionHash: try reader.string("sessionHash"), expiresAtMicros: Int64(bitPattern: try reader.varint("expiresAtMicros")))
+        case "auth.session-ended":
+            event = .sessionEnded(sessionHash: try reader.string("sessionHash"), reason: try reader.string("reason"))
         case "external.details-modified":
             event = .externalDetailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
         case "external.details-erased":

@@ -223,6 +223,9 @@ struct PayloadReader {
         return result
     }
 
+    /// Whether every byte was read.
+    var isAtEnd: Bool { offset == bytes.count }
+
     func finish() throws {
         guard offset == bytes.count else {
             throw PayloadDecodingError.trailingBytes(count: bytes.count - offset)

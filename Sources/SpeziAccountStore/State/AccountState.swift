@@ -30,6 +30,9 @@ public struct AccountState: Sendable, Equatable {
     public internal(set) var failedLogins: Int
     /// When the last failed login happened.
     public internal(set) var lastFailedLogin: Date?
+    /// Open sessions: the SHA-256 (hex) of each bearer token's secret, with its expiry (µs since
+    /// 1970). Sessions that had expired when a later one started are dropped.
+    public internal(set) var sessions: [String: Int64] = [:]
 
     /// The state after an `account.created` event.
     public init(
@@ -92,6 +95,15 @@ public struct AccountState: Sendable, Equatable {
             self.userId = ""
             self.passwordHash = nil
             self.values = [:]
+            self.sessions = [:]
+        case let .sessionStarted(sessionHash, expiresAtMicros):
+            let now = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
+            self.sessions = self.sessions.filter { $0.value > now }
+            self.sessions[sessionHash] = expiresAtMicros
+            return
+        case let .sessionEnded(sessionHash, _):
+            self.sessions[sessionHash] = nil
+            return
         case .loginSucceeded:
             self.failedLogins = 0
             self.lastFailedLogin = nil
@@ -139,6 +151,14 @@ public struct AccountState: Sendable, Equatable {
         writer.varint(UInt64(failedLogins))
         writer.varint(lastFailedLogin.map { UInt64(bitPattern: Int64(($0.timeIntervalSince1970 * 1_000_000).rounded())) + 1 } ?? 0)
         writer.values(values)
+        // Written only when there are sessions, so a state without any keeps its earlier form.
+        if !sessions.isEmpty {
+            writer.varint(UInt64(sessions.count))
+            for (hash, expiry) in sessions.sorted(by: { $0.key < $1.key }) {
+                writer.string(hash)
+                writer.varint(UInt64(bitPattern: expiry))
+            }
+        }
         return writer.bytes
     }
 
@@ -161,6 +181,16 @@ public struct AccountState: Sendable, Equatable {
             let lastFailed = try reader.varint("lastFailedLogin")
             state.lastFailedLogin = lastFailed == 0 ? nil : Date(timeIntervalSince1970: Double(Int64(bitPattern: lastFailed - 1)) / 1_000_000)
             state.values = try reader.values("values")
+            if !reader.isAtEnd {
+                let count = try reader.varint("sessions")
+                guard count <= PayloadReader.maximumFieldLength else {
+                    throw PayloadDecodingError.truncated(field: "sessions", offset: reader.offset)
+                }
+                for _ in 0..<count {
+                    let hash = try reader.string("session hash")
+                    state.sessions[hash] = Int64(bitPattern: try reader.varint("session expiry"))
+                }
+            }
             try reader.finish()
             return state
         }

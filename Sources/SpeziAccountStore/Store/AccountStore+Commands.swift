@@ -120,6 +120,11 @@ extension AccountStore {
     /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
     ///   ``AccountStoreError/lockedOut(until:)``.
     public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
+        try await login(userId: userId, password: password, context: context, alsoAppend: [])
+    }
+
+    /// ``login(userId:password:context:)`` that appends `alsoAppend` after `auth.login-succeeded`.
+    func login(userId: String, password: String, context: Context, alsoAppend: [AccountEvent]) async throws -> AccountDetails {
         guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
             throw AccountServiceError.wrongCredentials
         }
@@ -159,6 +164,7 @@ extension AccountStore {
             events.append(.passwordChanged(passwordHash: try await hasher.hashOffPool(password)))
         }
         events.append(.loginSucceeded)
+        events += alsoAppend
         let result = try await accounts.append(events, to: accountId, expectedVersion: .any, metadata: context.metadata)
         try await awaitCache(result.positions.upperBound)
         guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
@@ -228,7 +234,10 @@ extension AccountStore {
                     releases.insert(accounts.claim(forUserId: state.userId))
                 }
             }
-            if let newPasswordHash { events.append(.passwordChanged(passwordHash: newPasswordHash)) }
+            if let newPasswordHash {
+                events.append(.passwordChanged(passwordHash: newPasswordHash))
+                events += endingSessions(of: state, reason: "password-changed")
+            }
             if !modified.isEmpty || !removed.isEmpty { events.append(.detailsModified(modified: modified, removed: removed)) }
             return (events, claims, releases)
         } context: {
@@ -250,7 +259,7 @@ extension AccountStore {
         do {
             position = try await retrying(accountId) { state in
                 let releases: Set<String> = state.userId.isEmpty ? [] : [accounts.claim(forUserId: state.userId)]
-                return ([.accountDeleted], [], releases)
+                return (endingSessions(of: state, reason: "account-deleted") + [.accountDeleted], [], releases)
             } context: {
                 context
             }.position

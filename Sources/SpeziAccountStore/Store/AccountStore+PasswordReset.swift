@@ -64,9 +64,12 @@ extension AccountStore {
             guard let pending, PasswordHasher.constantTimeEquals(presented, Array(pending.tokenHash.utf8)),
                 Int64((options.clock().timeIntervalSince1970 * 1_000_000).rounded()) < pending.expiresAtMicros
             else { throw AccountStoreError.invalidPasswordResetToken }
+            // Every open session ends with the reset (whoever knew the old password is signed out).
+            guard let state = try await accounts.load(accountId, throughVersion: version) else { throw AccountStoreError.invalidPasswordResetToken }
             do {
                 let result = try await accounts.append(
-                    [.passwordChanged(passwordHash: newHash)], to: accountId, expectedVersion: .exact(version), metadata: context.metadata)
+                    [.passwordChanged(passwordHash: newHash)] + endingSessions(of: state, reason: "password-reset"), to: accountId,
+                    expectedVersion: .exact(version), metadata: context.metadata)
                 try await awaitCache(result.positions.upperBound)
                 return
             } catch EventLogError.wrongExpectedVersion {

@@ -31,6 +31,8 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     /// A password reset token that is wrong, used, expired or replaced by a newer request (or a
     /// user id without an account: the answer is the same, so that it cannot probe for accounts).
     case invalidPasswordResetToken
+    /// A bearer token that signs no one in: malformed, unknown, ended, expired, or of a deleted account.
+    case invalidSession
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -46,6 +48,7 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .storeTransfer(message): message
         case let .unsupportedLogLocation(message): "unsupported log location: \(message)"
         case .invalidPasswordResetToken: "the password reset link is invalid or has expired: request a new one"
+        case .invalidSession: "the session is invalid or has expired: sign in again"
         }
     }
 }

@@ -1,0 +1,129 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import SpeziAccount
+import SpeziAccountStore
+
+/// The JSON coders of the API: sorted keys out; account details typed by the store's key registry.
+enum JSONCoding {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    static func decoder(registry: AccountKeyRegistry) -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.userInfo[.accountDetailsKeys] = registry
+        return decoder
+    }
+
+    /// RFC 3339 with milliseconds, in UTC.
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}
+
+/// `POST /v1/sessions`.
+struct LoginBody: Decodable {
+    let userId: String
+    let password: String
+}
+
+/// `PATCH /v1/account`: values to set, identifiers to remove, and the current password when the
+/// user id or the password changes.
+struct ModifyBody: Decodable {
+    let set: AccountDetails?
+    let remove: [String]?
+    let currentPassword: String?
+}
+
+/// `DELETE /v1/account`.
+struct DeleteBody: Decodable {
+    let currentPassword: String?
+}
+
+/// `POST /v1/password-resets`.
+struct ResetRequestBody: Decodable {
+    let userId: String
+}
+
+/// `POST /v1/password-resets/complete`.
+struct ResetCompletionBody: Decodable {
+    let userId: String
+    let token: String
+    let newPassword: String
+}
+
+/// An account as the API shows it: its details (never the password) and its flags.
+struct AccountBody: Encodable {
+    let accountId: String
+    let isAnonymous: Bool
+    let isNewUser: Bool
+    let details: AccountDetails
+
+    init(_ details: AccountDetails) {
+        self.accountId = details.accountId
+        self.isAnonymous = details.isAnonymous
+        self.isNewUser = details.isNewUser
+        var shown = details
+        shown.password = nil
+        self.details = shown
+    }
+}
+
+/// A new session: the bearer token (shown once) and the account.
+struct SessionBody: Encodable {
+    let token: String
+    let expiresAt: String
+    let account: AccountBody
+
+    init(_ session: AccountSession, details: AccountDetails) {
+        self.token = session.token
+        self.expiresAt = JSONCoding.timestamp(session.expiresAt)
+        self.account = AccountBody(details)
+    }
+}
+
+/// `PATCH /v1/account`'s answer: the account, and a new session when the password changed (which
+/// ends every other one).
+struct ModifiedBody: Encodable {
+    let account: AccountBody
+    let session: SessionBody?
+}
+
+/// One entry of `GET /v1/account/history`.
+struct HistoryEntryBody: Encodable {
+    struct Change: Encodable {
+        let key: String
+        let old: String?
+        let new: String?
+    }
+
+    let position: UInt64
+    let version: UInt64
+    let time: String
+    let type: String
+    let actor: String?
+    let redacted: Bool
+    let changes: [Change]
+
+    init(_ entry: AccountHistoryEntry) {
+        self.position = entry.position
+        self.version = entry.streamVersion
+        self.time = JSONCoding.timestamp(entry.timestamp)
+        self.type = entry.type
+        self.actor = entry.actor
+        self.redacted = entry.isRedacted
+        self.changes = entry.changes.map { Change(key: $0.key, old: $0.old, new: $0.new) }
+    }
+}
+
+/// `GET /v1/account/history`.
+struct HistoryBody: Encodable {
+    let accountId: String
+    let entries: [HistoryEntryBody]
+}

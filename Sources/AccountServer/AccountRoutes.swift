@@ -1,0 +1,237 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Hummingbird
+import Logging
+import SpeziAccount
+import SpeziAccountStore
+
+/// The API's operations over the store: one table, used both to register the routes and to check
+/// the OpenAPI document against them.
+struct AccountRoutes: Sendable {
+    let store: AccountStore
+    let configuration: AccountServerConfiguration
+    let logger: Logger
+
+    /// One operation: its method, its path, and what answers it.
+    struct Operation: Sendable {
+        let method: HTTPRequest.Method
+        let path: String
+        let answer: @Sendable (AccountRoutes, inout Request) async throws -> Response
+    }
+
+    static let operationTable: [Operation] = [
+        Operation(method: .post, path: "/v1/accounts") { try await $0.signup(&$1) },
+        Operation(method: .post, path: "/v1/accounts/anonymous") { try await $0.signInAnonymously(&$1) },
+        Operation(method: .post, path: "/v1/sessions") { try await $0.login(&$1) },
+        Operation(method: .delete, path: "/v1/sessions/current") { try await $0.logout(&$1) },
+        Operation(method: .get, path: "/v1/account") { try await $0.details(&$1) },
+        Operation(method: .patch, path: "/v1/account") { try await $0.modify(&$1) },
+        Operation(method: .delete, path: "/v1/account") { try await $0.delete(&$1) },
+        Operation(method: .post, path: "/v1/account/upgrade") { try await $0.upgrade(&$1) },
+        Operation(method: .get, path: "/v1/account/history") { try await $0.history(&$1) },
+        Operation(method: .post, path: "/v1/password-resets") { try await $0.requestReset(&$1) },
+        Operation(method: .post, path: "/v1/password-resets/complete") { try await $0.completeReset(&$1) },
+        Operation(method: .get, path: "/openapi.yaml") { routes, _ in routes.openAPIDocument() },
+        Operation(method: .get, path: "/health") { _, _ in try AccountRoutes.json(["status": "ok"]) }
+    ]
+
+    func register(on router: Router<BasicRequestContext>) {
+        for operation in Self.operationTable {
+            router.on(RouterPath(operation.path), method: operation.method) { request, _ in
+                await answer(operation, request)
+            }
+        }
+    }
+
+    /// Runs an operation: problems become problem details, anything else a logged 500. Every
+    /// request leaves one access-log line with its method, route, status and duration (no bodies,
+    /// no tokens, no user ids).
+    private func answer(_ operation: Operation, _ request: Request) async -> Response {
+        let start = ContinuousClock.now
+        var request = request
+        let response: Response
+        do {
+            response = try await operation.answer(self, &request)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            // The body passed maxBodyBytes while it was collected.
+            response = Problem.bodyTooLarge(configuration.maxBodyBytes).response()
+        } catch {
+            if let problem = Problem.from(error) {
+                response = problem.response()
+            } else {
+                logger.error(
+                    "request failed", metadata: ["route": "\(operation.method) \(operation.path)", "error": "\(String(reflecting: error))"])
+                response = Problem.internalError.response()
+            }
+        }
+        let elapsed = ContinuousClock.now - start
+        logger.info(
+            "request",
+            metadata: [
+                "method": "\(operation.method)", "route": "\(operation.path)", "status": "\(response.status.code)",
+                "ms": "\(String(format: "%.2f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1_000))"
+            ])
+        return response
+    }
+
+    // MARK: Operations
+
+    private func signup(_ request: inout Request) async throws -> Response {
+        let details = try await body(&request, as: AccountDetails.self)
+        try refuseUnknownKeys(details)
+        let created = try await store.signup(details, context: context(request))
+        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
+        return try Self.json(SessionBody(session, details: created), status: .created)
+    }
+
+    private func signInAnonymously(_ request: inout Request) async throws -> Response {
+        let created = try await store.signInAnonymously(context: context(request))
+        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
+        return try Self.json(SessionBody(session, details: created), status: .created)
+    }
+
+    private func login(_ request: inout Request) async throws -> Response {
+        let login = try await body(&request, as: LoginBody.self)
+        let (details, session) = try await store.startSession(
+            userId: login.userId, password: login.password, validity: configuration.sessionValidity, context: context(request))
+        return try Self.json(SessionBody(session, details: details), status: .created)
+    }
+
+    private func logout(_ request: inout Request) async throws -> Response {
+        try await store.endSession(token: try bearer(request), context: context(request))
+        return Response(status: .noContent)
+    }
+
+    private func details(_ request: inout Request) async throws -> Response {
+        let state = try await store.authenticate(token: try bearer(request))
+        return try Self.json(AccountBody(try store.details(from: state)))
+    }
+
+    private func modify(_ request: inout Request) async throws -> Response {
+        let state = try await store.authenticate(token: try bearer(request))
+        let change = try await body(&request, as: ModifyBody.self)
+        let set = change.set ?? AccountDetails()
+        try refuseUnknownKeys(set)
+        let removed = try (change.remove ?? []).map { identifier in
+            guard let key = store.registry.key(for: identifier) else {
+                throw Problem(
+                    "invalid-details", .unprocessableContent, "The account details break the service's rules.", detail: "unknown key \(identifier)")
+            }
+            return key
+        }
+        let changesCredentials = set.password != nil || (set[AccountDetails.__Key_userId.self].map { $0 != state.userId } ?? false)
+        if changesCredentials { try await reauthenticate(state, password: change.currentPassword, request: request) }
+        let modifications = try AccountModifications(modifiedDetails: set, removedAccountDetails: removedDetails(removed, from: state))
+        let details = try await store.modify(state.accountId, modifications, context: context(request, actor: state.accountId))
+        var session: SessionBody?
+        if set.password != nil {
+            // The password change ended every session, this one too: hand out a new one.
+            let new = try await store.startSession(for: state.accountId, validity: configuration.sessionValidity, context: context(request))
+            session = SessionBody(new, details: details)
+        }
+        return try Self.json(ModifiedBody(account: AccountBody(details), session: session))
+    }
+
+    private func delete(_ request: inout Request) async throws -> Response {
+        let state = try await store.authenticate(token: try bearer(request))
+        let body = try await optionalBody(&request, as: DeleteBody.self)
+        if !state.isAnonymous { try await reauthenticate(state, password: body?.currentPassword, request: request) }
+        try await store.delete(state.accountId, context: context(request, actor: state.accountId))
+        return Response(status: .noContent)
+    }
+
+    private func upgrade(_ request: inout Request) async throws -> Response {
+        let state = try await store.authenticate(token: try bearer(request))
+        let details = try await body(&request, as: AccountDetails.self)
+        try refuseUnknownKeys(details)
+        let upgraded = try await store.upgrade(state.accountId, with: details, context: context(request, actor: state.accountId))
+        return try Self.json(AccountBody(upgraded))
+    }
+
+    private func history(_ request: inout Request) async throws -> Response {
+        let state = try await store.authenticate(token: try bearer(request))
+        let entries = try await store.history(of: state.accountId)
+        return try Self.json(HistoryBody(accountId: state.accountId, entries: entries.map(HistoryEntryBody.init)))
+    }
+
+    private func requestReset(_ request: inout Request) async throws -> Response {
+        let reset = try await body(&request, as: ResetRequestBody.self)
+        // The same answer whether or not the user id has an account.
+        try await store.requestPasswordReset(userId: reset.userId, context: context(request))
+        return Response(status: .accepted)
+    }
+
+    private func completeReset(_ request: inout Request) async throws -> Response {
+        let reset = try await body(&request, as: ResetCompletionBody.self)
+        try await store.completePasswordReset(userId: reset.userId, token: reset.token, newPassword: reset.newPassword, context: context(request))
+        return Response(status: .noContent)
+    }
+
+    // MARK: Helpers
+
+    /// Checks the current password before a change of credentials or a deletion (a failure counts
+    /// towards the lockout like a failed login).
+    private func reauthenticate(_ state: AccountState, password: String?, request: Request) async throws {
+        guard let password, !state.userId.isEmpty else { throw Problem.reauthenticationRequired }
+        let details = try await store.login(userId: state.userId, password: password, context: context(request, actor: state.accountId))
+        guard details.accountId == state.accountId else { throw AccountServiceError.wrongCredentials }
+    }
+
+    /// The current values of the keys to remove (`AccountModifications` carries them).
+    private func removedDetails(_ keys: [any AccountKey.Type], from state: AccountState) throws -> AccountDetails {
+        let current = try store.details(from: state)
+        var removed = AccountDetails()
+        for key in keys {
+            guard let value = current.value(for: key) else { continue }
+            _ = removed.setValue(value, for: key)
+        }
+        return removed
+    }
+
+    /// Identifiers the store's registry does not know are refused, not stored as unknown values.
+    private func refuseUnknownKeys(_ details: AccountDetails) throws {
+        guard details.unknownValues.isEmpty else {
+            let keys = details.unknownValues.keys.sorted().joined(separator: ", ")
+            throw Problem("invalid-details", .unprocessableContent, "The account details break the service's rules.", detail: "unknown keys: \(keys)")
+        }
+    }
+
+    private func bearer(_ request: Request) throws -> String {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { throw Problem.unauthenticated }
+        return String(header.dropFirst("Bearer ".count))
+    }
+
+    private func body<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T {
+        let buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        guard buffer.readableBytes > 0 else { throw Problem.malformed("the body is empty; this operation takes a JSON object") }
+        return try JSONCoding.decoder(registry: store.registry).decode(T.self, from: Data(buffer.readableBytesView))
+    }
+
+    private func optionalBody<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T? {
+        let buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        guard buffer.readableBytes > 0 else { return nil }
+        return try JSONCoding.decoder(registry: store.registry).decode(T.self, from: Data(buffer.readableBytesView))
+    }
+
+    /// The request's id (its `X-Request-ID`, if any) goes into the events it appends.
+    private func context(_ request: Request, actor: String? = nil) -> AccountStore.Context {
+        AccountStore.Context(
+            actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) })
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try JSONCoding.encoder.encode(value)
+        return Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    private func openAPIDocument() -> Response {
+        guard !OpenAPIDocument.text.isEmpty else { return Problem.notFound.response() }
+        return Response(
+            status: .ok, headers: [.contentType: "application/yaml"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
+    }
+}

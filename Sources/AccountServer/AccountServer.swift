@@ -1,0 +1,75 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import SpeziAccountStore
+
+/// How an ``AccountServer`` listens and what it accepts.
+public struct AccountServerConfiguration: Sendable {
+    /// The address to bind (loopback unless told otherwise).
+    public var host = "127.0.0.1"
+    /// The port; 0 picks a free one (``AccountServer/run(onListening:)`` reports it).
+    public var port = 8080
+    /// How long a session lasts after it starts.
+    public var sessionValidity: Duration = .seconds(24 * 3_600)
+    /// The largest request body accepted; larger ones are answered 413 before they are parsed.
+    public var maxBodyBytes = 64 * 1024
+
+    /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB.
+    public init() {}
+}
+
+/// An HTTP server over an ``AccountStore``: signup, login, sessions, the account's details, changes,
+/// deletion, password resets and the account's own history, as JSON (the API is described by the
+/// OpenAPI document it serves at `/openapi.yaml`). Errors are RFC 9457 problem details.
+///
+/// It is a swift-service-lifecycle `Service`: run it in a `ServiceGroup` and it stops taking
+/// requests on graceful shutdown (SIGTERM), finishing those under way. The store stays open; its
+/// owner closes it afterwards.
+public struct AccountServer: Service {
+    let routes: AccountRoutes
+    let configuration: AccountServerConfiguration
+    let logger: Logger
+
+    /// A server for `store`.
+    public init(store: AccountStore, configuration: AccountServerConfiguration = AccountServerConfiguration(), logger: Logger? = nil) {
+        let logger = logger ?? Logger(label: "spezi.account-server")
+        self.routes = AccountRoutes(store: store, configuration: configuration, logger: logger)
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Serves until graceful shutdown.
+    public func run() async throws {
+        try await run(onListening: { _ in })
+    }
+
+    /// Serves until graceful shutdown; `onListening` gets the port once the socket is bound.
+    public func run(onListening: @escaping @Sendable (Int) async -> Void) async throws {
+        let app = makeApplication(onListening: onListening)
+        try await app.run()
+    }
+
+    /// The Hummingbird application (package access: the tests drive it without a socket).
+    package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        let router = Router(context: BasicRequestContext.self)
+        routes.register(on: router)
+        return Application(
+            router: router,
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "spezi-account-store"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    /// The methods and paths the server answers, as the OpenAPI document lists them (`/{id}` style).
+    public static var operations: [(method: String, path: String)] {
+        AccountRoutes.operationTable.map { ($0.method.rawValue, $0.path) }
+    }
+}

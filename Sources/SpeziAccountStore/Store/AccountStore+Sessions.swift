@@ -1,0 +1,115 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Crypto
+import Foundation
+import SpeziAccount
+
+/// A signed-in session: the bearer token is handed out once and never stored (the log keeps the
+/// SHA-256 of its secret in `auth.session-started`).
+///
+/// A token reads `<account id>.<secret>`, the secret being 32 random bytes in base64url. Any server
+/// on the same log can check it: the account's stream says which sessions are open.
+public struct AccountSession: Sendable, Equatable {
+    /// The account signed in.
+    public let accountId: String
+    /// The bearer token.
+    public let token: String
+    /// When the session stops working.
+    public let expiresAt: Date
+}
+
+extension AccountStore {
+    /// Checks a user id and password as ``login(userId:password:context:)`` does and, when they
+    /// are right, opens a session in the same append as `auth.login-succeeded`.
+    ///
+    /// - Throws: as ``login(userId:password:context:)``.
+    public func startSession(
+        userId: String, password: String, validity: Duration, context: Context = Context()
+    ) async throws -> (details: AccountDetails, session: AccountSession) {
+        let secret = Self.makeResetToken()
+        let expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
+        let event = AccountEvent.sessionStarted(sessionHash: Self.resetTokenHash(secret), expiresAtMicros: Self.micros(expiresAt))
+        let details = try await login(userId: userId, password: password, context: context, alsoAppend: [event])
+        return (details, AccountSession(accountId: details.accountId, token: "\(details.accountId).\(secret)", expiresAt: expiresAt))
+    }
+
+    /// Opens a session for an account that was just created or re-authenticated by other means
+    /// (a signup, an anonymous sign-in, a password change).
+    ///
+    /// - Throws: ``AccountStoreError/accountNotFound(_:)`` for a deleted or unknown account.
+    public func startSession(for accountId: String, validity: Duration, context: Context = Context()) async throws -> AccountSession {
+        let secret = Self.makeResetToken()
+        let expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
+        let event = AccountEvent.sessionStarted(sessionHash: Self.resetTokenHash(secret), expiresAtMicros: Self.micros(expiresAt))
+        let outcome = try await retrying(accountId) { _ in
+            ([event], [], [])
+        } context: {
+            context
+        }
+        if let position = outcome.position { try await awaitCache(position) }
+        return AccountSession(accountId: accountId, token: "\(accountId).\(secret)", expiresAt: expiresAt)
+    }
+
+    /// The account a bearer token signs in, checked against the account's stream: the session must
+    /// have been started, not ended, not expired, and the account must not be deleted.
+    ///
+    /// The details cache answers when it holds the account's latest version (one index lookup
+    /// tells); otherwise the stream is folded, so a session started or ended on another server
+    /// counts at once.
+    ///
+    /// - Throws: ``AccountStoreError/invalidSession`` for anything else (a malformed token too).
+    public func authenticate(token: String) async throws -> AccountState {
+        guard let (accountId, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
+        let state: AccountState?
+        if let cached = try cachedState(of: accountId), try await log.streamVersion(accountId) == cached.version {
+            state = cached
+        } else {
+            state = try await accounts.load(accountId)
+        }
+        guard let state, !state.isDeleted, let expiry = state.sessions[sessionHash], expiry > Self.micros(options.clock()) else {
+            throw AccountStoreError.invalidSession
+        }
+        return state
+    }
+
+    /// Ends the session of a bearer token (`auth.session-ended` with reason `logout`, then
+    /// `auth.logged-out`).
+    ///
+    /// - Throws: ``AccountStoreError/invalidSession`` when the token signs nothing in.
+    public func endSession(token: String, context: Context = Context()) async throws {
+        let state = try await authenticate(token: token)
+        guard let (_, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
+        let outcome = try await retrying(state.accountId) { current in
+            guard current.sessions[sessionHash] != nil else { throw AccountStoreError.invalidSession }
+            return ([.sessionEnded(sessionHash: sessionHash, reason: "logout"), .loggedOut], [], [])
+        } context: {
+            context
+        }
+        if let position = outcome.position { try await awaitCache(position) }
+    }
+
+    /// The events that end every open session of `state`, for `reason`, in hash order.
+    func endingSessions(of state: AccountState, reason: String) -> [AccountEvent] {
+        state.sessions.keys.sorted().map { .sessionEnded(sessionHash: $0, reason: reason) }
+    }
+
+    /// Splits `<account id>.<secret>` and hashes the secret; nil for anything else.
+    static func parseSessionToken(_ token: String) -> (accountId: String, sessionHash: String)? {
+        guard token.utf8.count <= 512, let dot = token.lastIndex(of: ".") else { return nil }
+        let accountId = String(token[..<dot])
+        let secret = token[token.index(after: dot)...]
+        guard !accountId.isEmpty, secret.utf8.count == 43 else { return nil }
+        return (accountId, resetTokenHash(String(secret)))
+    }
+
+    static func micros(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+    }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
