@@ -97,7 +97,8 @@ extension AccountStore {
         case .loggedOut:
             guard let current = try await detailsAt(record.streamVersion) else { return [] }
             return [notification(.disassociatingAccount(current))]
-        case .passwordChanged, .loginFailed, .passwordResetRequested, .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .redacted:
+        case .passwordChanged, .loginFailed, .passwordResetRequested, .sessionStarted, .sessionEnded, .externalDetailsModified,
+            .externalDetailsErased, .redacted:
             return []
         }
     }
