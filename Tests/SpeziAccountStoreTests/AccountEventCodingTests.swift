@@ -25,7 +25,9 @@ struct AccountEventCodingTests {
         .passwordChanged(passwordHash: "$scrypt$ln=17,r=8,p=1$a$b"),
         .userIdChanged(old: "a@b.c", new: "ä@ö.ü"),
         .accountDeleted, .loginSucceeded, .loginFailed(reason: "wrongPassword"), .loggedOut,
-        .passwordResetRequested(tokenHash: String(repeating: "ab", count: 32), expiresAtMicros: 1_800_000_600_000_000)
+        .passwordResetRequested(tokenHash: String(repeating: "ab", count: 32), expiresAtMicros: 1_800_000_600_000_000),
+        .sessionStarted(sessionHash: String(repeating: "cd", count: 32), expiresAtMicros: 1_800_086_400_000_000),
+        .sessionEnded(sessionHash: String(repeating: "cd", count: 32), reason: "password-changed")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

@@ -42,6 +42,8 @@ struct AccountFormatTests {
         _ = try? await store.login(userId: "jane@stanford.edu", password: "wrong")
         _ = try await store.login(userId: "jane@stanford.edu", password: "StanfordRocks123!")
         try await store.requestPasswordReset(userId: "jane@stanford.edu")
+        let (_, session) = try await store.startSession(userId: "jane@stanford.edu", password: "StanfordRocks123!", validity: .seconds(600))
+        try await store.endSession(token: session.token)
         try await store.logout(id)
         try await store.accounts.append(
             [.externalDetailsModified(modified: ["biography": Data("\"ü ß\"".utf8)], removed: ["x"]), .externalDetailsErased],
@@ -98,6 +100,10 @@ struct AccountFormatTests {
             return ["reason": reason]
         case let .passwordResetRequested(tokenHash, expiresAtMicros):
             return ["tokenHash": tokenHash, "expiresAtMicros": "\(expiresAtMicros)"]
+        case let .sessionStarted(sessionHash, expiresAtMicros):
+            return ["sessionHash": sessionHash, "expiresAtMicros": "\(expiresAtMicros)"]
+        case let .sessionEnded(sessionHash, reason):
+            return ["sessionHash": sessionHash, "reason": reason]
         case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             return [:]
         }

@@ -65,11 +65,13 @@ struct DecoderFuzzTests {
         .passwordChanged(passwordHash: "$scrypt$ln=17,r=8,p=1$c2FsdA$aGFzaA"),
         .userIdChanged(old: "a@b.c", new: "d@e.f"), .accountDeleted, .loginSucceeded,
         .loginFailed(reason: "wrongPassword"), .loggedOut,
-        .externalDetailsModified(modified: values, removed: ["x"]), .externalDetailsErased
+        .externalDetailsModified(modified: values, removed: ["x"]), .externalDetailsErased,
+        .sessionStarted(sessionHash: String(repeating: "0f", count: 32), expiresAtMicros: 1_800_000_000_000_000),
+        .sessionEnded(sessionHash: String(repeating: "0f", count: 32), reason: "logout")
         // (.redacted is what a shredded payload decodes to; it is never written.)
     ]
 
-    @Test("account event payloads: 55,000 mutated inputs, each refused with a typed error or decoded canonically")
+    @Test("account event payloads: 65,000 mutated inputs, each refused with a typed error or decoded canonically")
     func accountEvents() throws {
         var mutator = Mutator(generator: SplitMix64(seed: 0xACC0_0E7E))
         var accepted = 0
@@ -92,7 +94,7 @@ struct DecoderFuzzTests {
             }
         }
         print("account event fuzz: \(accepted + refused) inputs, \(accepted) decoded, \(refused) refused")
-        #expect(accepted + refused == 55_000)
+        #expect(accepted + refused == 65_000)
     }
 
     @Test("cached account states: 20,000 mutated inputs")
