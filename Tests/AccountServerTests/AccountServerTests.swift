@@ -57,7 +57,7 @@ struct AccountServerTests {
 
     @Test("bad requests: malformed JSON, missing and mistyped fields, empty and oversized bodies, unknown keys, rule violations")
     func badRequests() async throws {
-        try await ServerFixture().withServer({ $0.maxBodyBytes = 2_048 }) { api, store in
+        try await ServerFixture().withServer(configuration: configuration(maxBodyBytes: 2_048)) { api, store in
             let malformed = try await api.send(.post, "/v1/sessions", json: #"{"userId": "#)
             #expect(malformed.status == 400)
             #expect(malformed.problemType == "urn:spezi-account-store:problem:malformed-request")
@@ -96,7 +96,7 @@ struct AccountServerTests {
     @Test("tokens: missing, malformed, forged, expired and deleted-account tokens are refused alike")
     func tokens() async throws {
         let fixture = ServerFixture()
-        try await fixture.withServer({ $0.sessionValidity = .seconds(600) }) { api, _ in
+        try await fixture.withServer(configuration: configuration(sessionValidity: .seconds(600))) { api, _ in
             let (token, accountId) = try await api.signup("ada@example.org")
             for bad in [nil, "", "garbage", "\(accountId).\(String(repeating: "A", count: 43))", "nobody.\(token.split(separator: ".")[1])"] {
                 let answer = try await api.send(.get, "/v1/account", token: bad)
@@ -260,6 +260,14 @@ struct AccountServerTests {
             #expect(answer.text == text)
         }
     }
+}
+
+/// A server configuration with some values changed.
+func configuration(sessionValidity: Duration? = nil, maxBodyBytes: Int? = nil) -> AccountServerConfiguration {
+    var configuration = AccountServerConfiguration()
+    if let sessionValidity { configuration.sessionValidity = sessionValidity }
+    if let maxBodyBytes { configuration.maxBodyBytes = maxBodyBytes }
+    return configuration
 }
 
 /// The operations of an OpenAPI document: the methods under each path of `paths:` (enough of YAML

@@ -36,12 +36,10 @@ final class ServerFixture: Sendable {
 
     /// Runs `body` against a server on a fresh store; closes the store and removes the folder after.
     func withServer(
-        _ configure: (inout AccountServerConfiguration) -> Void = { _ in },
+        configuration: AccountServerConfiguration = AccountServerConfiguration(),
         _ body: @Sendable (APIClient, AccountStore) async throws -> Void
     ) async throws {
         let store = try await openStore()
-        var configuration = AccountServerConfiguration()
-        configure(&configuration)
         let server = AccountServer(store: store, configuration: configuration)
         do {
             try await server.makeApplication().test(.router) { client in
