@@ -1,0 +1,137 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One `accountctl serve` process on a store, on a port the system picked.
+final class ServeProcess {
+    static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("accountctl")
+
+    let process = Process()
+    let output: URL
+    let errors: URL
+    private(set) var base = ""
+
+    init(store: URL, extra: [String] = []) throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        output = scratch.appendingPathComponent("out")
+        errors = scratch.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.executableURL = Self.binary
+        process.arguments = ["serve", "--store", store.path, "--port", "0"] + extra
+        var environment = ProcessInfo.processInfo.environment
+        environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
+        process.environment = environment
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = try FileHandle(forWritingTo: errors)
+    }
+
+    /// Starts the process and waits (up to 60 s) for its "serving on" line.
+    func start() async throws {
+        try process.run()
+        for _ in 0..<600 {
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("serving on ") }) {
+                base = String(line.dropFirst("serving on ".count))
+                return
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let log = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        Issue.record("accountctl serve did not start: \(log)")
+        throw CancellationError()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    func terminate() async -> Int32 {
+        process.terminate()
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        return process.terminationStatus
+    }
+
+    /// One request; the status and the body parsed as a JSON object (empty when it is none).
+    func send(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (status: Int, body: [String: Any]) {
+        var request = URLRequest(url: try #require(URL(string: base + path)))
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let json {
+            request.httpBody = Data(json.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        return (status, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+    }
+}
+
+@Suite("accountctl serve: real processes on one store")
+struct ServeProcessTests {
+    @Test("two servers on one store: a session opened on one works on the other at once, and a logout on the other ends it on both")
+    func twoServersShareSessions() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: store) }
+        let first = try ServeProcess(store: store)
+        try await first.start()
+        let second = try ServeProcess(store: store)
+        try await second.start()
+        #expect(first.base != second.base)
+
+        let signup = try await first.send(
+            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
+        #expect(signup.status == 201)
+        let token = try #require(signup.body["token"] as? String)
+
+        let elsewhere = try await second.send("GET", "/v1/account", token: token)
+        #expect(elsewhere.status == 200)
+        #expect(((elsewhere.body["details"] as? [String: Any])?["userId"] as? String) == "ada@example.org")
+
+        #expect(try await second.send("DELETE", "/v1/sessions/current", token: token).status == 204)
+        #expect(try await first.send("GET", "/v1/account", token: token).status == 401)
+        #expect(try await second.send("GET", "/v1/account", token: token).status == 401)
+
+        // SIGTERM: both stop cleanly, and the store holds what they acknowledged.
+        #expect(await first.terminate() == 0)
+        #expect(await second.terminate() == 0)
+        let restarted = try ServeProcess(store: store)
+        try await restarted.start()
+        let login = try await restarted.send("POST", "/v1/sessions", json: #"{"userId":"ada@example.org","password":"correct horse battery"}"#)
+        #expect(login.status == 201)
+        #expect(await restarted.terminate() == 0)
+    }
+
+    @Test("password reset tokens go to the outbox file (mode 0600), one JSON line each, and complete the reset")
+    func resetOutbox() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
+        let outbox = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: store)
+            try? FileManager.default.removeItem(at: outbox)
+        }
+        let server = try ServeProcess(store: store, extra: ["--reset-outbox", outbox.path])
+        try await server.start()
+        _ = try await server.send(
+            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
+        #expect(try await server.send("POST", "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 202)
+        let lines = try String(contentsOf: outbox, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        let entry = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
+        #expect(entry["userId"] == "ada@example.org")
+        let permissions = try FileManager.default.attributesOfItem(atPath: outbox.path)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        let token = try #require(entry["token"])
+        let completion = #"{"userId":"ada@example.org","token":"\#(token)","newPassword":"brand new secret 7"}"#
+        #expect(try await server.send("POST", "/v1/password-resets/complete", json: completion).status == 204)
+        #expect(await server.terminate() == 0)
+    }
+}
