@@ -33,6 +33,7 @@ struct AccountRoutes: Sendable {
         Operation(method: .delete, path: "/v1/account") { try await $0.delete(&$1) },
         Operation(method: .post, path: "/v1/account/upgrade") { try await $0.upgrade(&$1) },
         Operation(method: .get, path: "/v1/account/history") { try await $0.history(&$1) },
+        Operation(method: .get, path: "/v1/account/events") { try await $0.events(&$1) },
         Operation(method: .post, path: "/v1/password-resets") { try await $0.requestReset(&$1) },
         Operation(method: .post, path: "/v1/password-resets/complete") { try await $0.completeReset(&$1) },
         Operation(method: .get, path: "/openapi.yaml") { routes, _ in routes.openAPIDocument() },
@@ -156,6 +157,19 @@ struct AccountRoutes: Sendable {
         let state = try await store.authenticate(token: try bearer(request))
         let entries = try await store.history(of: state.accountId)
         return try Self.json(HistoryBody(accountId: state.accountId, entries: entries.map(HistoryEntryBody.init)))
+    }
+
+    private func events(_ request: inout Request) async throws -> Response {
+        let token = try bearer(request)
+        let state = try await store.authenticate(token: token)
+        var after: UInt64?
+        if let last = request.headers[.init("Last-Event-ID")!] {
+            guard let position = UInt64(last) else { throw Problem.malformed("Last-Event-ID is not a log position") }
+            after = position
+        }
+        return NotificationStream(
+            store: store, token: token, accountId: state.accountId, after: after, heartbeat: configuration.heartbeat, logger: logger
+        ).response()
     }
 
     private func requestReset(_ request: inout Request) async throws -> Response {

@@ -19,8 +19,10 @@ public struct AccountServerConfiguration: Sendable {
     public var sessionValidity: Duration = .seconds(24 * 3_600)
     /// The largest request body accepted; larger ones are answered 413 before they are parsed.
     public var maxBodyBytes = 64 * 1024
+    /// How often an idle event stream sends a comment line (and checks its session again).
+    public var heartbeat: Duration = .seconds(15)
 
-    /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB.
+    /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}
 }
 

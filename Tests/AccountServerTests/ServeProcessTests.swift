@@ -53,10 +53,15 @@ final class ServeProcess {
         throw CancellationError()
     }
 
-    /// Sends SIGTERM and waits for the exit status.
+    /// Sends SIGTERM and waits (up to 20 s, then SIGKILL and -1) for the exit status.
     func terminate() async -> Int32 {
         process.terminate()
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<400 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        guard !process.isRunning else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return -1
+        }
         return process.terminationStatus
     }
 

@@ -38,22 +38,26 @@ public struct AccountNotificationFeed: AsyncSequence, Sendable {
 
     let store: AccountStore
     let after: UInt64
+    /// Only this account's notifications (others' records are skipped before they are decoded).
+    var accountId: String?
 
     /// Starts reading; each iterator reads on its own.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(store: store, records: store.log.subscribeRecords(after: after).makeAsyncIterator())
+        Iterator(store: store, records: store.log.subscribeRecords(after: after, stream: accountId).makeAsyncIterator(), accountId: accountId)
     }
 
     /// The iterator that reads the sequence in batches.
     public struct Iterator: AsyncIteratorProtocol {
         let store: AccountStore
         var records: EventSubscription.Iterator
+        let accountId: String?
         var pending: [LoggedNotification] = []
 
         /// The next element; `nil` when the sequence ended.
         public mutating func next() async throws -> LoggedNotification? {
             while pending.isEmpty {
                 guard let record = try await records.next() else { return nil }
+                if let accountId, record.streamID != accountId { continue }
                 pending = try await store.notifications(for: record)
             }
             return pending.removeFirst()
@@ -66,6 +70,14 @@ extension AccountStore {
     public func notifications(after position: UInt64? = nil) async throws -> AccountNotificationFeed {
         if let position { return AccountNotificationFeed(store: self, after: position) }
         return AccountNotificationFeed(store: self, after: try await log.lastPosition())
+    }
+
+    /// One account's notifications after `position` (default: from now on), live: what a client
+    /// signed in to that account would be told, including changes made by other processes.
+    public func notifications(of accountId: String, after position: UInt64? = nil) async throws -> AccountNotificationFeed {
+        let start: UInt64
+        if let position { start = position } else { start = try await log.lastPosition() }
+        return AccountNotificationFeed(store: self, after: start, accountId: accountId)
     }
 
     /// The notifications one record stands for (none for most security and external events).

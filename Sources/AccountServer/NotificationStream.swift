@@ -1,0 +1,147 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import SpeziAccount
+import SpeziAccountStore
+
+/// `GET /v1/account/events`: the signed-in account's notifications as Server-Sent Events, read from
+/// the log (so changes made by other servers or by `accountctl` arrive too).
+///
+/// Each event's `id` is its log position; a client that reconnects with `Last-Event-ID` gets what
+/// followed it and nothing twice. Without one the stream starts at the log's head. Every
+/// `heartbeat` a comment line keeps proxies from closing an idle stream and the session is checked
+/// again; the stream ends once the session is over (logout, password change, deletion, expiry).
+struct NotificationStream: Sendable {
+    let store: AccountStore
+    let token: String
+    let accountId: String
+    let after: UInt64?
+    let heartbeat: Duration
+    let logger: Logger
+
+    func response() -> Response {
+        let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                try await stream(into: &writer)
+                try await writer.finish(nil)
+            })
+    }
+
+    /// What the two producers hand the writer.
+    private enum Chunk: Sendable {
+        case event(LoggedNotification)
+        case heartbeat
+    }
+
+    private func stream(into writer: inout any ResponseBodyWriter) async throws {
+        let (chunks, continuation) = AsyncThrowingStream<Chunk, any Error>.makeStream(bufferingPolicy: .bufferingOldest(256))
+        let feed = try await store.notifications(of: accountId, after: after)
+        let producers = Task {
+            // A graceful shutdown ends the stream, so that the server's shutdown does not wait for
+            // the client to hang up.
+            await withGracefulShutdownHandler {
+                await produce(feed: feed, into: continuation)
+            } onGracefulShutdown: {
+                continuation.finish()
+            }
+        }
+        defer { producers.cancel() }
+        try await writer.write(ByteBuffer(string: ": \(accountId)\n\n"))
+        for try await chunk in chunks {
+            switch chunk {
+            case let .event(notification):
+                try await writer.write(ByteBuffer(string: try Self.frame(notification)))
+            case .heartbeat:
+                try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+            }
+            // The session may have ended with this event, or by expiring: then so does the stream.
+            guard (try? await store.authenticate(token: token)) != nil else { return }
+        }
+    }
+
+    /// Feeds the account's notifications and the heartbeats into `continuation` until the feed ends
+    /// or fails, or the task is cancelled.
+    private func produce(feed: AccountNotificationFeed, into continuation: AsyncThrowingStream<Chunk, any Error>.Continuation) async {
+        await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await notification in feed { continuation.yield(.event(notification)) }
+                continuation.finish()
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: heartbeat)
+                    continuation.yield(.heartbeat)
+                }
+            }
+            do {
+                try await group.next()
+            } catch is CancellationError {
+            } catch {
+                logger.error("an account's event stream failed", metadata: ["error": "\(error)"])
+                continuation.finish(throwing: error)
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// One event: `id` (the log position), `event` (the notification's name), `data` (JSON, one line).
+    static func frame(_ notification: LoggedNotification) throws -> String {
+        let name: String
+        var data: [String: AccountDetailsJSON] = [:]
+        switch notification.event {
+        case let .associatedAccount(details):
+            name = "associatedAccount"
+            data["details"] = AccountDetailsJSON(details)
+        case let .detailsChanged(before, after):
+            name = "detailsChanged"
+            data["before"] = AccountDetailsJSON(before)
+            data["after"] = AccountDetailsJSON(after)
+        case .deletingAccount:
+            name = "deletingAccount"
+        case let .disassociatingAccount(details):
+            name = "disassociatingAccount"
+            data["details"] = AccountDetailsJSON(details)
+        }
+        let json = try JSONCoding.encoder.encode(EventData(accountId: notification.accountId, values: data))
+        return "id: \(notification.position)\nevent: \(name)\ndata: \(String(decoding: json, as: UTF8.self))\n\n"
+    }
+
+    private struct EventData: Encodable {
+        let accountId: String
+        let values: [String: AccountDetailsJSON]
+
+        struct Key: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(accountId, forKey: Key(stringValue: "accountId"))
+            for (key, value) in values { try container.encode(value, forKey: Key(stringValue: key)) }
+        }
+    }
+
+    /// Details without the password.
+    private struct AccountDetailsJSON: Encodable {
+        let details: AccountDetails
+
+        init(_ details: AccountDetails) {
+            var shown = details
+            shown.password = nil
+            self.details = shown
+        }
+
+        func encode(to encoder: any Encoder) throws { try details.encode(to: encoder) }
+    }
+}
