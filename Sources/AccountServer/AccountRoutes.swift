@@ -15,35 +15,37 @@ struct AccountRoutes: Sendable {
     let store: AccountStore
     let configuration: AccountServerConfiguration
     let logger: Logger
+    let limiter = RateLimiter()
 
     /// One operation: its method, its path, and what answers it.
     struct Operation: Sendable {
         let method: HTTPRequest.Method
         let path: String
-        let answer: @Sendable (AccountRoutes, inout Request) async throws -> Response
+        /// Gets the routes, the request and the client's address.
+        let answer: @Sendable (AccountRoutes, inout Request, String) async throws -> Response
     }
 
     static let operationTable: [Operation] = [
-        Operation(method: .post, path: "/v1/accounts") { try await $0.signup(&$1) },
-        Operation(method: .post, path: "/v1/accounts/anonymous") { try await $0.signInAnonymously(&$1) },
-        Operation(method: .post, path: "/v1/sessions") { try await $0.login(&$1) },
-        Operation(method: .delete, path: "/v1/sessions/current") { try await $0.logout(&$1) },
-        Operation(method: .get, path: "/v1/account") { try await $0.details(&$1) },
-        Operation(method: .patch, path: "/v1/account") { try await $0.modify(&$1) },
-        Operation(method: .delete, path: "/v1/account") { try await $0.delete(&$1) },
-        Operation(method: .post, path: "/v1/account/upgrade") { try await $0.upgrade(&$1) },
-        Operation(method: .get, path: "/v1/account/history") { try await $0.history(&$1) },
-        Operation(method: .get, path: "/v1/account/events") { try await $0.events(&$1) },
-        Operation(method: .post, path: "/v1/password-resets") { try await $0.requestReset(&$1) },
-        Operation(method: .post, path: "/v1/password-resets/complete") { try await $0.completeReset(&$1) },
-        Operation(method: .get, path: "/openapi.yaml") { routes, _ in routes.openAPIDocument() },
-        Operation(method: .get, path: "/health") { _, _ in try AccountRoutes.json(["status": "ok"]) }
+        Operation(method: .post, path: "/v1/accounts") { routes, request, client in try await routes.signup(&request, client: client) },
+        Operation(method: .post, path: "/v1/accounts/anonymous") { routes, request, client in try await routes.signInAnonymously(&request, client: client) },
+        Operation(method: .post, path: "/v1/sessions") { routes, request, client in try await routes.login(&request, client: client) },
+        Operation(method: .delete, path: "/v1/sessions/current") { routes, request, _ in try await routes.logout(&request) },
+        Operation(method: .get, path: "/v1/account") { routes, request, _ in try await routes.details(&request) },
+        Operation(method: .patch, path: "/v1/account") { routes, request, _ in try await routes.modify(&request) },
+        Operation(method: .delete, path: "/v1/account") { routes, request, _ in try await routes.delete(&request) },
+        Operation(method: .post, path: "/v1/account/upgrade") { routes, request, _ in try await routes.upgrade(&request) },
+        Operation(method: .get, path: "/v1/account/history") { routes, request, _ in try await routes.history(&request) },
+        Operation(method: .get, path: "/v1/account/events") { routes, request, _ in try await routes.events(&request) },
+        Operation(method: .post, path: "/v1/password-resets") { routes, request, client in try await routes.requestReset(&request, client: client) },
+        Operation(method: .post, path: "/v1/password-resets/complete") { routes, request, client in try await routes.completeReset(&request, client: client) },
+        Operation(method: .get, path: "/openapi.yaml") { routes, _, _ in routes.openAPIDocument() },
+        Operation(method: .get, path: "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) }
     ]
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<ServerRequestContext>) {
         for operation in Self.operationTable {
-            router.on(RouterPath(operation.path), method: operation.method) { request, _ in
-                await answer(operation, request)
+            router.on(RouterPath(operation.path), method: operation.method) { request, context in
+                await answer(operation, request, client: context.client)
             }
         }
     }
@@ -51,12 +53,12 @@ struct AccountRoutes: Sendable {
     /// Runs an operation: problems become problem details, anything else a logged 500. Every
     /// request leaves one access-log line with its method, route, status and duration (no bodies,
     /// no tokens, no user ids).
-    private func answer(_ operation: Operation, _ request: Request) async -> Response {
+    private func answer(_ operation: Operation, _ request: Request, client: String) async -> Response {
         let start = ContinuousClock.now
         var request = request
         let response: Response
         do {
-            response = try await operation.answer(self, &request)
+            response = try await operation.answer(self, &request, client)
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             // The body passed maxBodyBytes while it was collected.
             response = Problem.bodyTooLarge(configuration.maxBodyBytes).response()
@@ -81,7 +83,8 @@ struct AccountRoutes: Sendable {
 
     // MARK: Operations
 
-    private func signup(_ request: inout Request) async throws -> Response {
+    private func signup(_ request: inout Request, client: String) async throws -> Response {
+        try limit("signup-client", client, configuration.rateLimits.signupsPerClient)
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
         let created = try await store.signup(details, context: context(request))
@@ -89,14 +92,17 @@ struct AccountRoutes: Sendable {
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
-    private func signInAnonymously(_ request: inout Request) async throws -> Response {
+    private func signInAnonymously(_ request: inout Request, client: String) async throws -> Response {
+        try limit("signup-client", client, configuration.rateLimits.signupsPerClient)
         let created = try await store.signInAnonymously(context: context(request))
         let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
-    private func login(_ request: inout Request) async throws -> Response {
+    private func login(_ request: inout Request, client: String) async throws -> Response {
+        try limit("login-client", client, configuration.rateLimits.loginsPerClient)
         let login = try await body(&request, as: LoginBody.self)
+        try limit("login-account", AccountLog.normalizedUserId(login.userId), configuration.rateLimits.loginsPerAccount)
         let (details, session) = try await store.startSession(
             userId: login.userId, password: login.password, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: details), status: .created)
@@ -172,20 +178,30 @@ struct AccountRoutes: Sendable {
         ).response()
     }
 
-    private func requestReset(_ request: inout Request) async throws -> Response {
+    private func requestReset(_ request: inout Request, client: String) async throws -> Response {
+        try limit("reset-client", client, configuration.rateLimits.resetsPerClient)
         let reset = try await body(&request, as: ResetRequestBody.self)
+        try limit("reset-account", AccountLog.normalizedUserId(reset.userId), configuration.rateLimits.resetsPerAccount)
         // The same answer whether or not the user id has an account.
         try await store.requestPasswordReset(userId: reset.userId, context: context(request))
         return Response(status: .accepted)
     }
 
-    private func completeReset(_ request: inout Request) async throws -> Response {
+    private func completeReset(_ request: inout Request, client: String) async throws -> Response {
+        try limit("reset-client", client, configuration.rateLimits.resetsPerClient)
         let reset = try await body(&request, as: ResetCompletionBody.self)
         try await store.completePasswordReset(userId: reset.userId, token: reset.token, newPassword: reset.newPassword, context: context(request))
         return Response(status: .noContent)
     }
 
     // MARK: Helpers
+
+    /// Takes one request from the bucket of `key` under `kind`, or answers 429 with Retry-After.
+    private func limit(_ kind: String, _ key: String, _ limit: RateLimit) throws {
+        guard let wait = limiter.take("\(kind):\(key)", limit: limit) else { return }
+        logger.notice("rate limited", metadata: ["limit": "\(kind)"])
+        throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
+    }
 
     /// Checks the current password before a change of credentials or a deletion (a failure counts
     /// towards the lockout like a failed login).

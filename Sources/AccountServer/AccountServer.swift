@@ -21,6 +21,8 @@ public struct AccountServerConfiguration: Sendable {
     public var maxBodyBytes = 64 * 1024
     /// How often an idle event stream sends a comment line (and checks its session again).
     public var heartbeat: Duration = .seconds(15)
+    /// Limits on logins, signups and password resets (429 with Retry-After beyond them).
+    public var rateLimits = RateLimits()
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}
@@ -59,7 +61,7 @@ public struct AccountServer: Service {
 
     /// The Hummingbird application (package access: the tests drive it without a socket).
     package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: ServerRequestContext.self)
         routes.register(on: router)
         return Application(
             router: router,
@@ -73,5 +75,17 @@ public struct AccountServer: Service {
     /// The methods and paths the server answers, as the OpenAPI document lists them (`/{id}` style).
     public static var operations: [(method: String, path: String)] {
         AccountRoutes.operationTable.map { ($0.method.rawValue, $0.path) }
+    }
+}
+
+/// The request context: Hummingbird's, plus the client's address (for the rate limits).
+struct ServerRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The remote IP address, or "unknown" (a test channel has none).
+    let client: String
+
+    init(source: ApplicationRequestContextSource) {
+        self.coreContext = CoreRequestContextStorage(source: source)
+        self.client = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 }

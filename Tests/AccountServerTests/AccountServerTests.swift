@@ -228,6 +228,38 @@ struct AccountServerTests {
         }
     }
 
+    @Test("rate limits: per user id (known or not, the same answers) and per client, 429 with Retry-After; nothing reaches the log")
+    func rateLimits() async throws {
+        var limited = AccountServerConfiguration()
+        limited.rateLimits.loginsPerAccount = RateLimit(burst: 2, perMinute: 1)
+        limited.rateLimits.signupsPerClient = RateLimit(burst: 2, perMinute: 1)
+        limited.rateLimits.resetsPerAccount = RateLimit(burst: 1, perMinute: 1)
+        try await ServerFixture().withServer(configuration: limited) { api, store in
+            let (_, accountId) = try await api.signup("ada@example.org")
+            for userId in ["ada@example.org", "nobody@example.org"] {
+                for _ in 0..<2 {
+                    #expect(try await api.send(.post, "/v1/sessions", json: #"{"userId":"\#(userId)","password":"nope"}"#).status == 401)
+                }
+                let third = try await api.send(.post, "/v1/sessions", json: #"{"userId":"\#(userId)","password":"nope"}"#)
+                #expect(third.status == 429)
+                #expect(third.problemType == "urn:spezi-account-store:problem:rate-limited")
+                #expect((Int(third.headers[.retryAfter] ?? "") ?? 0) >= 1)
+            }
+            // Upper case is the same user id.
+            #expect(try await api.send(.post, "/v1/sessions", json: #"{"userId":"ADA@example.org","password":"nope"}"#).status == 429)
+            #expect(try await api.send(.post, "/v1/sessions", json: #"{"userId":"other@example.org","password":"nope"}"#).status == 401)
+            #expect(try await eventTypes(store, accountId).filter { $0 == "auth.login-failed" }.count == 2)
+
+            _ = try await api.signup("bea@example.org")
+            let signup = try await api.send(.post, "/v1/accounts/anonymous")
+            #expect(signup.status == 429)
+
+            #expect(try await api.send(.post, "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 202)
+            #expect(try await api.send(.post, "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 429)
+            #expect(try await api.send(.post, "/v1/password-resets", json: #"{"userId":"nobody@example.org"}"#).status == 202)
+        }
+    }
+
     @Test("history: the account's own events with changes, the password shown as ***, never its hash")
     func history() async throws {
         try await ServerFixture().withServer { api, _ in

@@ -1,0 +1,83 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Synchronization
+
+/// How many requests of a kind a client (or an account) may make: `burst` at once, then one more
+/// every `60 / perMinute` seconds.
+public struct RateLimit: Sendable, Equatable {
+    /// Requests allowed at once.
+    public var burst: Int
+    /// Requests allowed per minute after the burst.
+    public var perMinute: Int
+
+    /// A limit of `burst` at once and `perMinute` after.
+    public init(burst: Int, perMinute: Int) {
+        self.burst = max(1, burst)
+        self.perMinute = max(1, perMinute)
+    }
+}
+
+/// The server's rate limits. Per client means per remote address; per account means per user id
+/// as submitted (whether or not it has an account, so the answers reveal nothing).
+public struct RateLimits: Sendable, Equatable {
+    /// Logins from one address.
+    public var loginsPerClient = RateLimit(burst: 30, perMinute: 30)
+    /// Logins for one user id, from anywhere.
+    public var loginsPerAccount = RateLimit(burst: 10, perMinute: 10)
+    /// Signups (anonymous ones included) from one address.
+    public var signupsPerClient = RateLimit(burst: 10, perMinute: 10)
+    /// Password reset requests and completions from one address.
+    public var resetsPerClient = RateLimit(burst: 10, perMinute: 5)
+    /// Password reset requests for one user id.
+    public var resetsPerAccount = RateLimit(burst: 3, perMinute: 1)
+
+    /// The defaults above.
+    public init() {}
+}
+
+/// Token buckets by key, in memory (each server keeps its own). Buckets that have refilled are
+/// dropped once there are many, so memory stays bounded by the recent callers.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+
+    private let buckets = Mutex<[String: Bucket]>([:])
+    private let clock = ContinuousClock()
+    private let pruneAbove: Int
+
+    init(pruneAbove: Int = 100_000) {
+        self.pruneAbove = pruneAbove
+    }
+
+    /// Takes one request from `key`'s bucket; nil when allowed, else the seconds until it would be.
+    func take(_ key: String, limit: RateLimit) -> Int? {
+        let now = clock.now
+        let rate = Double(limit.perMinute) / 60
+        return buckets.withLock { buckets in
+            var bucket = buckets[key] ?? Bucket(tokens: Double(limit.burst), updated: now)
+            let elapsed = now - bucket.updated
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            bucket.tokens = min(Double(limit.burst), bucket.tokens + seconds * rate)
+            bucket.updated = now
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                buckets[key] = bucket
+                if buckets.count > pruneAbove { Self.prune(&buckets, now: now) }
+                return nil
+            }
+            buckets[key] = bucket
+            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+
+    /// Drops the buckets untouched for ten minutes (any limit has refilled them by then).
+    private static func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
+        buckets = buckets.filter { now - $0.value.updated < .seconds(600) }
+    }
+}
