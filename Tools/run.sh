@@ -4,7 +4,8 @@
 #
 # The README's two commands on a fresh Debian or Ubuntu machine with Swift 6.3:
 #   Tools/run.sh demo   installs what the store needs (liblmdb-dev), then runs the demo on a store
-#   Tools/run.sh test   installs what the tests need as well (valgrind, gcc, PostgreSQL, Python lmdb),
+#   Tools/run.sh test   installs what the tests need as well (valgrind, gcc, PostgreSQL, Python lmdb,
+#                       schemathesis),
 #                       then runs every test (swift test)
 # Each installs only what is missing, with apt-get (as root, or through sudo) and pip.
 # `Tools/run.sh test --coverage` records line coverage (what .ci/run does).
@@ -25,6 +26,9 @@ install_store_dependencies() {
     fi
 }
 
+# The API fuzzer's version (PyPI), pinned so that runs are comparable.
+SCHEMATHESIS_VERSION="4.32.5"
+
 install_test_dependencies() {
     install_store_dependencies
     # The constant-time test counts instructions with valgrind; the I/O fault tests build a shim with cc.
@@ -35,6 +39,13 @@ install_test_dependencies() {
     if [ ${#missing[@]} -gt 0 ]; then apt_install valgrind gcc binutils; fi
     # The PostgreSQL backend's tests start throwaway clusters with initdb and pg_ctl.
     if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then apt_install postgresql; fi
+    # The API test checks the account server against its OpenAPI document with schemathesis.
+    if ! python3 -c "import schemathesis" 2>/dev/null; then
+        if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+        echo "==> installing schemathesis $SCHEMATHESIS_VERSION"
+        python3 -m pip install --quiet "schemathesis==$SCHEMATHESIS_VERSION" \
+            || python3 -m pip install --quiet --break-system-packages "schemathesis==$SCHEMATHESIS_VERSION"
+    fi
     # The format test reads logs with Python's lmdb package, as FORMAT.md promises anyone can.
     if ! python3 -c "import lmdb" 2>/dev/null; then
         if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi

@@ -27,7 +27,9 @@ struct AccountRoutes: Sendable {
 
     static let operationTable: [Operation] = [
         Operation(method: .post, path: "/v1/accounts") { routes, request, client in try await routes.signup(&request, client: client) },
-        Operation(method: .post, path: "/v1/accounts/anonymous") { routes, request, client in try await routes.signInAnonymously(&request, client: client) },
+        Operation(method: .post, path: "/v1/accounts/anonymous") { routes, request, client in
+            try await routes.signInAnonymously(&request, client: client)
+        },
         Operation(method: .post, path: "/v1/sessions") { routes, request, client in try await routes.login(&request, client: client) },
         Operation(method: .delete, path: "/v1/sessions/current") { routes, request, _ in try await routes.logout(&request) },
         Operation(method: .get, path: "/v1/account") { routes, request, _ in try await routes.details(&request) },
@@ -37,7 +39,9 @@ struct AccountRoutes: Sendable {
         Operation(method: .get, path: "/v1/account/history") { routes, request, _ in try await routes.history(&request) },
         Operation(method: .get, path: "/v1/account/events") { routes, request, _ in try await routes.events(&request) },
         Operation(method: .post, path: "/v1/password-resets") { routes, request, client in try await routes.requestReset(&request, client: client) },
-        Operation(method: .post, path: "/v1/password-resets/complete") { routes, request, client in try await routes.completeReset(&request, client: client) },
+        Operation(method: .post, path: "/v1/password-resets/complete") { routes, request, client in
+            try await routes.completeReset(&request, client: client)
+        },
         Operation(method: .get, path: "/openapi.yaml") { routes, _, _ in routes.openAPIDocument() },
         Operation(method: .get, path: "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) }
     ]

@@ -1,0 +1,63 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Testing
+
+@Suite("The OpenAPI document against the running server (schemathesis)")
+struct APIFuzzTests {
+    /// schemathesis (PyPI, installed by `Tools/run.sh test`) generates requests for every operation
+    /// from the document served at /openapi.yaml, with the bearer token of one account, and fails on
+    /// any 5xx, an undocumented status or content type, or a body that does not match its schema.
+    /// The event stream (it never ends while its session lasts) and the logout (it would end the
+    /// fuzzer's session) are left to the other tests.
+    @Test("schemathesis: 600+ generated requests, no server error, every answer as documented")
+    func schemathesis() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("fuzz-store-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: store) }
+        let server = try ServeProcess(store: store)
+        try await server.start()
+        let signup = try await server.send(
+            "POST", "/v1/accounts", json: #"{"userId":"fuzz@example.org","password":"correct horse battery","name":{"givenName":"Fuzz"}}"#)
+        let token = try #require(signup.body["token"] as? String)
+
+        let report = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: report) }
+        _ = FileManager.default.createFile(atPath: report.path, contents: nil)
+        let fuzzer = Process()
+        fuzzer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        fuzzer.arguments = [
+            "python3", "-c", "import sys; sys.argv[0] = 'st'; from schemathesis.cli import schemathesis; schemathesis()",
+            "run", "\(server.base)/openapi.yaml",
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+            "--header", "Authorization: Bearer \(token)",
+            "--exclude-path", "/v1/account/events", "--exclude-path", "/v1/sessions/current",
+            "--phases", "examples,coverage,fuzzing", "--max-examples", "60", "--seed", "20261124", "--request-timeout", "20",
+            "--no-color", "--warnings", "off"
+        ]
+        let output = try FileHandle(forWritingTo: report)
+        fuzzer.standardOutput = output
+        fuzzer.standardError = output
+        try fuzzer.run()
+        while fuzzer.isRunning { try await Task.sleep(for: .milliseconds(200)) }
+        try output.close()
+        let text = try String(contentsOf: report, encoding: .utf8)
+        #expect(
+            fuzzer.terminationStatus == 0, "schemathesis reported problems (or is not installed: Tools/run.sh install-test-dependencies):\n\(text)")
+        // Not vacuous: every selected operation was tested, with hundreds of cases.
+        func number(after label: String) -> Int? {
+            text.split(separator: "\n").first { $0.contains(label) }.flatMap { line in
+                Int(line.split(separator: label).last?.split(separator: "/").first?.trimmingCharacters(in: .whitespaces) ?? "")
+            }
+        }
+        #expect(number(after: "Tested:") == number(after: "Selected:"), "\(text)")
+        #expect((number(after: "Tested:") ?? 0) >= 11, "\(text)")
+        let generated = text.split(separator: "\n").first { $0.contains(" generated, ") }
+        let count = generated.flatMap { Int($0.split(separator: " ").first { Int($0) != nil } ?? "") } ?? 0
+        #expect(count >= 600, "\(generated ?? "no summary")")
+        #expect(await server.terminate() == 0)
+    }
+}
