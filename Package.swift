@@ -21,7 +21,8 @@ let package = Package(
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
         .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"]),
         .library(name: "SpeziAccountTesting", targets: ["SpeziAccountTesting"]),
-        .library(name: "AccountServer", targets: ["AccountServer"])
+        .library(name: "AccountServer", targets: ["AccountServer"]),
+        .library(name: "RemoteAccountService", targets: ["RemoteAccountService"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
         // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
@@ -140,12 +142,22 @@ let package = Package(
         .target(
             name: "AccountServer",
             dependencies: [
-                "SpeziAccountStore", "SpeziAccount",
+                "SpeziAccountStore", "SpeziAccount", "EventLogProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             resources: [.copy("openapi.yaml")]
+        ),
+        // An `AccountService` for apps that talks to an account server: AsyncHTTPClient on Linux,
+        // URLSession elsewhere, behind a small transport protocol.
+        .target(
+            name: "RemoteAccountService",
+            dependencies: [
+                "Spezi", "SpeziAccount",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "Logging", package: "swift-log")
+            ]
         ),
         // The child process that the log's crash test kills at random moments.
         .executableTarget(name: "log-crash-child", dependencies: ["EventLog", "LMDB"], path: "Tools/log-crash-child"),
@@ -209,7 +221,7 @@ let package = Package(
         .testTarget(
             name: "AccountServerTests",
             dependencies: [
-                "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport",
+                "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi",
                 .product(name: "HummingbirdTesting", package: "hummingbird")
             ])
     ],

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import Foundation
 import Hummingbird
 import Logging
@@ -16,7 +17,10 @@ import SpeziAccountStore
 /// Each event's `id` is its log position; a client that reconnects with `Last-Event-ID` gets what
 /// followed it and nothing twice. Without one the stream starts at the log's head. Every
 /// `heartbeat` a comment line keeps proxies from closing an idle stream and the session is checked
-/// again; the stream ends once the session is over (logout, password change, deletion, expiry).
+/// again (for expiry). The stream ends once the session is over: after the notifications of the
+/// command that ended it (the logout, the password change, the deletion: its `auth.session-ended`
+/// and every later record of the account that was already in the log then), or at the first
+/// heartbeat after it expired.
 struct NotificationStream: Sendable {
     let store: AccountStore
     let token: String
@@ -39,16 +43,18 @@ struct NotificationStream: Sendable {
     private enum Chunk: Sendable {
         case event(LoggedNotification)
         case heartbeat
+        case ended
     }
 
     private func stream(into writer: inout any ResponseBodyWriter) async throws {
         let (chunks, continuation) = AsyncThrowingStream<Chunk, any Error>.makeStream(bufferingPolicy: .bufferingOldest(256))
-        let feed = try await store.notifications(of: accountId, after: after)
+        let start: UInt64
+        if let after { start = after } else { start = try await store.log.lastPosition() }
         let producers = Task {
             // A graceful shutdown ends the stream, so that the server's shutdown does not wait for
             // the client to hang up.
             await withGracefulShutdownHandler {
-                await produce(feed: feed, into: continuation)
+                await produce(after: start, into: continuation)
             } onGracefulShutdown: {
                 continuation.finish()
             }
@@ -60,19 +66,34 @@ struct NotificationStream: Sendable {
             case let .event(notification):
                 try await writer.write(ByteBuffer(string: try Self.frame(notification)))
             case .heartbeat:
+                // The session may have expired (no record says so).
+                guard (try? await store.authenticate(token: token)) != nil else { return }
                 try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+            case .ended:
+                return
             }
-            // The session may have ended with this event, or by expiring: then so does the stream.
-            guard (try? await store.authenticate(token: token)) != nil else { return }
         }
     }
 
-    /// Feeds the account's notifications and the heartbeats into `continuation` until the feed ends
-    /// or fails, or the task is cancelled.
-    private func produce(feed: AccountNotificationFeed, into continuation: AsyncThrowingStream<Chunk, any Error>.Continuation) async {
+    /// Feeds the account's notifications and the heartbeats into `continuation` until the session
+    /// ends in the log, the log closes or fails, or the task is cancelled.
+    private func produce(after start: UInt64, into continuation: AsyncThrowingStream<Chunk, any Error>.Continuation) async {
+        let sessionHash = AccountStore.sessionHash(ofToken: token)
         await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for try await notification in feed { continuation.yield(.event(notification)) }
+                // The account's own records, so that the record ending this session is seen even
+                // though it reports nothing; the rest of its command follows before the end.
+                var lastVersion: UInt64?
+                for try await record in store.log.subscribeRecords(after: start, stream: accountId) {
+                    for notification in try await store.notifications(for: record) { continuation.yield(.event(notification)) }
+                    if lastVersion == nil, try endsSession(record, sessionHash: sessionHash) {
+                        lastVersion = try await store.log.streamVersion(accountId) ?? record.streamVersion
+                    }
+                    if let lastVersion, record.streamVersion >= lastVersion {
+                        continuation.yield(.ended)
+                        break
+                    }
+                }
                 continuation.finish()
             }
             group.addTask {
@@ -89,6 +110,20 @@ struct NotificationStream: Sendable {
                 continuation.finish(throwing: error)
             }
             group.cancelAll()
+        }
+    }
+
+    /// Whether `record` ends the session with `sessionHash`: its `auth.session-ended`, or the
+    /// account's deletion.
+    private func endsSession(_ record: RecordedEvent, sessionHash: String?) throws -> Bool {
+        switch record.type {
+        case "account.deleted":
+            return true
+        case "auth.session-ended":
+            guard case let .sessionEnded(hash, _) = try store.accounts.event(from: record) else { return false }
+            return hash == sessionHash
+        default:
+            return false
         }
     }
 

@@ -80,8 +80,9 @@ extension AccountStore {
         return AccountNotificationFeed(store: self, after: start, accountId: accountId)
     }
 
-    /// The notifications one record stands for (none for most security and external events).
-    func notifications(for record: RecordedEvent) async throws -> [LoggedNotification] {
+    /// The notifications one record stands for (none for most security and external events), for
+    /// a consumer that reads the log itself.
+    public func notifications(for record: RecordedEvent) async throws -> [LoggedNotification] {
         guard AccountEvent.currentSchemaVersions[record.type] != nil else { return [] }
         let event = try accounts.event(from: record)
         let accountId = record.streamID

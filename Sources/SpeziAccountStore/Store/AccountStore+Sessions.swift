@@ -91,6 +91,12 @@ extension AccountStore {
         if let position = outcome.position { try await awaitCache(position) }
     }
 
+    /// The hash a session's events carry for a bearer token (nil for a malformed token): how a
+    /// reader of the log recognizes the `auth.session-ended` of its own session.
+    public static func sessionHash(ofToken token: String) -> String? {
+        parseSessionToken(token)?.sessionHash
+    }
+
     /// The events that end every open session of `state`, for `reason`, in hash order.
     func endingSessions(of state: AccountState, reason: String) -> [AccountEvent] {
         state.sessions.keys.sorted().map { .sessionEnded(sessionHash: $0, reason: reason) }

@@ -1,0 +1,195 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import SpeziAccount
+
+/// A refusal of the account server that the seed has no error for: its RFC 9457 problem.
+public struct AccountServerProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The HTTP status.
+    public let status: Int
+    /// The problem's type, `urn:spezi-account-store:problem:<slug>`.
+    public let type: String
+    /// What went wrong, in a sentence.
+    public let title: String
+    /// More about it, if the server said.
+    public let detail: String?
+    /// Seconds to wait before trying again (rate limits, lockouts, contention).
+    public let retryAfter: Int?
+
+    /// The type's last part (`rate-limited`, `invalid-value`, …).
+    public var slug: String { type.split(separator: ":").last.map(String.init) ?? type }
+
+    public var description: String {
+        "\(title)\(detail.map { " (\($0))" } ?? "") [\(status) \(slug)]"
+    }
+
+    static func unexpected(_ response: TransportResponse) -> AccountServerProblem {
+        AccountServerProblem(
+            status: response.status, type: "urn:spezi-account-store:problem:unexpected-answer",
+            title: "The server's answer is not what the API describes.", detail: nil, retryAfter: nil)
+    }
+}
+
+/// One event of the account's stream.
+struct ServerSentEvent: Sendable {
+    let id: UInt64
+    let name: String
+    /// The data's members that hold details (`details`, `before`, `after`), as JSON.
+    let data: [String: Data]
+}
+
+/// Requests of the account API over a transport, with problem details turned into errors.
+struct APIClient: Sendable {
+    let base: URL
+    let transport: any AccountServerTransport
+
+    func url(_ path: String) -> URL {
+        base.appendingPathComponent(String(path.dropFirst()))
+    }
+
+    /// Sends a request; a 2xx answer comes back, anything else is thrown as an error.
+    func call(_ method: String, _ path: String, token: String? = nil, body: Data? = nil) async throws -> TransportResponse {
+        var headers = ["Accept": "application/json"]
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        if body != nil { headers["Content-Type"] = "application/json" }
+        let response = try await transport.send(TransportRequest(method: method, url: url(path), headers: headers, body: body))
+        guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
+        return response
+    }
+
+    /// Opens the account's event stream (after `after`, or from now on).
+    func events(token: String, after: UInt64?) async throws -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        var headers = ["Accept": "text/event-stream", "Authorization": "Bearer \(token)"]
+        if let after { headers["Last-Event-ID"] = String(after) }
+        let (status, body) = try await transport.stream(TransportRequest(method: "GET", url: url("/v1/account/events"), headers: headers))
+        guard status == 200 else {
+            var collected = Data()
+            for try await chunk in body { collected.append(chunk) }
+            throw Self.error(from: TransportResponse(status: status, headers: [:], body: collected))
+        }
+        let (events, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream()
+        let reader = Task {
+            var parser = EventStreamParser()
+            do {
+                for try await chunk in body {
+                    for event in parser.feed(chunk) { continuation.yield(event) }
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in reader.cancel() }
+        return events
+    }
+
+    /// Details from an `Account` object of the API (`{"accountId", "isAnonymous", "details": {…}}`).
+    func account(from data: Data, registry: AccountKeyRegistry) throws -> AccountDetails {
+        let object = try Self.object(data)
+        guard let detailsObject = object["details"] else {
+            throw DecodingError.valueNotFound(AccountDetails.self, .init(codingPath: [], debugDescription: "no details"))
+        }
+        var details = try self.details(from: try JSONSerialization.data(withJSONObject: detailsObject), registry: registry)
+        if let accountId = object["accountId"] as? String { details.accountId = accountId }
+        details.isAnonymous = object["isAnonymous"] as? Bool ?? false
+        details.isNewUser = object["isNewUser"] as? Bool ?? false
+        return details
+    }
+
+    /// Details from the JSON object of their values.
+    func details(from data: Data, registry: AccountKeyRegistry) throws -> AccountDetails {
+        let decoder = JSONDecoder()
+        decoder.userInfo[.accountDetailsKeys] = registry
+        return try decoder.decode(AccountDetails.self, from: data)
+    }
+
+    static func object(_ data: Data) throws -> [String: Any] {
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw DecodingError.typeMismatch([String: Any].self, .init(codingPath: [], debugDescription: "not a JSON object"))
+        }
+        return object
+    }
+
+    static func json(_ object: [String: String?]) throws -> Data {
+        try JSONSerialization.data(withJSONObject: object.compactMapValues { $0 }, options: [.sortedKeys])
+    }
+
+    /// The error for a problem answer: the seed's own where it has one.
+    static func error(from response: TransportResponse) -> any Error {
+        guard let object = try? Self.object(response.body), let type = object["type"] as? String else {
+            return AccountServerProblem.unexpected(response)
+        }
+        switch type.split(separator: ":").last {
+        case "wrong-credentials": return AccountServiceError.wrongCredentials
+        case "credentials-taken": return AccountServiceError.credentialsTaken
+        case "invalid-session": return AccountServiceError.notSignedIn
+        default:
+            return AccountServerProblem(
+                status: response.status, type: type, title: object["title"] as? String ?? "",
+                detail: object["detail"] as? String, retryAfter: response.headers["retry-after"].flatMap(Int.init))
+        }
+    }
+}
+
+/// The request bodies the service sends.
+struct SignupBody: Encodable {
+    let details: AccountDetails
+
+    func encode(to encoder: any Encoder) throws {
+        // The details themselves, password included (AccountDetails' own encoding keeps it).
+        try details.encode(to: encoder)
+    }
+}
+
+struct ModifyBody: Encodable {
+    let set: AccountDetails
+    let remove: [String]
+    let currentPassword: String?
+}
+
+/// Splits an event stream into events: `id:`, `event:` and `data:` lines, a blank line ends one.
+/// Comment lines (`:`) are skipped.
+struct EventStreamParser {
+    private var pending = Data()
+    private var id: UInt64?
+    private var name: String?
+    private var data = ""
+
+    mutating func feed(_ chunk: Data) -> [ServerSentEvent] {
+        pending.append(chunk)
+        var events: [ServerSentEvent] = []
+        while let newline = pending.firstIndex(of: 0x0A) {
+            var line = pending[pending.startIndex..<newline]
+            pending = Data(pending[(newline + 1)...])
+            if line.last == 0x0D { line = line.dropLast() }
+            let text = String(decoding: line, as: UTF8.self)
+            if text.isEmpty {
+                if let event = finishEvent() { events.append(event) }
+            } else if text.hasPrefix("id: ") {
+                id = UInt64(text.dropFirst(4))
+            } else if text.hasPrefix("event: ") {
+                name = String(text.dropFirst(7))
+            } else if text.hasPrefix("data: ") {
+                data += text.dropFirst(6)
+            }
+        }
+        return events
+    }
+
+    private mutating func finishEvent() -> ServerSentEvent? {
+        defer {
+            id = nil
+            name = nil
+            data = ""
+        }
+        guard let id, let name, let object = try? APIClient.object(Data(data.utf8)) else { return nil }
+        var members: [String: Data] = [:]
+        for key in ["details", "before", "after"] {
+            if let value = object[key], let encoded = try? JSONSerialization.data(withJSONObject: value) { members[key] = encoded }
+        }
+        return ServerSentEvent(id: id, name: name, data: members)
+    }
+}
