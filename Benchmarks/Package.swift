@@ -6,6 +6,7 @@
 // The benchmarks live in their own package so that users of the library never pull their
 // dependencies. Run them from this folder:
 //   swift run -c release peer-compare            # side-by-side ratios against raw LMDB and SQLite
+//   swift run -c release server-load             # the account server under wrk (Debian's wrk)
 //   swift package benchmark                       # ordo-one's benchmark suites
 
 import Foundation
@@ -39,6 +40,17 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio")
             ],
             path: "Sources/PeerCompare"
+        ),
+        // The account server under wrk on loopback: reads, modifications, logins, against the
+        // framework's own floor in the same run.
+        .executableTarget(
+            name: "server-load",
+            dependencies: [
+                .product(name: "AccountServer", package: root),
+                .product(name: "SpeziAccountStore", package: root),
+                .product(name: "SpeziAccount", package: root)
+            ],
+            path: "Sources/ServerLoad"
         ),
         // Rebuild of the details cache (1 M events by default) against a payload-copy floor, with peak memory.
         .executableTarget(
