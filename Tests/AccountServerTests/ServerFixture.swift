@@ -7,6 +7,7 @@ import AccountServer
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import Logging
 import NIOCore
 import SpeziAccount
 import SpeziAccountStore
@@ -40,7 +41,10 @@ final class ServerFixture: Sendable {
         _ body: @Sendable (APIClient, AccountStore) async throws -> Void
     ) async throws {
         let store = try await openStore()
-        let server = AccountServer(store: store, configuration: configuration)
+        // The access log stays out of the test output.
+        var logger = Logger(label: "account-server-test")
+        logger.logLevel = .warning
+        let server = AccountServer(store: store, configuration: configuration, logger: logger)
         do {
             try await server.makeApplication().test(.router) { client in
                 try await body(APIClient(client: client), store)
