@@ -10,10 +10,11 @@
 //   3. 80% reads, 20% PATCH   modifications appended durably; afterwards every acknowledged one
 //                             must be in the log
 //   4. POST /v1/sessions      logins at OWASP's scrypt parameters (bounded by hashing)
-// and scrypt itself on one thread, for logins per second per core. Prints requests/s, p50 and
+// and scrypt itself on one thread, for logins per second per core, beside Argon2id (libargon2). Prints requests/s, p50 and
 // p99, and each row's ratio to the floor measured in the same run.
 
 import AccountServer
+import CArgon2
 import Foundation
 import SpeziAccount
 import SpeziAccountStore
@@ -156,6 +157,20 @@ let hashElapsed = ContinuousClock.now - hashStart
 let hashSeconds = Double(hashElapsed.components.seconds) + Double(hashElapsed.components.attoseconds) / 1e18
 let hashesPerSecond = Double(hashCount) / hashSeconds
 
+// Argon2id at OWASP's first choice (m = 19 MiB, t = 2, p = 1) through libargon2, one thread.
+let argonStart = ContinuousClock.now
+let argonCount = 40
+let salt = [UInt8](repeating: 7, count: 16)
+var key = [UInt8](repeating: 0, count: 32)
+let password = Array("correct horse battery".utf8)
+for _ in 0..<argonCount {
+    let status = argon2id_hash_raw(2, 19 * 1_024, 1, password, password.count, salt, salt.count, &key, key.count)
+    guard status == 0 else { fatalError("argon2id failed: \(status)") }
+}
+let argonElapsed = ContinuousClock.now - argonStart
+let argonSeconds = Double(argonElapsed.components.seconds) + Double(argonElapsed.components.attoseconds) / 1e18
+let argonPerSecond = Double(argonCount) / argonSeconds
+
 print("")
 print("| workload | requests/s | ratio to the floor | p50 | p99 | errors |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -170,6 +185,10 @@ for (name, result) in [
 print("")
 print("modifications acknowledged: \(mixed.acknowledgedPatches); in the log: \(modificationsLogged)")
 print(String(format: "scrypt (N=2^17, r=8, p=1) on one thread: %.1f hashes/s (%.0f ms each)", hashesPerSecond, 1_000 / hashesPerSecond))
+print(
+    String(
+        format: "Argon2id (m=19 MiB, t=2, p=1) on one thread: %.1f hashes/s (%.0f ms each), %.1f× scrypt's rate", argonPerSecond,
+        1_000 / argonPerSecond, argonPerSecond / hashesPerSecond))
 let lost = mixed.acknowledgedPatches > modificationsLogged
 if lost { print("LOST: acknowledged modifications missing from the log") }
 
