@@ -51,6 +51,12 @@ let package = Package(
             name: "LMDB",
             dependencies: ["CLMDB"]
         ),
+        // Argon2, the reference C library (Debian: libargon2-dev), for Argon2id password hashes.
+        .systemLibrary(
+            name: "CArgon2",
+            pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]
+        ),
         // CRC-32C with the CPU's instruction (SSE4.2 / ARMv8 CRC), for record checksums.
         .target(name: "CChecksum"),
         // A few threads of their own for blocking work (commits, flushes, hashing), off Swift's pool.
@@ -123,6 +129,7 @@ let package = Package(
             name: "SpeziAccountStore",
             dependencies: [
                 "CChecksum",
+                "CArgon2",
                 "EventLogProtocol",
                 "EventLog",
                 "PostgresEventLog",
@@ -214,6 +221,7 @@ let package = Package(
             name: "SpeziAccountStoreTests",
             dependencies: [
                 "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting", "accountctl",
+                "CArgon2",
                 "TestSupport", "PostgresEventLog",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),

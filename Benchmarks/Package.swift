@@ -41,14 +41,11 @@ let package = Package(
             ],
             path: "Sources/PeerCompare"
         ),
-        // The reference Argon2 library (Debian: libargon2-dev), measured against scrypt by server-load.
-        .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         // The account server under wrk on loopback: reads, modifications, logins, against the
         // framework's own floor in the same run.
         .executableTarget(
             name: "server-load",
             dependencies: [
-                "CArgon2",
                 .product(name: "AccountServer", package: root),
                 .product(name: "SpeziAccountStore", package: root),
                 .product(name: "SpeziAccount", package: root)

@@ -15,9 +15,10 @@ struct PasswordHasherTests {
         hasher = try PasswordHasher(parameters: .insecureTesting, allowingWeakParameters: true)
     }
 
-    @Test("the default parameters are OWASP's minimum and weaker ones need explicit consent")
+    @Test("the default is Argon2id at OWASP's first choice, scrypt's default its minimum, and weaker ones need explicit consent")
     func defaultsAndConsent() throws {
-        #expect(try PasswordHasher().parameters == ScryptParameters(logN: 17, blockSize: 8, parallelism: 1))
+        #expect(try PasswordHasher().algorithm == .argon2id(Argon2idParameters(memoryKiB: 19_456, iterations: 2, parallelism: 1)))
+        #expect(try PasswordHasher(parameters: .owaspMinimum).parameters == ScryptParameters(logN: 17, blockSize: 8, parallelism: 1))
         #expect(throws: PasswordHashingError.parametersBelowMinimum(.insecureTesting)) {
             try PasswordHasher(parameters: .insecureTesting)
         }

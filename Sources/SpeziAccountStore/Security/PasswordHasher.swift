@@ -54,6 +54,10 @@ public enum PasswordHashingError: Error, Equatable, CustomStringConvertible {
     case parametersBelowMinimum(ScryptParameters)
     /// The parameters are out of the range scrypt accepts.
     case invalidParameters(ScryptParameters)
+    /// The Argon2id parameters are below OWASP's first choice and weak parameters were not explicitly allowed.
+    case argon2ParametersBelowMinimum(Argon2idParameters)
+    /// The Argon2id parameters are out of range (1–16 lanes, 8 KiB per lane to 4 GiB, 1–64 passes).
+    case invalidArgon2Parameters(Argon2idParameters)
     /// A stored hash string is not in the `$scrypt$ln=…,r=…,p=…$salt$hash` form.
     case malformedHash(String)
     /// The key derivation itself failed.
@@ -67,31 +71,46 @@ public enum PasswordHashingError: Error, Equatable, CustomStringConvertible {
                 + "pass allowingWeakParameters: true only in tests"
         case let .invalidParameters(parameters):
             "scrypt parameters \(parameters) are out of range (1 ≤ ln ≤ 24, 1 ≤ r ≤ 32, 1 ≤ p ≤ 16)"
+        case let .argon2ParametersBelowMinimum(parameters):
+            "Argon2id parameters \(parameters) are below OWASP's first choice \(Argon2idParameters.owaspMinimum); "
+                + "pass allowingWeakParameters: true only in tests"
+        case let .invalidArgon2Parameters(parameters):
+            "Argon2id parameters \(parameters) are out of range (1 ≤ p ≤ 16, 8·p ≤ m ≤ 4 GiB in KiB, 1 ≤ t ≤ 64)"
         case let .malformedHash(reason):
             "stored password hash is malformed: \(reason)"
         case let .derivationFailed(reason):
-            "scrypt key derivation failed: \(reason)"
+            "password key derivation failed: \(reason)"
         }
     }
 }
 
-/// Hashes passwords with scrypt and checks them, storing a self-describing string.
+/// Hashes passwords with Argon2id (the default) or scrypt and checks them, storing a
+/// self-describing string.
 ///
-/// The stored form follows the PHC string format, so the parameters travel with the hash and can
-/// be raised later (``needsRehash(_:)`` tells when a login should re-hash the password):
+/// The stored form follows the PHC string format, so the algorithm and its parameters travel with
+/// the hash and can change later (``needsRehash(_:)`` tells when a login should re-hash):
 ///
 /// ```
+/// $argon2id$v=19$m=19456,t=2,p=1$<salt, base64 without padding>$<32-byte key, base64 without padding>
 /// $scrypt$ln=17,r=8,p=1$<salt, base64 without padding>$<32-byte key, base64 without padding>
 /// ```
 ///
+/// Both kinds verify whatever the hasher makes new hashes with.
+///
 /// ```swift
-/// let hasher = try PasswordHasher()                    // OWASP minimum
+/// let hasher = try PasswordHasher()                    // Argon2id at OWASP's first choice
 /// let stored = try hasher.hash("correct horse battery")
 /// try hasher.verify("correct horse battery", against: stored) // true
 /// ```
 public struct PasswordHasher: Sendable {
-    /// The parameters new hashes are made with.
-    public let parameters: ScryptParameters
+    /// How new hashes are made.
+    public let algorithm: PasswordAlgorithm
+    /// The scrypt parameters new hashes are made with when ``algorithm`` is scrypt (OWASP's
+    /// minimum otherwise).
+    public var parameters: ScryptParameters {
+        if case let .scrypt(parameters) = algorithm { return parameters }
+        return .owaspMinimum
+    }
     /// Length of the random salt, in bytes.
     public static let saltLength = 16
     /// Length of the derived key, in bytes.
@@ -99,14 +118,30 @@ public struct PasswordHasher: Sendable {
 
     /// Creates a hasher.
     /// - Parameters:
-    ///   - parameters: the scrypt cost; defaults to ``ScryptParameters/owaspMinimum``.
-    ///   - allowingWeakParameters: must be `true` for parameters below OWASP's minimum (tests only).
-    public init(parameters: ScryptParameters = .owaspMinimum, allowingWeakParameters: Bool = false) throws {
-        try Self.checkRange(parameters)
-        guard allowingWeakParameters || parameters.isAtLeast(.owaspMinimum) else {
-            throw PasswordHashingError.parametersBelowMinimum(parameters)
+    ///   - algorithm: how new hashes are made; defaults to Argon2id at OWASP's first choice.
+    ///   - allowingWeakParameters: must be `true` for parameters below OWASP's recommendation (tests only).
+    public init(algorithm: PasswordAlgorithm = .recommended, allowingWeakParameters: Bool = false) throws {
+        switch algorithm {
+        case let .scrypt(parameters):
+            try Self.checkRange(parameters)
+            guard allowingWeakParameters || parameters.isAtLeast(.owaspMinimum) else {
+                throw PasswordHashingError.parametersBelowMinimum(parameters)
+            }
+        case let .argon2id(parameters):
+            guard parameters.isInRange else { throw PasswordHashingError.invalidArgon2Parameters(parameters) }
+            guard allowingWeakParameters || parameters.isAtLeast(.owaspMinimum) else {
+                throw PasswordHashingError.argon2ParametersBelowMinimum(parameters)
+            }
         }
-        self.parameters = parameters
+        self.algorithm = algorithm
+    }
+
+    /// Creates a scrypt hasher.
+    /// - Parameters:
+    ///   - parameters: the scrypt cost.
+    ///   - allowingWeakParameters: must be `true` for parameters below OWASP's minimum (tests only).
+    public init(parameters: ScryptParameters, allowingWeakParameters: Bool = false) throws {
+        try self.init(algorithm: .scrypt(parameters), allowingWeakParameters: allowingWeakParameters)
     }
 
     /// Hashes `password` with a fresh random salt.
@@ -118,8 +153,14 @@ public struct PasswordHasher: Sendable {
 
     /// Hashes `password` with the given salt (deterministic; for tests and for verification).
     public func hash(_ password: String, salt: [UInt8]) throws -> String {
-        let key = try Self.derive(password, salt: salt, parameters: parameters)
-        return Self.format(parameters: parameters, salt: salt, key: key)
+        switch algorithm {
+        case let .scrypt(parameters):
+            let key = try Self.derive(password, salt: salt, parameters: parameters)
+            return Self.format(parameters: parameters, salt: salt, key: key)
+        case let .argon2id(parameters):
+            let key = try Argon2id.derive(password, salt: salt, parameters: parameters, keyLength: Self.keyLength)
+            return Argon2id.format(parameters: parameters, salt: Self.encodeBase64(salt), key: Self.encodeBase64(key))
+        }
     }
 
     /// Checks `password` against a stored hash string, comparing in constant time.
@@ -127,14 +168,22 @@ public struct PasswordHasher: Sendable {
     /// The work done depends only on the stored parameters, never on how much of the key matches.
     public func verify(_ password: String, against stored: String) throws -> Bool {
         let parsed = try Self.parse(stored)
-        let key = try Self.derive(password, salt: parsed.salt, parameters: parsed.parameters)
+        let key: [UInt8]
+        switch parsed.algorithm {
+        case let .scrypt(parameters): key = try Self.derive(password, salt: parsed.salt, parameters: parameters)
+        case let .argon2id(parameters): key = try Argon2id.derive(password, salt: parsed.salt, parameters: parameters, keyLength: parsed.key.count)
+        }
         return Self.constantTimeEquals(key, parsed.key)
     }
 
-    /// Whether `stored` was made with weaker parameters than this hasher's, so a successful login
-    /// should store a fresh hash.
+    /// Whether `stored` was made with the other algorithm, or with weaker parameters than this
+    /// hasher's, so a successful login should store a fresh hash.
     public func needsRehash(_ stored: String) throws -> Bool {
-        try !Self.parse(stored).parameters.isAtLeast(parameters)
+        switch (try Self.parse(stored).algorithm, algorithm) {
+        case let (.scrypt(old), .scrypt(new)): !old.isAtLeast(new)
+        case let (.argon2id(old), .argon2id(new)): !old.isAtLeast(new)
+        default: true
+        }
     }
 
     /// Whether a string looks like a hash this type produced (used to refuse plaintext in the log).
@@ -145,15 +194,22 @@ public struct PasswordHasher: Sendable {
     // MARK: - Internals
 
     struct Parsed {
-        let parameters: ScryptParameters
+        let algorithm: PasswordAlgorithm
         let salt: [UInt8]
         let key: [UInt8]
     }
 
     static func parse(_ stored: String) throws -> Parsed {
         let fields = stored.split(separator: "$", omittingEmptySubsequences: false)
+        if fields.count == 6, fields[0].isEmpty, fields[1] == "argon2id" {
+            let parameters = try Argon2id.parameters(version: fields[2], costs: fields[3])
+            guard let salt = decodeBase64(fields[4]), salt.count >= 8, let key = decodeBase64(fields[5]), (16...64).contains(key.count) else {
+                throw PasswordHashingError.malformedHash("salt or key is not valid base64 of an accepted length")
+            }
+            return Parsed(algorithm: .argon2id(parameters), salt: salt, key: key)
+        }
         guard fields.count == 5, fields[0].isEmpty, fields[1] == "scrypt" else {
-            throw PasswordHashingError.malformedHash("expected $scrypt$<params>$<salt>$<hash>")
+            throw PasswordHashingError.malformedHash("expected $argon2id$v=19$<params>$<salt>$<hash> or $scrypt$<params>$<salt>$<hash>")
         }
         var values: [String: Int] = [:]
         for pair in fields[2].split(separator: ",") {
@@ -171,7 +227,7 @@ public struct PasswordHasher: Sendable {
         guard let salt = decodeBase64(fields[3]), !salt.isEmpty, let key = decodeBase64(fields[4]), key.count == keyLength else {
             throw PasswordHashingError.malformedHash("salt or key is not valid base64 of the expected length")
         }
-        return Parsed(parameters: parameters, salt: salt, key: key)
+        return Parsed(algorithm: .scrypt(parameters), salt: salt, key: key)
     }
 
     static func checkRange(_ parameters: ScryptParameters) throws {
@@ -211,7 +267,7 @@ public struct PasswordHasher: Sendable {
         return difference == 0
     }
 
-    private static func encodeBase64(_ bytes: [UInt8]) -> String {
+    static func encodeBase64(_ bytes: [UInt8]) -> String {
         var string = Data(bytes).base64EncodedString()
         while string.hasSuffix("=") {
             string.removeLast()

@@ -36,8 +36,19 @@ public struct AccountStoreOptions: Sendable {
     public var logLocation: String?
     /// The key changes over time, for reading old events (upcasting).
     public var evolution = SchemaEvolution()
-    /// scrypt parameters for new password hashes; stored hashes below them are rehashed at login.
-    public var passwordParameters: ScryptParameters = .owaspMinimum
+    /// How new passwords are hashed: Argon2id at OWASP's first choice unless told otherwise.
+    /// Stored hashes of the other algorithm, or below these parameters, are rehashed at the next
+    /// successful login.
+    public var passwordHashing: PasswordAlgorithm = .recommended
+    /// scrypt parameters for new password hashes: setting them selects scrypt (reading them gives
+    /// OWASP's scrypt minimum while ``passwordHashing`` is Argon2id).
+    public var passwordParameters: ScryptParameters {
+        get {
+            if case let .scrypt(parameters) = passwordHashing { return parameters }
+            return .owaspMinimum
+        }
+        set { passwordHashing = .scrypt(newValue) }
+    }
     /// Allow parameters below OWASP's minimum (tests only).
     public var allowWeakPasswordParameters = false
     /// Keys to decode besides the built-in and configured ones (values of other keys are kept as unknown).
@@ -127,7 +138,7 @@ public final class AccountStore: Sendable {
         let vault: KeyVault?
         let accounts: AccountLog
         do {
-            hasher = try PasswordHasher(parameters: options.passwordParameters, allowingWeakParameters: options.allowWeakPasswordParameters)
+            hasher = try PasswordHasher(algorithm: options.passwordHashing, allowingWeakParameters: options.allowWeakPasswordParameters)
             vault = try await StoreKeyingCheck.openVault(
                 for: log, vaultPath: root.appendingPathComponent("keys/vault").path, wantsVault: options.cryptoShredding)
             accounts = AccountLog(log: log, evolution: options.evolution, vault: vault)
