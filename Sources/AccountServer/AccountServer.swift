@@ -28,7 +28,7 @@ public struct AccountServerConfiguration: Sendable {
     public init() {}
 }
 
-/// An HTTP server over an ``AccountStore``: signup, login, sessions, the account's details, changes,
+/// An HTTP server over an `AccountStore`: signup, login, sessions, the account's details, changes,
 /// deletion, password resets and the account's own history, as JSON (the API is described by the
 /// OpenAPI document it serves at `/openapi.yaml`). Errors are RFC 9457 problem details.
 ///

@@ -19,7 +19,7 @@ struct AccountCtl: AsyncParsableCommand {
             signup create a missing store; the other commands report "no store at PATH".
 
             ACCOUNTCTL_INSECURE_FAST_HASHING=1 hashes new passwords with weak scrypt parameters \
-            (tests and demos only); the default is OWASP's minimum.
+            (tests and demos only); the default is Argon2id at OWASP's first choice.
 
             Errors are printed as one line on standard error ("accountctl: <message>"). Exit status:
               0  success
