@@ -38,6 +38,11 @@ struct APIFuzzTests {
             "--phases", "examples,coverage,fuzzing", "--max-examples", "60", "--seed", "20261124", "--request-timeout", "20",
             "--no-color", "--warnings", "off"
         ]
+        // schemathesis keeps a cache in its working folder: a temporary one, not the package.
+        let workFolder = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-work-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: workFolder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: workFolder) }
+        fuzzer.currentDirectoryURL = workFolder
         let output = try FileHandle(forWritingTo: report)
         fuzzer.standardOutput = output
         fuzzer.standardError = output
