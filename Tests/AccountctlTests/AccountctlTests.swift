@@ -127,6 +127,13 @@ struct AccountctlTests {
         #expect(badShow.failedCleanly, "\(badShow)")
         #expect(badShow.status == 3)
 
+        // A PostgreSQL URL as the store folder: refused with what to do, nothing created.
+        let url = try tool.run(["serve", "--store", "postgres://app@127.0.0.1:5432/accounts"], withStore: false)
+        #expect(url.failedCleanly, "\(url)")
+        #expect(url.status == 2)
+        #expect(url.stderr.contains("--store takes a folder"))
+        #expect(!FileManager.default.fileExists(atPath: "postgres:"))
+
         let help = try tool.run(["--help"], withStore: false)
         #expect(help.status == 0, "\(help.stderr)")
         #expect(help.stdout.contains("Exit status"))

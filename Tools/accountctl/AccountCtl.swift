@@ -78,4 +78,12 @@ struct GlobalOptions: ParsableArguments {
 
     /// The store folder these options name.
     var location: URL { StoreLocation.resolve(store) }
+
+    /// A URL given as the store folder is refused: the shared log goes to --log.
+    func validate() throws {
+        if let store, store.contains("://") {
+            throw ValidationError(
+                "--store takes a folder (this node's projections and keys); give a PostgreSQL log with --log \(store) --store FOLDER")
+        }
+    }
 }
