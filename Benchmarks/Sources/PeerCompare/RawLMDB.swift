@@ -171,18 +171,27 @@ final class RawLMDB: @unchecked Sendable {
         }
     }
 
-    /// Appends one value per transaction from `writers` threads at once, `perWriter` each.
+    /// Appends `values` at positions `first…`, all in one write transaction.
+    func appendBatch(first: UInt64, values: ArraySlice<[UInt8]>) throws {
+        try write { txn in
+            for (offset, value) in values.enumerated() { try putRecord(txn, position: first + UInt64(offset), value) }
+        }
+    }
+
+    /// Appends one value per transaction from `writers` threads at once, `perWriter` each: writer
+    /// `w`'s `i`-th append is `values[w * perWriter + i]`.
     /// LMDB admits one writer at a time, so the threads queue on its write lock; raw LMDB has no
     /// group commit, so every append pays its own commit (and, durable, its own fsync).
-    func concurrentSingleAppends(writers: Int, perWriter: Int, value: [UInt8]) throws {
+    func concurrentSingleAppends(writers: Int, perWriter: Int, values: [[UInt8]]) throws {
         let failure = ErrorBox()
         let done = DispatchGroup()
-        for _ in 0..<writers {
+        for writer in 0..<writers {
             done.enter()
             Thread.detachNewThread { [self] in
                 defer { done.leave() }
                 do {
-                    for _ in 0..<perWriter {
+                    for index in 0..<perWriter {
+                        let value = values[writer * perWriter + index]
                         try write { txn in try putRecord(txn, position: try lastPosition(txn) + 1, value) }
                     }
                 } catch {

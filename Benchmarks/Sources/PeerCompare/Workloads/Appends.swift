@@ -95,8 +95,13 @@ enum AppendWorkloads {
                 await log.close()
             case .raw:
                 let raw = try RawLMDB(directory: place, durable: true)
-                let frame = RawFrame.make(type: events[0].type, timestamp: microsecondsNow(), stream: "writer-0", payload: [UInt8](events[0].payload))
-                try watch.time { try raw.concurrentSingleAppends(writers: writers, perWriter: perWriter, value: frame) }
+                // The same events the log appends, each framed for its writer's stream, so that both
+                // sides write the same payload bytes.
+                let frames = events.enumerated().map { index, event in
+                    RawFrame.make(
+                        type: event.type, timestamp: microsecondsNow(), stream: "writer-\(index / perWriter)", payload: [UInt8](event.payload))
+                }
+                try watch.time { try raw.concurrentSingleAppends(writers: writers, perWriter: perWriter, values: frames) }
                 // The storage's limit for this many writers: a loop that commits `writers` events
                 // per durable transaction (what group commit would reach with perfect groups).
                 if writers > 1 {
@@ -105,7 +110,8 @@ enum AppendWorkloads {
                     var batchWatch = Stopwatch()
                     try batchWatch.time {
                         for commit in 0..<perWriter {
-                            try baseline.appendBatch(first: UInt64(commit * writers + 1), count: writers, value: frame)
+                            let start = commit * writers
+                            try baseline.appendBatch(first: UInt64(start + 1), values: frames[start..<(start + writers)])
                         }
                     }
                     try? FileManager.default.removeItem(at: batched)
