@@ -58,6 +58,17 @@ struct ResetCompletionBody: Decodable {
     let newPassword: String
 }
 
+/// The body of a signup confirmation.
+struct SignupConfirmationBody: Decodable {
+    let token: String
+}
+
+/// The answer to a signup or upgrade that waits for its confirmation (the same whether or not the
+/// user id has an account).
+struct ConfirmationSentBody: Encodable {
+    let status = "confirmation-sent"
+}
+
 /// An account as the API shows it: its details (never the password) and its flags.
 struct AccountBody: Encodable {
     let accountId: String

@@ -27,6 +27,8 @@ struct AccountRoutes: Sendable {
 
     static let operationTable: [Operation] = [
         Operation(method: .post, path: "/v1/accounts") { routes, request, client in try await routes.signup(&request, client: client) },
+        Operation(method: .post, path: "/v1/accounts/confirm") { routes, request, client in try await routes.confirmSignup(&request, client: client)
+        },
         Operation(method: .post, path: "/v1/accounts/anonymous") { routes, request, client in
             try await routes.signInAnonymously(&request, client: client)
         },
@@ -91,7 +93,23 @@ struct AccountRoutes: Sendable {
         try limit("signup-client", client, configuration.rateLimits.signupsPerClient)
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
+        if configuration.confirmsSignups {
+            if let userId = details[AccountDetails.__Key_userId.self] {
+                try limit("signup-userid", AccountLog.normalizedUserId(userId), configuration.rateLimits.signupsPerUserId)
+            }
+            try await store.requestSignup(details, context: context(request))
+            return try Self.json(ConfirmationSentBody(), status: .accepted)
+        }
         let created = try await store.signup(details, context: context(request))
+        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
+        return try Self.json(SessionBody(session, details: created), status: .created)
+    }
+
+    private func confirmSignup(_ request: inout Request, client: String) async throws -> Response {
+        try limit("signup-client", client, configuration.rateLimits.signupsPerClient)
+        guard configuration.confirmsSignups else { throw Problem.signupConfirmationOff }
+        let confirmation = try await body(&request, as: SignupConfirmationBody.self)
+        let created = try await store.confirmSignup(token: confirmation.token, context: context(request))
         let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
@@ -134,7 +152,9 @@ struct AccountRoutes: Sendable {
             }
             return key
         }
-        let changesCredentials = set.password != nil || (set[AccountDetails.__Key_userId.self].map { $0 != state.userId } ?? false)
+        let changesUserId = set[AccountDetails.__Key_userId.self].map { $0 != state.userId } ?? false
+        let changesCredentials = set.password != nil || changesUserId
+        if changesUserId { try limit("userid-change-account", state.accountId, configuration.rateLimits.userIdChangesPerAccount) }
         if changesCredentials { try await reauthenticate(state, password: change.currentPassword, request: request) }
         let modifications = try AccountModifications(modifiedDetails: set, removedAccountDetails: removedDetails(removed, from: state))
         let details = try await store.modify(state.accountId, modifications, context: context(request, actor: state.accountId))
@@ -159,6 +179,13 @@ struct AccountRoutes: Sendable {
         let state = try await store.authenticate(token: try bearer(request))
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
+        if configuration.confirmsSignups {
+            if let userId = details[AccountDetails.__Key_userId.self] {
+                try limit("signup-userid", AccountLog.normalizedUserId(userId), configuration.rateLimits.signupsPerUserId)
+            }
+            try await store.requestUpgrade(state.accountId, with: details, context: context(request, actor: state.accountId))
+            return try Self.json(ConfirmationSentBody(), status: .accepted)
+        }
         let upgraded = try await store.upgrade(state.accountId, with: details, context: context(request, actor: state.accountId))
         return try Self.json(AccountBody(upgraded))
     }

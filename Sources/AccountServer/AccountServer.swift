@@ -23,6 +23,13 @@ public struct AccountServerConfiguration: Sendable {
     public var heartbeat: Duration = .seconds(15)
     /// Limits on logins, signups and password resets (429 with Retry-After beyond them).
     public var rateLimits = RateLimits()
+    /// Whether a signup (or the upgrade of an anonymous account) waits for its confirmation by the
+    /// owner of the user id: answered `202` whether or not the user id has an account, so that
+    /// signups cannot be used to find out which user ids exist, and completed by
+    /// `POST /v1/accounts/confirm` with the token the owner received. The store needs
+    /// `AccountStoreOptions.signupConfirmationDelivery`. Off by default: a signup is answered
+    /// `201` with a session, or `409` for a taken user id.
+    public var confirmsSignups = false
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}

@@ -45,6 +45,9 @@ struct Problem: Error, Encodable {
 
     static let notFound = Problem("not-found", .notFound, "No such operation.")
 
+    static let signupConfirmationOff = Problem(
+        "signup-confirmation-off", .notFound, "This server does not confirm signups: POST /v1/accounts signs up at once.")
+
     static let internalError = Problem("internal-error", .internalServerError, "The server failed; the failure is in its log.")
 
     /// The answer for an error thrown by the store, or nil for one that is not the client's doing.
@@ -85,7 +88,9 @@ struct Problem: Error, Encodable {
             return Problem("contention", .serviceUnavailable, "The account kept changing; nothing was written. Try again.", retryAfter: 1)
         case .invalidPasswordResetToken:
             return Problem("invalid-reset-token", .badRequest, "The password reset token is invalid, used or expired.")
-        case .keyMismatch, .storeTransfer, .unsupportedLogLocation:
+        case .invalidSignupToken:
+            return Problem("invalid-signup-token", .badRequest, "The signup confirmation token is invalid, used or expired.")
+        case .keyMismatch, .storeTransfer, .unsupportedLogLocation, .signupConfirmationUnavailable:
             return nil
         }
     }

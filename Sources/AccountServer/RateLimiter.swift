@@ -34,6 +34,12 @@ public struct RateLimits: Sendable, Equatable {
     public var resetsPerClient = RateLimit(burst: 10, perMinute: 5)
     /// Password reset requests for one user id.
     public var resetsPerAccount = RateLimit(burst: 3, perMinute: 1)
+    /// Signup requests naming one user id, when signups are confirmed (each one sends a message
+    /// to its owner).
+    public var signupsPerUserId = RateLimit(burst: 3, perMinute: 1)
+    /// Changes of one account's user id (a taken user id is refused, so each try tells whether it
+    /// has an account: this bounds how fast an account can probe).
+    public var userIdChangesPerAccount = RateLimit(burst: 3, perMinute: 1)
 
     /// The defaults above.
     public init() {}

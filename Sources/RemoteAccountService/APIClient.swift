@@ -34,6 +34,13 @@ public struct AccountServerProblem: Error, Sendable, Equatable, CustomStringConv
 }
 
 /// One event of the account's stream.
+/// Thrown by `RemoteAccountService.signup(_:)` on a server that confirms signups: nothing is
+/// signed in yet; the owner of the user id received a message (a token for
+/// `RemoteAccountService.confirmSignup(token:)`, or a notice when the user id has an account).
+public struct SignupConfirmationPending: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String { "the signup waits for its confirmation: follow the message sent to the user id" }
+}
+
 struct ServerSentEvent: Sendable {
     let id: UInt64
     let name: String

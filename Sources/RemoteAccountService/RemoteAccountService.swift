@@ -92,12 +92,21 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
         let body = try JSONEncoder().encode(SignupBody(details: signupDetails))
         if let current = account.details, current.isAnonymous, let token {
             let answer = try await client.call("POST", "/v1/account/upgrade", token: token, body: body)
+            if answer.status == 202 { throw SignupConfirmationPending() }
             var details = try client.account(from: answer.body, registry: registry)
             details.isNewUser = true
             try await account.supplyUserDetails(details)
             return
         }
         let answer = try await client.call("POST", "/v1/accounts", body: body)
+        if answer.status == 202 { throw SignupConfirmationPending() }
+        try await signIn(answer)
+    }
+
+    /// Completes a signup (or upgrade) on a server that confirms signups, with the token the owner
+    /// of the user id received, and signs the account in.
+    public func confirmSignup(token confirmation: String) async throws {
+        let answer = try await client.call("POST", "/v1/accounts/confirm", body: try APIClient.json(["token": confirmation]))
         try await signIn(answer)
     }
 

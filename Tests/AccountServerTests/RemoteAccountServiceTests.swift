@@ -157,6 +157,27 @@ struct RemoteAccountServiceTests {
         await refused.runtime.shutdown()
         #expect(await server.terminate() == 0)
     }
+
+    @Test("a server that confirms signups: signup throws SignupConfirmationPending; the outbox's token signs the app in")
+    func confirmedSignup() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("remote-store-\(UUID().uuidString)")
+        let outbox = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: store)
+            try? FileManager.default.removeItem(at: outbox)
+        }
+        let server = try ServeProcess(store: store, extra: ["--signup-outbox", outbox.path])
+        try await server.start()
+        let app = try await RemoteHarness(server: server.base)
+        await #expect(throws: SignupConfirmationPending.self) { try await app.service.signup(ada()) }
+        #expect(app.account.details == nil)
+        let line = try #require(try String(contentsOf: outbox, encoding: .utf8).split(separator: "\n").first)
+        let token = try #require((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])?["token"])
+        try await app.service.confirmSignup(token: token)
+        #expect(app.account.details?.userId == "ada@example.org" && app.account.details?.name?.givenName == "Ada")
+        await app.runtime.shutdown()
+        #expect(await server.terminate() == 0)
+    }
 }
 
 /// The first `count` notifications of a stream, or those that came within 20 s.

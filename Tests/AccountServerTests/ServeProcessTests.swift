@@ -139,4 +139,38 @@ struct ServeProcessTests {
         #expect(try await server.send("POST", "/v1/password-resets/complete", json: completion).status == 204)
         #expect(await server.terminate() == 0)
     }
+
+    @Test("--signup-outbox: signups answer 202; the outbox gets a token or an already-registered notice; the token signs in")
+    func signupOutbox() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
+        let outbox = FileManager.default.temporaryDirectory.appendingPathComponent("outbox-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: store)
+            try? FileManager.default.removeItem(at: outbox)
+        }
+        // One file for both kinds of messages.
+        let server = try ServeProcess(store: store, extra: ["--signup-outbox", outbox.path, "--reset-outbox", outbox.path])
+        try await server.start()
+        let signup = #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#
+        let first = try await server.send("POST", "/v1/accounts", json: signup)
+        #expect(first.status == 202)
+        func entries() throws -> [[String: String]] {
+            try String(contentsOf: outbox, encoding: .utf8).split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String])
+            }
+        }
+        let confirmation = try #require(try entries().first)
+        #expect(confirmation["kind"] == "signup-confirmation" && confirmation["userId"] == "ada@example.org")
+        let token = try #require(confirmation["token"])
+        let confirmed = try await server.send("POST", "/v1/accounts/confirm", json: #"{"token":"\#(token)"}"#)
+        #expect(confirmed.status == 201)
+
+        let again = try await server.send("POST", "/v1/accounts", json: signup)
+        #expect(
+            again.status == 202 && again.body["status"] as? String == "confirmation-sent" && first.body["status"] as? String == "confirmation-sent")
+        #expect(try await server.send("POST", "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 202)
+        #expect(try entries().map { $0["kind"] ?? "" } == ["signup-confirmation", "already-registered", "password-reset"])
+        #expect(try await server.send("POST", "/v1/accounts/confirm", json: #"{"token":"\#(token)"}"#).status == 400)
+        #expect(await server.terminate() == 0)
+    }
 }

@@ -20,6 +20,7 @@ final class ServerFixture: Sendable {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("account-server-\(UUID().uuidString)")
     let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
     let resets = Mutex<[PasswordResetRequest]>([])
+    let signups = Mutex<[SignupConfirmationMessage]>([])
 
     func advance(seconds: Double) {
         now.withLock { $0 = $0.addingTimeInterval(seconds) }
@@ -32,6 +33,7 @@ final class ServerFixture: Sendable {
         options.allowWeakPasswordParameters = true
         options.clock = { [self] in self.now.withLock { $0 } }
         options.passwordResetDelivery = { [self] request in self.resets.withLock { $0.append(request) } }
+        options.signupConfirmationDelivery = { [self] message in self.signups.withLock { $0.append(message) } }
         return try await AccountStore(directory: directory.path, options: options)
     }
 

@@ -20,7 +20,10 @@ struct Serve: AsyncParsableCommand {
             the system picked). SIGTERM or SIGINT stops taking connections, finishes the requests \
             under way and closes the store. Password reset tokens are handed to the file given with \
             --reset-outbox (one JSON object per line, created with mode 0600) for a mailer to send; \
-            without it they are not delivered.
+            without it they are not delivered. With --signup-outbox, signups wait for their \
+            confirmation: every signup is answered 202, and the file gets either a token for \
+            POST /v1/accounts/confirm or a notice that the user id has an account already, so \
+            signups reveal nothing about which user ids exist. Both options may name one file.
             """
     )
 
@@ -41,6 +44,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A file to append password reset tokens to, for delivery (JSON lines).")
     var resetOutbox: String?
 
+    @Option(help: "Confirm signups: a file to append confirmation tokens and already-registered notices to (JSON lines).")
+    var signupOutbox: String?
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard sessionSeconds > 0 else { throw ValidationError("--session-seconds must be positive") }
@@ -49,11 +55,13 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         try await guarded {
-            let outbox = try resetOutbox.map(ResetOutbox.init(path:))
+            let outbox = try resetOutbox.map(Outbox.init(path:))
+            let signups = try signupOutbox.map(Outbox.init(path:))
             try await global.withStore(
                 creating: true,
                 adjusting: { options in
                     if let outbox { options.passwordResetDelivery = { request in outbox.deliver(request) } }
+                    if let signups { options.signupConfirmationDelivery = { message in signups.deliver(message) } }
                 }
             ) { store in
                 var configuration = AccountServerConfiguration()
@@ -61,6 +69,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.port = port
                 configuration.sessionValidity = .seconds(sessionSeconds)
                 configuration.maxBodyBytes = maxBodyBytes
+                configuration.confirmsSignups = signups != nil
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
                 let group = ServiceGroup(
@@ -84,33 +93,50 @@ private struct AnnouncedServer: Service {
     }
 }
 
-/// Appends each password reset (account, user id, token, expiry) to a file as one JSON line.
-private final class ResetOutbox: Sendable {
+/// Appends each message for a user id's owner (a password reset, a signup confirmation, an
+/// already-registered notice) to a file as one JSON line with its `kind`, for a mailer to send.
+private final class Outbox: Sendable {
     let path: String
 
     init(path: String) throws {
         self.path = path
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                throw ToolError.input("cannot create the reset outbox \(path)")
+                throw ToolError.input("cannot create the outbox \(path)")
             }
         }
     }
 
     func deliver(_ request: PasswordResetRequest) {
-        let entry: [String: String] = [
-            "accountId": request.accountId, "userId": request.userId, "token": request.token,
+        append([
+            "kind": "password-reset", "accountId": request.accountId, "userId": request.userId, "token": request.token,
             "expiresAt": ISO8601DateFormatter().string(from: request.expiresAt)
-        ]
+        ])
+    }
+
+    func deliver(_ message: SignupConfirmationMessage) {
+        switch message {
+        case let .confirm(userId, token, expiresAt):
+            append(["kind": "signup-confirmation", "userId": userId, "token": token, "expiresAt": ISO8601DateFormatter().string(from: expiresAt)])
+        case let .alreadyRegistered(userId):
+            append(["kind": "already-registered", "userId": userId])
+        }
+    }
+
+    /// Appends one line; a failure is reported on standard error (the request was answered already).
+    private func append(_ entry: [String: String]) {
         do {
             var line = try JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys])
             line.append(0x0A)
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-            defer { try? handle.close() }
-            try handle.seekToEnd()
-            try handle.write(contentsOf: line)
+            // O_APPEND: one write(2) per line lands whole at the end, even with two outboxes (or
+            // two servers) on one file.
+            let descriptor = open(path, O_WRONLY | O_APPEND)
+            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            defer { close(descriptor) }
+            let written = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            guard written == line.count else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         } catch {
-            printError("could not write a password reset to \(path): \(error)")
+            printError("could not write a \(entry["kind"] ?? "message") to \(path): \(error)")
         }
     }
 }

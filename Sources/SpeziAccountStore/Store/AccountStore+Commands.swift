@@ -39,6 +39,14 @@ extension AccountStore {
     /// Signup; `validating: false` when the caller (the service) already validated the whole details
     /// against its own configuration and passes only the keys it stores.
     func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
+        let signup = try await prepareSignup(signupDetails, validating: validating)
+        return try await create(options.makeAccountId(), userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context)
+    }
+
+    /// Checks the details of a signup or upgrade (limits, the rules unless the caller validated
+    /// them, supported keys, user id and password present) and hashes the password, off the pool.
+    func prepareSignup(_ signupDetails: AccountDetails, validating: Bool) async throws -> (userId: String, hash: String, values: EncodedAccountValues)
+    {
         try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
         if validating {
             try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
@@ -49,7 +57,16 @@ extension AccountStore {
         }
         let values = try loggedValues(signupDetails)
         let hash = try await hasher.hashOffPool(password)
-        let accountId = options.makeAccountId()
+        return (userId, hash, values)
+    }
+
+    /// Appends the `account.created` of a signup whose password is hashed already, as the first
+    /// event of `accountId`'s stream (`EventLogError.wrongExpectedVersion` when it has one).
+    func create(
+        _ accountId: String, userId: String, passwordHash hash: String, values: EncodedAccountValues, context: Context
+    ) async throws
+        -> AccountDetails
+    {
         let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
         let result: AppendResult
         do {
@@ -90,18 +107,20 @@ extension AccountStore {
     }
 
     func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
-        try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
-        if validating {
-            try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
+        let signup = try await prepareSignup(signupDetails, validating: validating)
+        return try await upgrade(accountId, userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context) {
+            AccountStoreError.notAnonymous(accountId)
         }
-        try checkSupported(signupDetails.keys)
-        guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
-            throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
-        }
-        let values = try loggedValues(signupDetails)
-        let hash = try await hasher.hashOffPool(password)
+    }
+
+    /// Appends the `account.anonymous-upgraded` of an upgrade whose password is hashed already;
+    /// throws `notAnonymous()` when the account is not (or no longer) anonymous.
+    func upgrade(
+        _ accountId: String, userId: String, passwordHash hash: String, values: EncodedAccountValues, context: Context,
+        notAnonymous: () -> any Error
+    ) async throws -> AccountDetails {
         let outcome = try await retrying(accountId) { state in
-            guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
+            guard state.isAnonymous else { throw notAnonymous() }
             return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
         } context: {
             context

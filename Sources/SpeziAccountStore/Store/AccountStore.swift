@@ -73,6 +73,12 @@ public struct AccountStoreOptions: Sendable {
     /// is logged and its token dropped, with a warning. See
     /// ``AccountStore/requestPasswordReset(userId:context:)``.
     public var passwordResetDelivery: (@Sendable (PasswordResetRequest) async -> Void)?
+    /// How long a signup confirmation token stays valid.
+    public var signupConfirmationValidity: Duration = .seconds(24 * 3_600)
+    /// Delivers signup confirmations and already-registered notices to the owners of user ids (by
+    /// mail, say); ``AccountStore/requestSignup(_:context:)`` needs it. See
+    /// ``SignupConfirmationMessage``.
+    public var signupConfirmationDelivery: (@Sendable (SignupConfirmationMessage) async -> Void)?
     /// New account ids.
     public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
 

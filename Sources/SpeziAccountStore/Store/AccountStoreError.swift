@@ -33,6 +33,10 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case invalidPasswordResetToken
     /// A bearer token that signs no one in: malformed, unknown, ended, expired, or of a deleted account.
     case invalidSession
+    /// A signup confirmation token that is malformed, forged, expired or used.
+    case invalidSignupToken
+    /// Signups cannot be confirmed by their owners on this store; the message says why.
+    case signupConfirmationUnavailable(String)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -49,6 +53,8 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .unsupportedLogLocation(message): "unsupported log location: \(message)"
         case .invalidPasswordResetToken: "the password reset link is invalid or has expired: request a new one"
         case .invalidSession: "the session is invalid or has expired: sign in again"
+        case .invalidSignupToken: "the signup confirmation link is invalid, used or expired: sign up again"
+        case let .signupConfirmationUnavailable(reason): "signups cannot be confirmed on this store: \(reason)"
         }
     }
 }
