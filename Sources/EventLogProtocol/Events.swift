@@ -83,6 +83,27 @@ extension UUID {
     }
 }
 
+extension UUID {
+    /// A time-ordered (version 7, RFC 9562) UUID: 48 bits of Unix milliseconds, 12 bits of the
+    /// fraction of that millisecond, then 62 random bits. Ids made one after another sort in the
+    /// order they were made (to about a quarter of a microsecond), so the log's `event-ids` index
+    /// takes them near its end instead of on a random page each; they reveal when the event was
+    /// proposed, which its record's timestamp shows anyway.
+    public static func timeOrdered() -> UUID {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        let nanoseconds = UInt64(max(time.tv_sec, 0)) * 1_000_000_000 + UInt64(max(time.tv_nsec, 0))
+        let milliseconds = nanoseconds / 1_000_000
+        let fraction = (nanoseconds % 1_000_000) * 4_096 / 1_000_000
+        var generator = SystemRandomNumberGenerator()
+        let random: UInt64 = generator.next()
+        let high = milliseconds << 16 | 0x7000 | fraction
+        let low = random & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
+        var bytes = (high.bigEndian, low.bigEndian)
+        return withUnsafeBytes(of: &bytes) { UUID(uuid: $0.load(as: uuid_t.self)) }
+    }
+}
+
 /// An event to append.
 public struct ProposedEvent: Sendable, Hashable {
     /// Unique per event: appending an id that is already in the log returns the original position.
@@ -96,8 +117,9 @@ public struct ProposedEvent: Sendable, Hashable {
     /// The encoded event.
     public var payload: Data
 
-    /// Creates an event to append; its id makes a retried append idempotent.
-    public init(eventID: UUID = .random(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
+    /// Creates an event to append; its id makes a retried append idempotent. The default id is
+    /// time-ordered (``Foundation/UUID/timeOrdered()``).
+    public init(eventID: UUID = .timeOrdered(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
         self.eventID = eventID
         self.type = type
         self.schemaVersion = schemaVersion

@@ -191,6 +191,29 @@ struct EventIDTests {
             #expect("89AB".contains(id.uuidString[id.uuidString.index(id.uuidString.startIndex, offsetBy: 19)]))
         }
     }
+
+    @Test("time-ordered ids are version-7 UUIDs that carry the time they were made and sort by it; the default id is one")
+    func timeOrderedIDs() async throws {
+        let before = UInt64(Date().timeIntervalSince1970 * 1_000)
+        var ids: [UUID] = []
+        for _ in 0..<5 {
+            ids.append(UUID.timeOrdered())
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let after = UInt64(Date().timeIntervalSince1970 * 1_000) + 1
+        func bytes(_ id: UUID) -> [UInt8] { withUnsafeBytes(of: id.uuid) { Array($0) } }
+        for id in ids {
+            let raw = bytes(id)
+            #expect(raw[6] >> 4 == 7 && raw[8] >> 6 == 0b10)
+            let milliseconds = raw[0..<6].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            #expect((before...after).contains(milliseconds))
+        }
+        // Made milliseconds apart: byte order is creation order.
+        #expect(ids.map(bytes).sorted { $0.lexicographicallyPrecedes($1) } == ids.map(bytes))
+        let many = (0..<10_000).map { _ in UUID.timeOrdered() }
+        #expect(Set(many).count == many.count)
+        #expect(bytes(ProposedEvent(type: "t", payload: Data()).eventID)[6] >> 4 == 7)
+    }
 }
 
 @Suite("Claims: unique keys held by one stream")
