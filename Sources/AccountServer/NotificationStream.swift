@@ -84,8 +84,9 @@ struct NotificationStream: Sendable {
                 // The account's own records, so that the record ending this session is seen even
                 // though it reports nothing; the rest of its command follows before the end.
                 var lastVersion: UInt64?
+                var folds = NotificationFolds(limit: 1)
                 for try await record in store.log.subscribeRecords(after: start, stream: accountId) {
-                    for notification in try await store.notifications(for: record) { continuation.yield(.event(notification)) }
+                    for notification in try await store.notifications(for: record, folds: &folds) { continuation.yield(.event(notification)) }
                     if lastVersion == nil, try endsSession(record, sessionHash: sessionHash) {
                         lastVersion = try await store.log.streamVersion(accountId) ?? record.streamVersion
                     }

@@ -29,9 +29,13 @@ public struct LoggedNotification: Sendable, Equatable {
 ///
 /// Password changes, failed logins and the storage provider's `external.*` events change no
 /// details and report nothing. Events of a deleted account read after its key was destroyed carry
-/// no details (crypto-shredding): a consumer that needs them must keep up with the log. It is pull-based: the log is read in short batches only as fast as
-/// the consumer iterates, so a slow consumer never makes memory grow. It ends when the log closes
-/// or the consuming task is cancelled, and throws when a record cannot be decoded.
+/// no details (crypto-shredding): a consumer that needs them must keep up with the log (a feed
+/// that read an account's records before its deletion keeps the details it folded, and reports
+/// them in `disassociatingAccount`). It is pull-based: the log is read in short batches only as
+/// fast as the consumer iterates, so a slow consumer never makes memory grow. It ends when the log closes
+/// or the consuming task is cancelled, and throws when a record cannot be decoded. Each account's
+/// state is carried from one of its records to the next (for the most recent 4,096 accounts), so
+/// an account's notifications cost one step each, not a fold of its stream so far.
 public struct AccountNotificationFeed: AsyncSequence, Sendable {
     /// The type of the elements the sequence delivers.
     public typealias Element = LoggedNotification
@@ -52,16 +56,57 @@ public struct AccountNotificationFeed: AsyncSequence, Sendable {
         var records: EventSubscription.Iterator
         let accountId: String?
         var pending: [LoggedNotification] = []
+        var folds = NotificationFolds()
 
         /// The next element; `nil` when the sequence ended.
         public mutating func next() async throws -> LoggedNotification? {
             while pending.isEmpty {
                 guard let record = try await records.next() else { return nil }
                 if let accountId, record.streamID != accountId { continue }
-                pending = try await store.notifications(for: record)
+                pending = try await store.notifications(for: record, folds: &folds)
             }
             return pending.removeFirst()
         }
+    }
+}
+
+/// The accounts' states as of the last record a reader of the log derived notifications from
+/// (``AccountStore/notifications(for:folds:)``), so that the next record of the same account takes
+/// one step of the fold instead of a fold of the stream's prefix.
+public struct NotificationFolds: Sendable {
+    /// Each account's state through `version` (nil: it did not exist then).
+    private var states: [String: (version: UInt64, state: AccountState?)] = [:]
+    /// With more accounts than this, the states are dropped (each is folded again when its account
+    /// comes back).
+    let limit: Int
+
+    /// Empty folds that keep at most `limit` accounts' states.
+    public init(limit: Int = 4_096) {
+        self.limit = max(1, limit)
+    }
+
+    /// The account's state before and after `record`, which holds `event`.
+    mutating func step(
+        _ record: RecordedEvent, _ event: AccountEvent, accounts: AccountLog
+    ) async throws -> (
+        before: AccountState?, after: AccountState?
+    ) {
+        let accountId = record.streamID
+        let before: AccountState?
+        if let known = states[accountId], known.version + 1 == record.streamVersion {
+            before = known.state
+        } else {
+            before = record.streamVersion > 1 ? try await accounts.load(accountId, throughVersion: record.streamVersion - 1) : nil
+        }
+        let after = AccountState.applying(event, to: before, accountId: accountId, version: record.streamVersion, at: record.timestamp)
+        if states[accountId] == nil && states.count >= limit { states.removeAll(keepingCapacity: true) }
+        states[accountId] = (record.streamVersion, after)
+        return (before, after)
+    }
+
+    /// Forgets the account: a record the fold does not know broke its chain of states.
+    mutating func forget(_ accountId: String) {
+        states[accountId] = nil
     }
 }
 
@@ -83,32 +128,38 @@ extension AccountStore {
     /// The notifications one record stands for (none for most security and external events), for
     /// a consumer that reads the log itself.
     public func notifications(for record: RecordedEvent) async throws -> [LoggedNotification] {
-        guard AccountEvent.currentSchemaVersions[record.type] != nil else { return [] }
+        var folds = NotificationFolds()
+        return try await notifications(for: record, folds: &folds)
+    }
+
+    /// ``notifications(for:)`` that carries the accounts' states in `folds` from record to record:
+    /// a reader that goes through the log in order takes one fold step per record.
+    public func notifications(for record: RecordedEvent, folds: inout NotificationFolds) async throws -> [LoggedNotification] {
+        guard AccountEvent.currentSchemaVersions[record.type] != nil else {
+            folds.forget(record.streamID)
+            return []
+        }
         let event = try accounts.event(from: record)
         let accountId = record.streamID
+        let (beforeState, afterState) = try await folds.step(record, event, accounts: accounts)
         func notification(_ event: AccountNotifications.Event) -> LoggedNotification {
             LoggedNotification(position: record.position, accountId: accountId, event: event)
         }
-        func detailsAt(_ version: UInt64) async throws -> AccountDetails? {
-            try await accounts.load(accountId, throughVersion: version).map { try self.details(from: $0) }
-        }
         switch event {
         case .accountCreated, .loginSucceeded:
-            guard var after = try await detailsAt(record.streamVersion) else { return [] }
+            guard var after = try afterState.map(details(from:)) else { return [] }
             if case .accountCreated = event { after.isNewUser = true }
             return [notification(.associatedAccount(after))]
         case .detailsModified, .userIdChanged, .anonymousAccountUpgraded:
-            guard let before = try await detailsAt(record.streamVersion - 1),
-                let after = try await detailsAt(record.streamVersion)
-            else { return [] }
+            guard let before = try beforeState.map(details(from:)), let after = try afterState.map(details(from:)) else { return [] }
             return [notification(.detailsChanged(before, after))]
         case .accountDeleted:
             // Delivered even when the account's details were shredded: then only its id is known.
-            var before = try await detailsAt(record.streamVersion - 1) ?? AccountDetails()
+            var before = try beforeState.map(details(from:)) ?? AccountDetails()
             before.accountId = accountId
             return [notification(.deletingAccount(accountId)), notification(.disassociatingAccount(before))]
         case .loggedOut:
-            guard let current = try await detailsAt(record.streamVersion) else { return [] }
+            guard let current = try afterState.map(details(from:)) else { return [] }
             return [notification(.disassociatingAccount(current))]
         case .passwordChanged, .loginFailed, .passwordResetRequested, .sessionStarted, .sessionEnded, .externalDetailsModified,
             .externalDetailsErased, .redacted:

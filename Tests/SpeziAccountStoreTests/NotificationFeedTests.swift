@@ -1,0 +1,57 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import SpeziAccount
+import Testing
+
+@testable import SpeziAccountStore
+
+@Suite("The notification feed carries each account's state from record to record")
+struct NotificationFeedTests {
+    @Test("the feed, folds of any size and the per-record derivation report the same notifications for an interleaved history")
+    func sameAsFoldingEachPrefix() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try await fixture.open()
+        var ids: [String] = []
+        for index in 0..<3 {
+            ids.append(try await store.signup(leland(userId: "feed\(index)@example.org", password: "password number \(index)")).accountId)
+        }
+        var generator = SystemRandomNumberGenerator()
+        for step in 0..<60 {
+            let accountId = ids[Int.random(in: 0..<ids.count, using: &generator)]
+            var change = AccountDetails()
+            change.name = PersonNameComponents(givenName: "Step \(step)", familyName: "Stanford")
+            if step.isMultiple(of: 7) { change.genderIdentity = step.isMultiple(of: 2) ? .female : .male }
+            _ = try await store.modify(accountId, try AccountModifications(modifiedDetails: change))
+            if step.isMultiple(of: 11) {
+                try await store.logout(accountId)
+                _ = try await store.login(
+                    userId: "feed\(ids.firstIndex(of: accountId)!)@example.org", password: "password number \(ids.firstIndex(of: accountId)!)")
+            }
+        }
+        try await store.delete(ids[1])
+        let records = try await store.log.read(from: 1, limit: 10_000)
+        #expect(records.count > 60)
+
+        var oneByOne: [LoggedNotification] = []
+        for record in records { oneByOne += try await store.notifications(for: record) }
+        #expect(oneByOne.count >= 60)
+        for limit in [1, 2, 4_096] {
+            var folds = NotificationFolds(limit: limit)
+            var carried: [LoggedNotification] = []
+            for record in records { carried += try await store.notifications(for: record, folds: &folds) }
+            #expect(carried == oneByOne, "folds of at most \(limit) accounts")
+        }
+        var fed: [LoggedNotification] = []
+        for try await notification in try await store.notifications(after: 0) {
+            fed.append(notification)
+            if fed.count == oneByOne.count { break }
+        }
+        #expect(fed == oneByOne)
+        await store.close()
+    }
+}
