@@ -86,7 +86,12 @@ enum AppendWorkloads {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         for writer in 0..<writers {
                             group.addTask {
-                                for index in 0..<perWriter { _ = try await log.append(events[writer * perWriter + index], to: "writer-\(writer)") }
+                                for index in 0..<perWriter {
+                                    // A fresh default (time-ordered) id, as the account store's appends get.
+                                    var event = events[writer * perWriter + index]
+                                    event.eventID = .timeOrdered()
+                                    _ = try await log.append(event, to: "writer-\(writer)")
+                                }
                             }
                         }
                         try await group.waitForAll()
