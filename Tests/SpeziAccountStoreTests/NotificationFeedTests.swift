@@ -20,9 +20,10 @@ struct NotificationFeedTests {
         for index in 0..<3 {
             ids.append(try await store.signup(leland(userId: "feed\(index)@example.org", password: "password number \(index)")).accountId)
         }
-        var generator = SystemRandomNumberGenerator()
+        // A fixed interleaving: the account deleted at the end (ids[1]) gets every third change, and a
+        // deleted account's sealed changes can no longer be read, so the others' 40 set the lower bound.
         for step in 0..<60 {
-            let accountId = ids[Int.random(in: 0..<ids.count, using: &generator)]
+            let accountId = ids[(step + step / 4) % ids.count]
             var change = AccountDetails()
             change.name = PersonNameComponents(givenName: "Step \(step)", familyName: "Stanford")
             if step.isMultiple(of: 7) { change.genderIdentity = step.isMultiple(of: 2) ? .female : .male }
@@ -39,7 +40,7 @@ struct NotificationFeedTests {
 
         var oneByOne: [LoggedNotification] = []
         for record in records { oneByOne += try await store.notifications(for: record) }
-        #expect(oneByOne.count >= 60)
+        #expect(oneByOne.count >= 40)
         for limit in [1, 2, 4_096] {
             var folds = NotificationFolds(limit: limit)
             var carried: [LoggedNotification] = []
