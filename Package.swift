@@ -149,7 +149,8 @@ let package = Package(
         .target(
             name: "AccountServer",
             dependencies: [
-                "SpeziAccountStore", "SpeziAccount", "EventLogProtocol",
+                "SpeziAccountStore", "SpeziAccount", "EventLogProtocol", "Projections",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -230,7 +231,8 @@ let package = Package(
             name: "AccountServerTests",
             dependencies: [
                 "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi",
-                .product(name: "HummingbirdTesting", package: "hummingbird")
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ])
     ],
     swiftLanguageModes: [.v6]

@@ -5,7 +5,7 @@
 # The README's two commands on a fresh Debian or Ubuntu machine with Swift 6.3:
 #   Tools/run.sh demo   installs what the store needs (liblmdb-dev, libargon2-dev), then runs the demo on a store
 #   Tools/run.sh test   installs what the tests need as well (valgrind, gcc, PostgreSQL, Python lmdb,
-#                       schemathesis),
+#                       schemathesis, Chromium with its driver and Selenium),
 #                       then runs every test (swift test)
 # Each installs only what is missing, with apt-get (as root, or through sudo) and pip.
 # `Tools/run.sh test --coverage` records line coverage (what .ci/run does).
@@ -29,6 +29,7 @@ install_store_dependencies() {
 
 # The API fuzzer's version (PyPI), pinned so that runs are comparable.
 SCHEMATHESIS_VERSION="4.32.5"
+SELENIUM_VERSION="4.51.0"
 
 install_test_dependencies() {
     install_store_dependencies
@@ -46,6 +47,17 @@ install_test_dependencies() {
         echo "==> installing schemathesis $SCHEMATHESIS_VERSION"
         python3 -m pip install --quiet "schemathesis==$SCHEMATHESIS_VERSION" \
             || python3 -m pip install --quiet --break-system-packages "schemathesis==$SCHEMATHESIS_VERSION"
+    fi
+    # The audit console's browser test drives headless Chromium (Debian's packages) with Selenium.
+    if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+        || ! command -v chromedriver >/dev/null 2>&1; then
+        apt_install chromium chromium-driver
+    fi
+    if ! python3 -c "import selenium" 2>/dev/null; then
+        if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+        echo "==> installing selenium $SELENIUM_VERSION"
+        python3 -m pip install --quiet "selenium==$SELENIUM_VERSION" \
+            || python3 -m pip install --quiet --break-system-packages "selenium==$SELENIUM_VERSION"
     fi
     # The format test reads logs with Python's lmdb package, as FORMAT.md promises anyone can.
     if ! python3 -c "import lmdb" 2>/dev/null; then

@@ -30,6 +30,11 @@ public struct AccountServerConfiguration: Sendable {
     /// `AccountStoreOptions.signupConfirmationDelivery`. Off by default: a signup is answered
     /// `201` with a session, or `409` for a taken user id.
     public var confirmsSignups = false
+    /// The administrator of the audit console's API under `/admin/api/`; nil (the default): no
+    /// console, `/admin/` answers 404.
+    public var admin: AdminCredential?
+    /// How long an admin session lasts before the credential must be presented again.
+    public var adminSessionValidity: Duration = .seconds(30 * 60)
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}
@@ -70,6 +75,13 @@ public struct AccountServer: Service {
     package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
         routes.register(on: router)
+        if let admin = configuration.admin {
+            AdminRoutes(
+                store: routes.store, sessions: AdminSessions(credential: admin, validity: configuration.adminSessionValidity),
+                limiter: RateLimiter(), limit: configuration.rateLimits.adminAttemptsPerClient, heartbeat: configuration.heartbeat,
+                logger: logger
+            ).register(on: router)
+        }
         return Application(
             router: router,
             configuration: ApplicationConfiguration(

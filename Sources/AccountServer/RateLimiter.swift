@@ -40,6 +40,8 @@ public struct RateLimits: Sendable, Equatable {
     /// Changes of one account's user id (a taken user id is refused, so each try tells whether it
     /// has an account: this bounds how fast an account can probe).
     public var userIdChangesPerAccount = RateLimit(burst: 3, perMinute: 1)
+    /// Admin requests that present the credential (HTTP Basic), from one address.
+    public var adminAttemptsPerClient = RateLimit(burst: 20, perMinute: 20)
 
     /// The defaults above.
     public init() {}

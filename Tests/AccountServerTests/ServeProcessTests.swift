@@ -3,12 +3,11 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+import NIOFoundationCompat
 import Testing
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// One `accountctl serve` process on a store, on a port the system picked.
 final class ServeProcess {
@@ -66,17 +65,33 @@ final class ServeProcess {
     }
 
     /// One request; the status and the body parsed as a JSON object (empty when it is none).
-    func send(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (status: Int, body: [String: Any]) {
-        var request = URLRequest(url: try #require(URL(string: base + path)))
-        request.httpMethod = method
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+    /// (AsyncHTTPClient: FoundationNetworking's URLSession never completes a request answered 401
+    /// with `WWW-Authenticate: Basic` when no delegate takes the challenge.)
+    func send(
+        _ method: String, _ path: String, token: String? = nil, json: String? = nil, basic: String? = nil
+    ) async throws -> (
+        status: Int, body: [String: Any]
+    ) {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = .init(rawValue: method)
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let basic { request.headers.add(name: "Authorization", value: "Basic \(Data(basic.utf8).base64EncodedString())") }
         if let json {
-            request.httpBody = Data(json.utf8)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.body = .bytes(ByteBuffer(string: json))
+            request.headers.add(name: "Content-Type", value: "application/json")
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        return (status, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let data = Data(buffer: try await response.body.collect(upTo: 16 << 20))
+        return (Int(response.status.code), (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+    }
+
+    /// A GET whose answer is a JSON array of objects (empty when it is not one).
+    func sendList(_ path: String, basic: String) async throws -> [[String: Any]] {
+        var request = HTTPClientRequest(url: base + path)
+        request.headers.add(name: "Authorization", value: "Basic \(Data(basic.utf8).base64EncodedString())")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let data = Data(buffer: try await response.body.collect(upTo: 16 << 20))
+        return (try? JSONSerialization.jsonObject(with: data)) as? [[String: Any]] ?? []
     }
 }
 
@@ -138,6 +153,30 @@ struct ServeProcessTests {
         let completion = #"{"userId":"ada@example.org","token":"\#(token)","newPassword":"brand new secret 7"}"#
         #expect(try await server.send("POST", "/v1/password-resets/complete", json: completion).status == 204)
         #expect(await server.terminate() == 0)
+    }
+
+    @Test("--admin-credential-file: the console API answers the credential from the file; a weak one stops the server with a message")
+    func adminCredentialFile() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: store)
+            try? FileManager.default.removeItem(at: file)
+        }
+        try "grace:a long admin password\n".write(to: file, atomically: true, encoding: .utf8)
+        let server = try ServeProcess(store: store, extra: ["--admin-credential-file", file.path])
+        try await server.start()
+        #expect(try await server.send("GET", "/admin/api/whoami").status == 401)
+        let whoami = try await server.send("GET", "/admin/api/whoami", basic: "grace:a long admin password")
+        #expect(whoami.status == 200 && whoami.body["admin"] as? String == "grace")
+        #expect(await server.terminate() == 0)
+
+        try "grace:short\n".write(to: file, atomically: true, encoding: .utf8)
+        let refused = try ServeProcess(store: store, extra: ["--admin-credential-file", file.path])
+        try refused.process.run()
+        refused.process.waitUntilExit()
+        #expect(refused.process.terminationStatus != 0)
+        #expect(try String(contentsOf: refused.errors, encoding: .utf8).contains("at least 12 characters"))
     }
 
     @Test("--signup-outbox: signups answer 202; the outbox gets a token or an already-registered notice; the token signs in")

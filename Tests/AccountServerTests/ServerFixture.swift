@@ -78,8 +78,10 @@ struct APIResponse {
 struct APIClient: Sendable {
     let client: any TestClientProtocol
 
-    func send(_ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: String? = nil) async throws -> APIResponse {
-        var headers: HTTPFields = [:]
+    func send(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: String? = nil, headers extra: HTTPFields = [:]
+    ) async throws -> APIResponse {
+        var headers = extra
         if let token { headers[.authorization] = "Bearer \(token)" }
         if json != nil { headers[.contentType] = "application/json" }
         let response = try await client.execute(uri: path, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })

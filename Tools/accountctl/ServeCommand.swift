@@ -47,6 +47,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Confirm signups: a file to append confirmation tokens and already-registered notices to (JSON lines).")
     var signupOutbox: String?
 
+    @Option(help: "Enable the audit console API under /admin/api/: a file whose first line is name:password (12+ characters).")
+    var adminCredentialFile: String?
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard sessionSeconds > 0 else { throw ValidationError("--session-seconds must be positive") }
@@ -57,6 +60,12 @@ struct Serve: AsyncParsableCommand {
         try await guarded {
             let outbox = try resetOutbox.map(Outbox.init(path:))
             let signups = try signupOutbox.map(Outbox.init(path:))
+            let admin: AdminCredential?
+            do {
+                admin = try adminCredentialFile.map(AdminCredential.init(contentsOf:))
+            } catch {
+                throw ToolError.input("--admin-credential-file: \(error)")
+            }
             try await global.withStore(
                 creating: true,
                 adjusting: { options in
@@ -70,6 +79,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.sessionValidity = .seconds(sessionSeconds)
                 configuration.maxBodyBytes = maxBodyBytes
                 configuration.confirmsSignups = signups != nil
+                configuration.admin = admin
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
                 let group = ServiceGroup(

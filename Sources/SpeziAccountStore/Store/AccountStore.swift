@@ -185,6 +185,11 @@ public final class AccountStore: Sendable {
         lock.release()
     }
 
+    /// The time by the store's clock (``AccountStoreOptions/clock``), which stamps its records.
+    public func now() -> Date {
+        options.clock()
+    }
+
     // MARK: Reading
 
     /// The account's current details from the details cache (never the password), or nil.

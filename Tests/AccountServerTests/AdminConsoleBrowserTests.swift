@@ -1,0 +1,94 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Testing
+
+@Suite("The audit console in a real browser")
+struct AdminConsoleBrowserTests {
+    /// The package's folder (screenshots go under its `.build`).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// `Tests/Browser/console_check.py` drives headless Chromium (Debian's `chromium` and
+    /// `chromium-driver`, through Selenium; `Tools/run.sh test` installs them) against a real
+    /// `accountctl serve`, after accounts were signed up, modified and deleted through the API.
+    /// A missing browser fails the test.
+    @Test("timeline with before/after and redaction, a 24-point chart, verify, rebuild and a live tail fed by another process")
+    func console() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("console-store-\(UUID().uuidString)")
+        let credential = FileManager.default.temporaryDirectory.appendingPathComponent("console-admin-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: store)
+            try? FileManager.default.removeItem(at: credential)
+        }
+        try "auditor:an auditor's long password\n".write(to: credential, atomically: true, encoding: .utf8)
+        let server = try ServeProcess(store: store, extra: ["--admin-credential-file", credential.path])
+        try await server.start()
+
+        let live = try await server.send(
+            "POST", "/v1/accounts",
+            json: #"{"userId":"alice@example.org","password":"correct horse battery","name":{"givenName":"Alice","familyName":"Liddell"}}"#)
+        try #require(live.status == 201)
+        let liveToken = try #require(live.body["token"] as? String)
+        let renamed = try await server.send(
+            "PATCH", "/v1/account", token: liveToken, json: #"{"set":{"name":{"givenName":"Alicia","familyName":"Liddell"}}}"#)
+        #expect(renamed.status == 200)
+        let wrong = try await server.send("POST", "/v1/sessions", json: #"{"userId":"alice@example.org","password":"not the password"}"#)
+        #expect(wrong.status == 401)
+        let gone = try await server.send(
+            "POST", "/v1/accounts", json: #"{"userId":"bob@example.org","password":"correct horse battery","name":{"givenName":"Bartholomew"}}"#)
+        let goneToken = try #require(gone.body["token"] as? String)
+        let goneId = try #require((gone.body["account"] as? [String: Any])?["accountId"] as? String)
+        #expect(try await server.send("DELETE", "/v1/account", token: goneToken, json: #"{"currentPassword":"correct horse battery"}"#).status == 204)
+
+        let expect: [String: Any] = [
+            "liveUserId": "alice@example.org", "before": "Alice", "after": "Alicia", "deletedAccountId": goneId, "deletedGivenName": "Bartholomew",
+            "signups": 2, "deletions": 1, "failedLogins": 1, "projection": "account-details"
+        ]
+        let append = [
+            ServeProcess.binary.path, "signup", "--store", store.path, "--user-id", "tail@example.org", "--name", "Tail Writer", "--password-stdin"
+        ]
+        let screenshots = Self.packageRoot.appendingPathComponent(".build/console-screenshots")
+        let report = FileManager.default.temporaryDirectory.appendingPathComponent("console-check-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: report) }
+        _ = FileManager.default.createFile(atPath: report.path, contents: nil)
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        check.arguments = [
+            "python3", Self.packageRoot.appendingPathComponent("Tests/Browser/console_check.py").path,
+            "--base", server.base, "--admin", "auditor:an auditor's long password",
+            "--expect", String(decoding: try JSONSerialization.data(withJSONObject: expect), as: UTF8.self),
+            "--append", String(decoding: try JSONSerialization.data(withJSONObject: append), as: UTF8.self),
+            "--screenshots", screenshots.path
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
+        check.environment = environment
+        let output = try FileHandle(forWritingTo: report)
+        check.standardOutput = output
+        check.standardError = output
+        try check.run()
+        while check.isRunning { try await Task.sleep(for: .milliseconds(200)) }
+        try output.close()
+        let text = try String(contentsOf: report, encoding: .utf8)
+        #expect(
+            check.terminationStatus == 0,
+            "the console check failed (or Chromium, chromium-driver or Selenium are missing: Tools/run.sh install-test-dependencies):\n\(text)")
+        // Not vacuous: the script ran its checks to the end.
+        #expect(text.contains("all checks passed") && text.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count >= 22, "\(text)")
+        for name in ["timeline", "deleted-account", "verified", "console"] {
+            #expect(FileManager.default.fileExists(atPath: screenshots.appendingPathComponent("\(name).png").path), "screenshot \(name)")
+        }
+
+        // The audit stream names the administrator for each look and each job.
+        let audit = try await server.sendList("/admin/api/audit", basic: "auditor:an auditor's long password")
+        let actions = audit.compactMap { $0["action"] as? String }
+        #expect(actions.filter { $0 == "admin.history-viewed" }.count == 2, "\(actions)")
+        #expect(Set(actions).isSuperset(of: ["admin.verified", "admin.rebuild-started", "admin.rebuild-finished"]), "\(actions)")
+        #expect(audit.allSatisfy { $0["admin"] as? String == "auditor" })
+        #expect(await server.terminate() == 0)
+    }
+}

@@ -1,0 +1,218 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import AccountServer
+import Foundation
+import HTTPTypes
+import SpeziAccount
+import SpeziAccountStore
+import Testing
+
+@Suite("Audit console API: admin credential, sessions, account history, activity, verify and rebuild, all audited")
+struct AdminRoutesTests {
+    static let password = "a long admin password"
+
+    private func configuration(validity: Duration = .seconds(1_800)) throws -> AccountServerConfiguration {
+        var configuration = AccountServerConfiguration()
+        configuration.admin = try AdminCredential(name: "grace", password: Self.password)
+        configuration.adminSessionValidity = validity
+        return configuration
+    }
+
+    private func basic(_ name: String = "grace", _ password: String = password) -> HTTPFields {
+        [.authorization: "Basic \(Data("\(name):\(password)".utf8).base64EncodedString())"]
+    }
+
+    /// The `name=value` of a Set-Cookie header, as a Cookie header sends it back.
+    private func cookie(_ response: APIResponse) throws -> HTTPFields {
+        let header = try #require(response.headers[.setCookie])
+        #expect(header.contains("HttpOnly") && header.contains("SameSite=Strict") && header.contains("Path=/admin"))
+        return [.cookie: String(try #require(header.split(separator: ";").first))]
+    }
+
+    /// Polls a job until it ends (at most 20 s).
+    private func finished(_ api: APIClient, _ job: APIResponse, _ headers: HTTPFields) async throws -> APIResponse {
+        let id = try #require(job.body["id"] as? String)
+        for _ in 0..<400 {
+            let state = try await api.send(.get, "/admin/api/jobs/\(id)", headers: headers)
+            if state.body["state"] as? String != "running" { return state }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("job \(id) did not end")
+        return job
+    }
+
+    @Test("credentials and credential files are checked; without a credential there is no console")
+    func credentials() async throws {
+        #expect(throws: AdminCredentialError.self) { try AdminCredential(name: "grace", password: "short") }
+        #expect(throws: AdminCredentialError.self) { try AdminCredential(name: "a:b", password: Self.password) }
+        #expect(throws: AdminCredentialError.self) { try AdminCredential(name: "", password: Self.password) }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try "grace:\(Self.password)\n".write(to: file, atomically: true, encoding: .utf8)
+        #expect(try AdminCredential(contentsOf: file.path).name == "grace")
+        try "no colon here\n".write(to: file, atomically: true, encoding: .utf8)
+        #expect(throws: AdminCredentialError.self) { try AdminCredential(contentsOf: file.path) }
+
+        try await ServerFixture().withServer { api, _ in
+            let answer = try await api.send(.get, "/admin/api/whoami", headers: basic())
+            #expect(answer.status == 404)
+        }
+    }
+
+    @Test("401 and nothing else without the credential; Basic opens a session cookie; the cookie expires")
+    func authentication() async throws {
+        try await ServerFixture().withServer(configuration: try configuration(validity: .seconds(1))) { api, _ in
+            let refusals = [HTTPFields(), basic("grace", "a wrong password!"), basic("someone", Self.password), [.cookie: "spezi_admin=1.00"]]
+            for path in ["/admin/api/accounts?query=x", "/admin/", "/admin", "/admin/api/tail"] {
+                for headers in refusals {
+                    let refused = try await api.send(.get, path, headers: headers)
+                    #expect(refused.status == 401 && refused.headers[.wwwAuthenticate]?.hasPrefix("Basic ") == true, "\(path)")
+                    #expect(refused.problemType == "urn:spezi-account-store:problem:admin-unauthenticated")
+                    #expect(!refused.text.contains("<") && !refused.text.contains("grace"))
+                }
+            }
+            // The page: one document, its script allowed by hash only.
+            let page = try await api.send(.get, "/admin/", headers: basic())
+            #expect(page.status == 200 && page.headers[.contentType] == "text/html; charset=utf-8")
+            #expect(page.text.contains("<h2>Find an account</h2>") && page.text.contains("new EventSource(") && !page.text.contains("<script src"))
+            #expect(page.headers[.contentSecurityPolicy]?.contains("script-src 'sha256-") == true)
+            let signedIn = try await api.send(.get, "/admin/api/whoami", headers: basic())
+            #expect(signedIn.status == 200 && signedIn.body["admin"] as? String == "grace")
+            #expect(signedIn.headers[.cacheControl] == "no-store")
+            let session = try cookie(signedIn)
+            #expect(try await api.send(.get, "/admin/api/whoami", headers: session).status == 200)
+            try await Task.sleep(for: .milliseconds(2_100))
+            #expect(try await api.send(.get, "/admin/api/whoami", headers: session).status == 401)
+        }
+    }
+
+    @Test("guessing is limited: the 21st credential presented outside a session in a minute is answered 429")
+    func guessing() async throws {
+        try await ServerFixture().withServer(configuration: try configuration()) { api, _ in
+            var statuses: [Int] = []
+            for attempt in 0..<21 {
+                statuses.append(try await api.send(.get, "/admin/api/whoami", headers: basic("grace", "wrong password \(attempt)")).status)
+            }
+            #expect(statuses == Array(repeating: 401, count: 20) + [429])
+        }
+    }
+
+    @Test("the live tail: the last records, then new ones, as Server-Sent Events with ids and types only; it ends with the session's validity")
+    func tail() async throws {
+        try await ServerFixture().withServer(configuration: try configuration(validity: .seconds(1))) { api, store in
+            let (_, accountId) = try await api.signup("ada@example.org")
+            // Another signup while the tail is open (straight on the store, as another node would).
+            let later = Task {
+                try await Task.sleep(for: .milliseconds(300))
+                var details = AccountDetails()
+                details.userId = "grace.hopper@example.org"
+                details.password = "correct horse battery"
+                details.name = PersonNameComponents(givenName: "Grace", familyName: "Hopper")
+                return try await store.signup(details).accountId
+            }
+            let answer = try await api.send(.get, "/admin/api/tail?after=1", headers: basic())
+            let laterId = try await later.value
+            #expect(answer.text.contains(#""stream":"\#(laterId)""#))
+            #expect(answer.status == 200 && answer.headers[.contentType] == "text/event-stream")
+            let ids = answer.text.split(separator: "\n").filter { $0.hasPrefix("id: ") }.map { $0.dropFirst(4) }
+            let last = try await store.log.lastPosition()
+            #expect(ids == (2...last).map { Substring("\($0)") }, "\(answer.text)")
+            #expect(answer.text.contains(#""stream":"\#(accountId)""#) && answer.text.contains(#""type":"account.created""#))
+            #expect(!answer.text.contains("example.org") && !answer.text.contains("Lovelace"))
+            #expect(try await api.send(.get, "/admin/api/tail?after=x", headers: basic()).status == 400)
+        }
+    }
+
+    @Test("find and history: before/after values, a deleted account redacted; each opening is an audit event with the admin's name")
+    func history() async throws {
+        try await ServerFixture().withServer(configuration: try configuration()) { api, store in
+            let (token, accountId) = try await api.signup("ada@example.org")
+            let change = #"{"set":{"name":{"givenName":"Augusta","familyName":"King"}}}"#
+            #expect(try await api.send(.patch, "/v1/account", token: token, json: change).status == 200)
+            let (_, goneId) = try await api.signup("gone@example.org")
+            try await store.delete(goneId)
+
+            let found = try await api.send(.get, "/admin/api/accounts?query=ADA@example.org", headers: basic())
+            #expect(found.body["accountId"] as? String == accountId && found.body["deleted"] as? Bool == false)
+            let gone = try await api.send(.get, "/admin/api/accounts?query=\(goneId)", headers: basic())
+            #expect(gone.body["accountId"] as? String == goneId && gone.body["deleted"] as? Bool == true)
+            #expect(try await api.send(.get, "/admin/api/accounts?query=nobody@example.org", headers: basic()).status == 404)
+            #expect(try await api.send(.get, "/admin/api/accounts/%24admin/history", headers: basic()).status == 404)
+
+            let history = try await api.send(.get, "/admin/api/accounts/\(accountId)/history", headers: basic())
+            let entries = try #require(history.body["entries"] as? [[String: Any]])
+            #expect(entries.map { $0["type"] as? String } == ["account.created", "auth.session-started", "account.details-modified"])
+            let changes = try #require(entries[2]["changes"] as? [[String: Any]])
+            #expect(changes.first?["key"] as? String == "name")
+            #expect((changes.first?["old"] as? String)?.contains("Ada") == true && (changes.first?["new"] as? String)?.contains("Augusta") == true)
+
+            let redacted = try await api.send(.get, "/admin/api/accounts/\(goneId)/history", headers: basic())
+            let goneEntries = try #require(redacted.body["entries"] as? [[String: Any]])
+            #expect(goneEntries.first?["redacted"] as? Bool == true && goneEntries.last?["type"] as? String == "account.deleted")
+            #expect(!redacted.text.contains("gone@example.org"))
+
+            let audit = try await api.send(.get, "/admin/api/audit", headers: basic())
+            let actions = try #require(JSONSerialization.jsonObject(with: Data(audit.text.utf8)) as? [[String: Any]])
+            #expect(actions.map { $0["accountId"] as? String } == [goneId, accountId])
+            #expect(actions.allSatisfy { $0["admin"] as? String == "grace" && $0["action"] as? String == "admin.history-viewed" })
+            let logged = try await store.log.readStream(AccountStore.adminStream, from: 1, limit: 10)
+            #expect(logged.map(\.metadata.actor) == ["admin:grace", "admin:grace"])
+        }
+    }
+
+    @Test("activity per hour: signups, deletions and failed logins land in the current hour's point")
+    func activity() async throws {
+        try await ServerFixture().withServer(configuration: try configuration()) { api, store in
+            _ = try await api.signup("a@example.org")
+            let (_, second) = try await api.signup("b@example.org")
+            try await store.delete(second)
+            _ = try await api.send(.post, "/v1/sessions", json: #"{"userId":"a@example.org","password":"wrong"}"#)
+            let answer = try await api.send(.get, "/admin/api/activity?bucket=hour&count=3", headers: basic())
+            let series = try #require(answer.body["series"] as? [[String: Any]])
+            #expect(series.count == 3)
+            #expect(series.map { $0["signups"] as? Int } == [0, 0, 2])
+            #expect(series.last?["deletions"] as? Int == 1 && series.last?["failedLogins"] as? Int == 1)
+            let days = try await api.send(.get, "/admin/api/activity?bucket=day&count=7", headers: basic())
+            #expect((days.body["series"] as? [[String: Any]])?.count == 7)
+            #expect(try await api.send(.get, "/admin/api/activity?bucket=week", headers: basic()).status == 400)
+            #expect(try await api.send(.get, "/admin/api/activity?count=0", headers: basic()).status == 400)
+        }
+    }
+
+    @Test("the log's state; verify and rebuild run as jobs with progress, and their outcomes are audit events")
+    func verifyAndRebuild() async throws {
+        try await ServerFixture().withServer(configuration: try configuration()) { api, store in
+            for index in 0..<5 { _ = try await api.signup("user\(index)@example.org") }
+            let before = try await api.send(.get, "/admin/api/log", headers: basic())
+            #expect(before.body["records"] as? Int == Int(try await store.log.lastPosition()))
+            #expect((before.body["headHash"] as? String)?.count == 64 && before.body["lastVerification"] == nil)
+            let names = (before.body["projections"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+            #expect(names?.contains("account-details") == true)
+
+            let started = try await api.send(.post, "/admin/api/verify", headers: basic())
+            #expect(started.status == 202 && started.body["kind"] as? String == "verify")
+            let verified = try await finished(api, started, basic())
+            #expect(verified.body["state"] as? String == "finished" && (verified.body["result"] as? String)?.hasPrefix("intact") == true)
+            #expect(verified.body["done"] as? Int == verified.body["total"] as? Int)
+            let after = try await api.send(.get, "/admin/api/log", headers: basic())
+            let last = try #require(after.body["lastVerification"] as? [String: Any])
+            #expect(last["intact"] as? Bool == true && last["admin"] as? String == "grace" && last["recordsChecked"] as? Int ?? 0 >= 10)
+
+            let rebuild = try await api.send(.post, "/admin/api/projections/account-details/rebuild", headers: basic())
+            #expect(rebuild.status == 202)
+            let rebuilt = try await finished(api, rebuild, basic())
+            #expect(rebuilt.body["state"] as? String == "finished")
+            let user3 = try #require(try await store.resolve("user3@example.org"))
+            #expect(try store.details(of: user3)?.userId == "user3@example.org")
+            #expect(try await api.send(.post, "/admin/api/projections/nothing/rebuild", headers: basic()).status == 404)
+            #expect(try await api.send(.get, "/admin/api/jobs/nope", headers: basic()).status == 404)
+
+            let audit = try await store.adminActions()
+            #expect(audit.map(\.action.typeName) == ["admin.rebuild-finished", "admin.rebuild-started", "admin.verified"])
+            #expect(audit.allSatisfy { $0.admin == "grace" })
+        }
+    }
+}

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+# SPDX-License-Identifier: MIT
+"""Drives the audit console at /admin/ in headless Chromium (Debian's chromium and
+chromium-driver, through Selenium) against a running `accountctl serve`.
+
+The caller (Tests/AccountServerTests/AdminConsoleBrowserTests.swift) has signed up, modified and
+deleted accounts through the API and passes what the page must show. Every check that fails is
+printed and makes the exit status 1; a missing browser or driver is an error, never a skip.
+Screenshots of each step go to --screenshots.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+failures = []
+
+
+def check(condition, what):
+    print(("ok     " if condition else "FAILED ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        raise SystemExit("Chromium or chromedriver is missing: Tools/run.sh install-test-dependencies installs Debian's "
+                         "chromium and chromium-driver")
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1500",
+                     "--disable-gpu", "--no-first-run"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=options)
+
+
+def wait_for(driver, what, condition, seconds=20):
+    try:
+        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(lambda _: condition())
+    except TimeoutException:
+        check(False, what + " (timed out after %d s)" % seconds)
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base", required=True, help="http://127.0.0.1:PORT")
+    parser.add_argument("--admin", required=True, help="name:password")
+    parser.add_argument("--expect", required=True, help="JSON: what the page must show")
+    parser.add_argument("--append", required=True, help="JSON list: a command that appends a signup from another process")
+    parser.add_argument("--screenshots", required=True)
+    arguments = parser.parse_args()
+    expect = json.loads(arguments.expect)
+    os.makedirs(arguments.screenshots, exist_ok=True)
+
+    def shot(name):
+        path = os.path.join(arguments.screenshots, name + ".png")
+        driver.save_screenshot(path)
+        print("screenshot " + path, flush=True)
+
+    driver = browser()
+    try:
+        base = urllib.parse.urlsplit(arguments.base)
+        # Without the credential: 401 and no page shell.
+        driver.get(arguments.base + "/admin/")
+        check("Find an account" not in driver.page_source, "without the credential the page is not served")
+        name, password = arguments.admin.split(":", 1)
+        signed_in = "%s://%s:%s@%s/admin/" % (base.scheme, urllib.parse.quote(name, safe=""),
+                                            urllib.parse.quote(password, safe=""), base.netloc)
+        driver.get(signed_in)
+        wait_for(driver, "the page names the signed-in admin",
+                 lambda: driver.find_element(By.ID, "admin-name").text == name)
+
+        # Activity: one point per hour of the last 24 in each of the three series, and the counts.
+        chart_points = wait_for(driver, "the activity chart is drawn",
+                                lambda: driver.find_elements(By.CSS_SELECTOR, "#chart svg circle.point") or None)
+        if chart_points:
+            for series, total in (("signups", expect["signups"]), ("deletions", expect["deletions"]),
+                                  ("failedLogins", expect["failedLogins"])):
+                dots = driver.find_elements(By.CSS_SELECTOR, "#chart circle.point[data-series='%s']" % series)
+                check(len(dots) == 24, "the %s line has 24 points (it has %d)" % (series, len(dots)))
+                values = [int(dot.get_attribute("data-value")) for dot in dots]
+                check(sum(values) == total, "the %s points add up to %d (they add up to %d)" % (series, total, sum(values)))
+                check(values[-1] == total, "the last hour holds all %d %s" % (total, series))
+
+        # The live account's timeline: before/after values.
+        query = driver.find_element(By.ID, "find-query")
+        query.send_keys(expect["liveUserId"])
+        driver.find_element(By.ID, "find-button").click()
+        entries = wait_for(driver, "the live account's timeline appears",
+                           lambda: driver.find_elements(By.CSS_SELECTOR, "#timeline > li") or None)
+        if entries:
+            types = [entry.get_attribute("data-type") for entry in entries]
+            check(types[:1] == ["account.created"], "the timeline starts with account.created (%s)" % types)
+            check("account.details-modified" in types, "the timeline has the modification")
+            rows = driver.find_elements(By.CSS_SELECTOR, "#timeline li[data-type='account.details-modified'] tr[data-key='name']")
+            check(len(rows) == 1, "the modification shows one change of the name")
+            if rows:
+                old = rows[0].find_element(By.CSS_SELECTOR, "td.old").text
+                new = rows[0].find_element(By.CSS_SELECTOR, "td.new").text
+                check(expect["before"] in old and expect["after"] in new,
+                      "before/after: %r → %r (expected %r → %r)" % (old, new, expect["before"], expect["after"]))
+            check(not driver.find_elements(By.CSS_SELECTOR, "#timeline li.redacted"), "nothing of the live account is redacted")
+            shot("timeline")
+
+        # The deleted account: found by its account id, every entry with values redacted.
+        query.clear()
+        query.send_keys(expect["deletedAccountId"])
+        driver.find_element(By.ID, "find-button").click()
+        wait_for(driver, "the deleted account is marked deleted",
+                 lambda: driver.find_elements(By.CSS_SELECTOR, "#account .badge.deleted") or None)
+        entries = driver.find_elements(By.CSS_SELECTOR, "#timeline > li")
+        redacted = driver.find_elements(By.CSS_SELECTOR, "#timeline > li.redacted")
+        check(len(entries) >= 2 and len(redacted) >= 1, "the deleted account's timeline has redacted entries (%d of %d)"
+              % (len(redacted), len(entries)))
+        check(expect["deletedGivenName"] not in driver.find_element(By.ID, "account").text,
+              "the deleted account's name is shown nowhere")
+        shot("deleted-account")
+
+        # Verify: progress, then the result, also in the log's state.
+        driver.find_element(By.ID, "verify-button").click()
+        outcome = wait_for(driver, "verify finishes",
+                           lambda: driver.find_elements(By.CSS_SELECTOR, "#verify-job .job-state[data-state]") or None, 60)
+        if outcome:
+            check(outcome[0].get_attribute("data-state") == "finished" and "intact" in outcome[0].text,
+                  "verify says intact: %r" % outcome[0].text)
+            wait_for(driver, "the log's state shows the verification",
+                     lambda: driver.find_element(By.ID, "log-verified").text.startswith("intact"))
+        shot("verified")
+
+        # Rebuild a projection and see it finish.
+        button = wait_for(driver, "a rebuild button for the details cache", lambda: driver.find_elements(
+            By.CSS_SELECTOR, "button[data-projection='%s']" % expect["projection"]) or None)
+        if button:
+            button[0].click()
+            outcome = wait_for(driver, "the rebuild finishes",
+                               lambda: driver.find_elements(By.CSS_SELECTOR, "#rebuild-job .job-state[data-state]") or None, 60)
+            if outcome:
+                check(outcome[0].get_attribute("data-state") == "finished" and expect["projection"] in outcome[0].text,
+                      "the rebuild finished: %r" % outcome[0].text)
+
+        # The audit trail names the admin for what they did.
+        wait_for(driver, "the audit trail lists the history views, the verification and the rebuild", lambda: {
+            row.get_attribute("data-action") for row in driver.find_elements(By.CSS_SELECTOR, "#audit-rows tr")
+        } >= {"admin.history-viewed", "admin.verified", "admin.rebuild-started", "admin.rebuild-finished"})
+
+        # The live tail: another process appends; the record appears.
+        wait_for(driver, "the tail is live", lambda: driver.find_element(By.ID, "tail-state").text == "live")
+        before = {row.get_attribute("data-position") for row in driver.find_elements(By.CSS_SELECTOR, "#tail-rows tr")}
+        appended = subprocess.run(json.loads(arguments.append), input=b"a password for the tail\n", capture_output=True)
+        check(appended.returncode == 0, "another process appended a signup: %s" % appended.stdout.decode().strip()
+              + appended.stderr.decode().strip())
+        created = wait_for(driver, "the other process's signup appears in the tail", lambda: [
+            row for row in driver.find_elements(By.CSS_SELECTOR, "#tail-rows tr[data-type='account.created']")
+            if row.get_attribute("data-position") not in before] or None)
+        if created:
+            check(created[0].find_elements(By.CSS_SELECTOR, "td")[3].text in appended.stdout.decode(),
+                  "the tail names the new account's stream")
+        shot("console")
+
+        # The one expected error: the 401 of the first visit, made without the credential.
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"
+                  and "the server responded with a status of 401" not in entry["message"]]
+        check(not errors, "no script errors in the console: %s" % errors)
+    finally:
+        driver.quit()
+    print("%d checks failed" % len(failures) if failures else "all checks passed", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
