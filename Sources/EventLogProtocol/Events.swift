@@ -118,7 +118,7 @@ public struct ProposedEvent: Sendable, Hashable {
     public var payload: Data
 
     /// Creates an event to append; its id makes a retried append idempotent. The default id is
-    /// time-ordered (``Foundation/UUID/timeOrdered()``).
+    /// time-ordered (`UUID.timeOrdered()`, version 7).
     public init(eventID: UUID = .timeOrdered(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
         self.eventID = eventID
         self.type = type
