@@ -38,9 +38,8 @@ struct ActivityScan {
         // The last bucket is the one that holds `now`.
         let end = ((now.timeIntervalSince1970 / bucketSeconds).rounded(.down) + 1) * bucketSeconds
         let start = end - Double(count) * bucketSeconds
-        let formatter = ISO8601DateFormatter()
         var points = (0..<count).map { index in
-            ActivityBody.Point(start: formatter.string(from: Date(timeIntervalSince1970: start + Double(index) * bucketSeconds)))
+            ActivityBody.Point(start: JSONCoding.timestamp(Date(timeIntervalSince1970: start + Double(index) * bucketSeconds)))
         }
         var position = try await log.lastPosition()
         scan: while position > 0 {
@@ -66,6 +65,11 @@ struct ActivityScan {
 
 /// The outcome of the last verify run from the console.
 struct VerificationBody: Encodable {
+    /// The one-line outcome a verify job and its audit entry show.
+    static func summary(intact: Bool, recordsChecked: UInt64, problem: String?) -> String {
+        intact ? "intact: \(recordsChecked) records" : "damaged: \(problem ?? "")"
+    }
+
     let time: String
     let admin: String
     let intact: Bool
@@ -75,7 +79,7 @@ struct VerificationBody: Encodable {
 
     init?(_ entry: AdminAuditEntry) {
         guard case let .verified(intact, checked, headHash, problem) = entry.action else { return nil }
-        time = ISO8601DateFormatter().string(from: entry.timestamp)
+        time = JSONCoding.timestamp(entry.timestamp)
         admin = entry.admin
         self.intact = intact
         recordsChecked = checked
@@ -123,14 +127,14 @@ struct AuditEntryBody: Encodable {
 
     init(_ entry: AdminAuditEntry) {
         position = entry.position
-        time = ISO8601DateFormatter().string(from: entry.timestamp)
+        time = JSONCoding.timestamp(entry.timestamp)
         admin = entry.admin
         action = entry.action.typeName
         switch entry.action {
         case let .historyViewed(id):
             (accountId, projection, outcome) = (id, nil, nil)
         case let .verified(intact, checked, _, problem):
-            (accountId, projection, outcome) = (nil, nil, intact ? "intact: \(checked) records" : "damaged: \(problem ?? "")")
+            (accountId, projection, outcome) = (nil, nil, VerificationBody.summary(intact: intact, recordsChecked: checked, problem: problem))
         case let .rebuildStarted(name):
             (accountId, projection, outcome) = (nil, name, nil)
         case let .rebuildFinished(name, error):

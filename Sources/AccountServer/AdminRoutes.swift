@@ -147,7 +147,7 @@ struct AdminRoutes: Sendable {
                 .verified(
                     intact: report.isIntact, recordsChecked: report.recordsChecked, headHash: report.headHash.description,
                     problem: report.problem?.description), by: admin, correlationID: correlation)
-            return report.isIntact ? "intact: \(report.recordsChecked) records" : "damaged: \(report.problem?.description ?? "")"
+            return VerificationBody.summary(intact: report.isIntact, recordsChecked: report.recordsChecked, problem: report.problem?.description)
         }
         return try AccountRoutes.json(job, status: .accepted)
     }
