@@ -63,6 +63,16 @@ let package = Package(
             ],
             path: "Sources/StoreRebuild"
         ),
+        // One hot path per run (replay, rebuild, import, point reads) for callgrind's instruction counts.
+        .executableTarget(
+            name: "hot-paths",
+            dependencies: [
+                .product(name: "EventLog", package: root),
+                .product(name: "Projections", package: root),
+                .product(name: "SpeziAccountStore", package: root)
+            ],
+            path: "Sources/HotPaths"
+        ),
         // ordo-one/benchmark suites.
         .executableTarget(
             name: "EventLogBenchmarks",

@@ -17,7 +17,6 @@ public struct RecordView: LogRecord {
     let typeRange: Range<Int>
     let metadataRange: Range<Int>
     let payloadRange: Range<Int>
-    let path: String
 
     /// Its position in the log.
     public let position: UInt64
@@ -38,33 +37,41 @@ public struct RecordView: LogRecord {
         }
         let storedPosition = BigEndian.uint64(record, at: RecordFormat.Offset.position)
         guard storedPosition == position else { throw corrupt("the record says position \(storedPosition) but is stored under \(position)") }
-        var reader = ByteReader(buffer: record, offset: RecordFormat.fixedSize)
-        guard let streamLength = reader.u16(), let stream = reader.range(count: Int(streamLength)),
-            let typeLength = reader.u16(), let type = reader.range(count: Int(typeLength))
-        else {
+        // The variable part, read with plain loads (this runs for every record a reader sees).
+        let count = record.count
+        var offset = RecordFormat.fixedSize
+        @inline(__always) func u16() -> Int? {
+            guard count - offset >= 2 else { return nil }
+            defer { offset += 2 }
+            return Int(UInt16(bigEndian: record.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+        }
+        @inline(__always) func skip(_ length: Int) -> Range<Int>? {
+            guard count - offset >= length else { return nil }
+            defer { offset += length }
+            return offset..<(offset + length)
+        }
+        guard let streamLength = u16(), let stream = skip(streamLength), let typeLength = u16(), let type = skip(typeLength) else {
             throw corrupt("the record ends inside its header")
         }
-        let metadataStart = reader.offset
-        guard let pairs = reader.u16() else { throw corrupt("the record ends inside its header") }
+        let metadataStart = offset
+        guard let pairs = u16() else { throw corrupt("the record ends inside its header") }
         for _ in 0..<pairs {
-            guard let keyLength = reader.u16(), reader.range(count: Int(keyLength)) != nil,
-                let valueLength = reader.u16(), reader.range(count: Int(valueLength)) != nil
-            else {
+            guard let keyLength = u16(), skip(keyLength) != nil, let valueLength = u16(), skip(valueLength) != nil else {
                 throw corrupt("the record ends inside its metadata")
             }
         }
-        let metadataEnd = reader.offset
-        guard let payloadLength = reader.u32(), let payload = reader.range(count: Int(payloadLength)) else {
-            throw corrupt("the record ends inside its payload")
-        }
-        guard reader.offset == record.count else { throw corrupt("\(record.count - reader.offset) unexpected bytes after the payload") }
+        let metadataEnd = offset
+        guard count - offset >= 4 else { throw corrupt("the record ends inside its payload") }
+        let payloadLength = Int(UInt32(bigEndian: record.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        offset += 4
+        guard let payload = skip(payloadLength) else { throw corrupt("the record ends inside its payload") }
+        guard offset == count else { throw corrupt("\(count - offset) unexpected bytes after the payload") }
         self.bytes = record
         self.position = position
         self.streamIDRange = stream
         self.typeRange = type
         self.metadataRange = metadataStart..<metadataEnd
         self.payloadRange = payload
-        self.path = path
     }
 
     /// The stream version.
@@ -123,6 +130,11 @@ public struct RecordView: LogRecord {
     /// Calls `body` with the stream id's bytes in place.
     public func withStreamIDBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try body(streamIDBytes)
+    }
+
+    /// Calls `body` with the type's bytes in place.
+    public func withTypeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(typeBytes)
     }
 
     /// Compares the type's bytes in place (no String is made).

@@ -33,11 +33,20 @@ public protocol LogRecord {
     func withStreamIDBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
     /// Whether the event type is `name`, without making a String where the backend can avoid it.
     func hasType(_ name: String) -> Bool
+    /// Calls `body` with the event type's UTF-8 bytes (valid only during the call), without making
+    /// a String where the backend can avoid it.
+    func withTypeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
 }
 
 extension LogRecord {
     /// Compares the type's String.
     public func hasType(_ name: String) -> Bool { type == name }
+
+    /// Calls `body` with the bytes of the type's String.
+    public func withTypeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        var type = type
+        return try type.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
 }
 
 extension RecordedEvent: LogRecord {

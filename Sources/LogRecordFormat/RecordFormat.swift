@@ -21,28 +21,31 @@ import Foundation
 /// ..  u32  payload length, payload
 /// ```
 /// All integers big-endian; strings UTF-8.
-package enum RecordFormat {
-    package static let formatVersion: UInt32 = 1
-    package static let layoutVersion: UInt8 = 1
+// Public (the module is no product, so this reaches no user) so that the constants, inlinable
+// computed properties, inline into the readers: `package` members did not inline across modules
+// here, and a `static let` read from another module is a call to its lazy initializer.
+public enum RecordFormat {
+    @inlinable public static var formatVersion: UInt32 { 1 }
+    @inlinable public static var layoutVersion: UInt8 { 1 }
     /// Where each fixed field starts (see the table above).
-    package enum Offset {
-        package static let checksum = 0
-        package static let chainHash = 4
-        package static let layout = 36
-        package static let flags = 37
-        package static let position = 38
-        package static let streamVersion = 46
-        package static let timestamp = 54
-        package static let eventID = 62
-        package static let schemaVersion = 78
+    public enum Offset {
+        @inlinable public static var checksum: Int { 0 }
+        @inlinable public static var chainHash: Int { 4 }
+        @inlinable public static var layout: Int { 36 }
+        @inlinable public static var flags: Int { 37 }
+        @inlinable public static var position: Int { 38 }
+        @inlinable public static var streamVersion: Int { 46 }
+        @inlinable public static var timestamp: Int { 54 }
+        @inlinable public static var eventID: Int { 62 }
+        @inlinable public static var schemaVersion: Int { 78 }
     }
     /// The first byte the chain hash covers (the layout byte).
-    package static let bodyOffset = Offset.layout
-    package static let fixedSize = 82
-    package static let maxStreamIDBytes = 400
-    package static let maxTypeBytes = 255
-    package static let maxMetadataPairs = 256
-    package static let maxMetadataFieldBytes = Int(UInt16.max)
+    @inlinable public static var bodyOffset: Int { Offset.layout }
+    @inlinable public static var fixedSize: Int { 82 }
+    @inlinable public static var maxStreamIDBytes: Int { 400 }
+    @inlinable public static var maxTypeBytes: Int { 255 }
+    @inlinable public static var maxMetadataPairs: Int { 256 }
+    @inlinable public static var maxMetadataFieldBytes: Int { Int(UInt16.max) }
 
     /// Checks a stream id: 1–400 bytes of UTF-8 without NUL (NUL separates it from the version in keys).
     package static func validate(streamID: String) throws(EventLogError) {
@@ -166,47 +169,56 @@ package struct ByteWriter {
 }
 
 /// Bounds-checked sequential big-endian reads; nil when the buffer ends too early.
-package struct ByteReader {
-    package let buffer: UnsafeRawBufferPointer
-    package var offset: Int
+@frozen
+public struct ByteReader {
+    public let buffer: UnsafeRawBufferPointer
+    public var offset: Int
 
-    package init(buffer: UnsafeRawBufferPointer, offset: Int) {
+    @inlinable
+    public init(buffer: UnsafeRawBufferPointer, offset: Int) {
         self.buffer = buffer
         self.offset = offset
     }
 
-    package mutating func u16() -> UInt16? {
+    @inlinable
+    public mutating func u16() -> UInt16? {
         guard buffer.count - offset >= 2 else { return nil }
         defer { offset += 2 }
         return UInt16(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
     }
-    package mutating func u32() -> UInt32? {
+    @inlinable
+    public mutating func u32() -> UInt32? {
         guard buffer.count - offset >= 4 else { return nil }
         defer { offset += 4 }
         return UInt32(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
-    package mutating func u64() -> UInt64? {
+    @inlinable
+    public mutating func u64() -> UInt64? {
         guard buffer.count - offset >= 8 else { return nil }
         defer { offset += 8 }
         return UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
     }
-    package mutating func uuid() -> UUID? {
+    @inlinable
+    public mutating func uuid() -> UUID? {
         guard buffer.count - offset >= 16 else { return nil }
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 16])) }
         offset += 16
         return UUID(uuid: raw)
     }
-    package mutating func slice(count: Int) -> UnsafeRawBufferPointer? {
+    @inlinable
+    public mutating func slice(count: Int) -> UnsafeRawBufferPointer? {
         guard count >= 0, buffer.count - offset >= count else { return nil }
         defer { offset += count }
         return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
     }
-    package mutating func string16() -> String? {
+    @inlinable
+    public mutating func string16() -> String? {
         guard let count = u16(), let bytes = slice(count: Int(count)) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
-    package mutating func data(count: Int) -> Data? {
+    @inlinable
+    public mutating func data(count: Int) -> Data? {
         slice(count: count).map { Data($0) }
     }
 }

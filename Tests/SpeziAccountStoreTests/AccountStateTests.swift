@@ -162,4 +162,49 @@ struct AccountLogTests {
         await #expect(try newLog.load("a7") == a7)
         await store.close()
     }
+
+    @Test("the cache folds streams of every id length (in place within a batch) to the state the command side folds")
+    func idLengthsAndInPlaceFolding() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        let accounts = AccountLog(log: log)
+        // 36 bytes is an account id; 40 is the longest key held inline, 41 the shortest held in an array.
+        let ids = [
+            "a", String(repeating: "b", count: 36), String(repeating: "c", count: 40), String(repeating: "d", count: 41),
+            String(repeating: "e", count: 200)
+        ]
+        for (index, id) in ids.enumerated() {
+            try await accounts.append(
+                [.accountCreated(userId: "user\(index)", passwordHash: "h", isAnonymous: false, values: ["genderIdentity": json("\"male\"")])],
+                to: id, expectedVersion: .noStream)
+        }
+        // Interleaved changes: short values (held inside Data) and long ones (slices of the payload).
+        for round in 1...4 {
+            for (index, id) in ids.enumerated() {
+                let long = json("\"" + String(repeating: "x", count: 20 * round + index) + "\"")
+                try await accounts.append(
+                    [
+                        .detailsModified(
+                            modified: ["biography": long, "phoneNumber": json("\"\(round)\"")], removed: round == 3 ? ["genderIdentity"] : [])
+                    ],
+                    to: id, expectedVersion: .exact(UInt64(round)))
+            }
+        }
+        try await accounts.append([.accountDeleted], to: ids[1], expectedVersion: .exact(5))
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [AccountDetailsProjection()])
+        try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: try log.lastPosition())
+        for (index, id) in ids.enumerated() {
+            let cached = try #require(try AccountDetailsProjection.state(of: id, in: store))
+            await #expect(try accounts.load(id) == cached)
+            #expect(cached.accountId == id && cached.version == (index == 1 ? 6 : 5))
+            if index != 1 {
+                #expect(cached.values["biography"] == json("\"" + String(repeating: "x", count: 80 + index) + "\""))
+                #expect(cached.values["phoneNumber"] == json("\"4\"") && cached.values["genderIdentity"] == nil)
+            }
+        }
+        #expect(try AccountDetailsProjection.state(of: ids[1], in: store)?.isDeleted == true)
+        await store.close()
+    }
 }

@@ -81,7 +81,8 @@ extension AccountDetails: Codable {
             if let key = registry.key(for: identifier) {
                 storage[identifier] = Entry(key: key, value: try key.decodeData(data, with: decoder))
             } else {
-                unknownValues[identifier] = try decoder.decode(RawAccountValue.self, from: data)
+                unknownValues[identifier] =
+                    try PlainJSONValue.decode(RawAccountValue.self, from: data, decoder: decoder) ?? decoder.decode(RawAccountValue.self, from: data)
             }
         }
     }

@@ -57,7 +57,8 @@ extension AccountKey {
     }
 
     static func decodeData(_ data: Data, with decoder: JSONDecoder) throws -> any Sendable {
-        try decoder.decode(Value.self, from: data)
+        if let plain = PlainJSONValue.decode(Value.self, from: data, decoder: decoder) { return plain }
+        return try decoder.decode(Value.self, from: data)
     }
 
     static var erasedInitialValue: any Sendable { initialValue.value }

@@ -92,6 +92,45 @@ public enum AccountEvent: Sendable, Equatable {
         }
     }
 
+    /// The event types this version knows, without their payloads: decoding dispatches on it, and a
+    /// projection can match a record's type bytes against it without making a String.
+    public enum Kind: UInt8, CaseIterable, Sendable {
+        case accountCreated, anonymousAccountUpgraded, detailsModified, passwordChanged, userIdChanged, accountDeleted
+        case loginSucceeded, loginFailed, loggedOut, passwordResetRequested, sessionStarted, sessionEnded
+        case externalDetailsModified, externalDetailsErased
+
+        /// The type name written to the log.
+        public var name: String { Self.names[Int(rawValue)] }
+
+        /// The kind of a type name, or nil for one this version does not know.
+        public init?(name: String) {
+            var name = name
+            guard let kind = name.withUTF8({ Kind(nameBytes: UnsafeRawBufferPointer($0)) }) else { return nil }
+            self = kind
+        }
+
+        /// The kind of a type name given as UTF-8 bytes, or nil for one this version does not know.
+        public init?(nameBytes: UnsafeRawBufferPointer) {
+            for (index, candidate) in Self.nameBytes.enumerated() where candidate.count == nameBytes.count {
+                let same = candidate.withUnsafeBytes { memcmp($0.baseAddress!, nameBytes.baseAddress!, nameBytes.count) == 0 }
+                if same {
+                    self.init(rawValue: UInt8(index))
+                    return
+                }
+            }
+            return nil
+        }
+
+        // In case order.
+        private static let names = [
+            "account.created", "account.anonymous-upgraded", "account.details-modified", "account.password-changed",
+            "account.userid-changed", "account.deleted", "auth.login-succeeded", "auth.login-failed", "auth.logged-out",
+            "auth.password-reset-requested", "auth.session-started", "auth.session-ended", "external.details-modified",
+            "external.details-erased"
+        ]
+        private static let nameBytes = names.map { Array($0.utf8) }
+    }
+
     /// Whether the payload holds personal data, so that the store seals it with the account's key.
     public var carriesPersonalData: Bool {
         switch self {
@@ -105,6 +144,15 @@ public enum AccountEvent: Sendable, Equatable {
     /// The schema version of this event's payload layout.
     public var schemaVersion: UInt32 {
         Self.currentSchemaVersions[typeName] ?? 1
+    }
+
+    /// Whether this event begins an account's state afresh (a signup, or a signup that can no
+    /// longer be read) rather than changing the one before it.
+    var startsAccount: Bool {
+        switch self {
+        case .accountCreated, .redacted("account.created"): true
+        default: false
+        }
     }
 
     /// Whether this event changes the account's own state (as opposed to an audit-only security
@@ -164,50 +212,54 @@ public enum AccountEvent: Sendable, Equatable {
     ///
     /// Older schema versions are turned into the current shape by upcasters before they reach here.
     public static func decode(type: String, payload: UnsafeRawBufferPointer) throws -> AccountEvent {
+        guard let kind = Kind(name: type) else { throw PayloadDecodingError.unknownEventType(type) }
+        return try decode(kind, payload: payload)
+    }
+
+    /// Decodes a payload of the given kind at the current schema version.
+    public static func decode(_ kind: Kind, payload: UnsafeRawBufferPointer) throws -> AccountEvent {
         var reader = try PayloadReader(payload)
         let event: AccountEvent
-        switch type {
-        case "account.created":
+        switch kind {
+        case .accountCreated:
             event = .accountCreated(
                 userId: try reader.string("userId"),
                 passwordHash: try reader.optionalString("passwordHash"),
                 isAnonymous: try reader.bool("isAnonymous"),
                 values: try reader.values("values")
             )
-        case "account.anonymous-upgraded":
+        case .anonymousAccountUpgraded:
             event = .anonymousAccountUpgraded(
                 userId: try reader.string("userId"),
                 passwordHash: try reader.optionalString("passwordHash"),
                 values: try reader.values("values")
             )
-        case "account.details-modified":
+        case .detailsModified:
             event = .detailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
-        case "account.password-changed":
+        case .passwordChanged:
             event = .passwordChanged(passwordHash: try reader.string("passwordHash"))
-        case "account.userid-changed":
+        case .userIdChanged:
             event = .userIdChanged(old: try reader.string("old"), new: try reader.string("new"))
-        case "account.deleted":
+        case .accountDeleted:
             event = .accountDeleted
-        case "auth.login-succeeded":
+        case .loginSucceeded:
             event = .loginSucceeded
-        case "auth.login-failed":
+        case .loginFailed:
             event = .loginFailed(reason: try reader.string("reason"))
-        case "auth.logged-out":
+        case .loggedOut:
             event = .loggedOut
-        case "auth.password-reset-requested":
+        case .passwordResetRequested:
             event = .passwordResetRequested(
                 tokenHash: try reader.string("tokenHash"), expiresAtMicros: Int64(bitPattern: try reader.varint("expiresAtMicros")))
-        case "auth.session-started":
+        case .sessionStarted:
             event = .sessionStarted(
                 sessionHash: try reader.string("sessionHash"), expiresAtMicros: Int64(bitPattern: try reader.varint("expiresAtMicros")))
-        case "auth.session-ended":
+        case .sessionEnded:
             event = .sessionEnded(sessionHash: try reader.string("sessionHash"), reason: try reader.string("reason"))
-        case "external.details-modified":
+        case .externalDetailsModified:
             event = .externalDetailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
-        case "external.details-erased":
+        case .externalDetailsErased:
             event = .externalDetailsErased
-        default:
-            throw PayloadDecodingError.unknownEventType(type)
         }
         try reader.finish()
         return event
@@ -216,10 +268,20 @@ public enum AccountEvent: Sendable, Equatable {
     /// Decodes a payload that may be sealed with the account's key: a sealed payload opens with the
     /// vault's key, and decodes to ``redacted(type:)`` when that key was destroyed or is missing.
     public static func decode(type: String, payload: UnsafeRawBufferPointer, accountId: String, vault: KeyVault?) throws -> AccountEvent {
-        guard Sealing.isSealed(payload) else { return try decode(type: type, payload: payload) }
-        guard let key = try vault?.key(for: accountId) else { return .redacted(type: type) }
-        let plain = try Sealing.open(payload, key: key, accountId: accountId, label: type)
-        return try decode(type: type, payload: plain)
+        guard let kind = Kind(name: type) else { throw PayloadDecodingError.unknownEventType(type) }
+        return try decode(kind, payload: payload, accountId: accountId, vault: vault)
+    }
+
+    /// Decodes a payload of the given kind that may be sealed with the account's key (see
+    /// ``decode(type:payload:accountId:vault:)``); the account id is asked for only to open a sealed payload.
+    public static func decode(
+        _ kind: Kind, payload: UnsafeRawBufferPointer, accountId: @autoclosure () -> String, vault: KeyVault?
+    ) throws -> AccountEvent {
+        guard Sealing.isSealed(payload) else { return try decode(kind, payload: payload) }
+        let accountId = accountId()
+        guard let key = try vault?.key(for: accountId) else { return .redacted(type: kind.name) }
+        let plain = try Sealing.open(payload, key: key, accountId: accountId, label: kind.name)
+        return try plain.withUnsafeBytes { try decode(kind, payload: $0) }
     }
 
     /// Decodes a payload held in an array.

@@ -70,8 +70,18 @@ struct PayloadWriter {
         bytes.append(contentsOf: value)
     }
 
+    /// A `Data` value, copied in one go (appending it as a collection goes byte by byte).
+    mutating func blob(_ value: Data) {
+        varint(UInt64(value.count))
+        value.withUnsafeBytes { bytes.append(contentsOf: $0) }
+    }
+
     mutating func string(_ value: String) {
-        blob(value.utf8)
+        var value = value
+        value.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
     }
 
     mutating func optionalString(_ value: String?) {
@@ -93,9 +103,9 @@ struct PayloadWriter {
     /// A map from key identifier to encoded value, written in identifier order so the bytes are deterministic.
     mutating func values(_ values: [String: Data]) {
         varint(UInt64(values.count))
-        for identifier in values.keys.sorted() {
+        for (identifier, value) in values.sorted(by: { $0.key < $1.key }) {
             string(identifier)
-            blob(values[identifier] ?? Data())
+            blob(value)
         }
     }
 }
@@ -184,6 +194,10 @@ struct PayloadReader {
         // Decoding repairs bad UTF-8 with U+FFFD, so the string holds exactly the input's bytes only
         // when they were valid UTF-8. (Cheaper than `String(validating:)`, which is not specialized.)
         guard let base = units.baseAddress, count > 0 else { return "" }
+        // ASCII (ids, key identifiers, hashes: nearly every string here) needs no check afterwards.
+        var high: UInt8 = 0
+        for unit in units { high |= unit }
+        if high < 0x80 { return String(decoding: units, as: UTF8.self) }
         let string = String(decoding: units, as: UTF8.self)
         var same = string.utf8.count == count
         if same {
@@ -212,16 +226,30 @@ struct PayloadReader {
         return result
     }
 
+    /// A map of values. A value of up to 14 bytes is held inside its `Data` (no allocation); longer
+    /// ones are slices of one copy of the whole payload, so a map costs one allocation for its
+    /// bytes however many values it holds (their `startIndex` is their offset in that copy).
     mutating func values(_ field: @autoclosure () -> String) throws -> [String: Data] {
         let count = try length(field())
-        var result: [String: Data] = [:]
-        result.reserveCapacity(count)
+        var result = [String: Data](minimumCapacity: count)
+        var shared: Data?
         for _ in 0..<count {
             let identifier = try string("\(field()) identifier")
-            result[identifier] = try blob("\(field())[\(identifier)]")
+            let length = try length("\(field())[\(identifier)]")
+            let start = offset
+            let units = take(length)
+            if length <= Self.inlineDataBytes {
+                result[identifier] = units.baseAddress.map { Data(bytes: $0, count: length) } ?? Data()
+            } else {
+                if shared == nil { shared = Data(bytes: bytes.baseAddress!, count: bytes.count) }
+                result[identifier] = shared![start..<(start + length)]
+            }
         }
         return result
     }
+
+    /// What a `Data` holds without allocating, on 64-bit platforms.
+    static let inlineDataBytes = 14
 
     /// Whether every byte was read.
     var isAtEnd: Bool { offset == bytes.count }

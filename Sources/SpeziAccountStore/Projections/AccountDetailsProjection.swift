@@ -36,29 +36,35 @@ public struct AccountDetailsProjection: Projection {
     public var databaseNames: [String] { ["accounts"] }
 
     /// Folds one record into its account's state (kept for the batch).
+    ///
+    /// This is the rebuild's inner loop: the type is matched on its bytes, and an account already
+    /// in the batch is changed in place, found by a key that needs no allocation; the account id
+    /// becomes a String only for a state the batch does not hold yet.
     public func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Batch) throws {
         // Types this build does not know (written by a newer one) stay in the log for the build
         // that knows them; they never stop the cache.
-        let type = record.type
-        guard AccountEvent.currentSchemaVersions[type] != nil else { return }
-        let accountId = record.streamID
-        let event = try record.withPayload { try AccountEvent.decode(type: type, payload: $0, accountId: accountId, vault: vault) }
-        let keysVersion = keysVersion(of: record)
-        let upcast = try evolution.upcast(event, writtenAt: keysVersion)
-        // States are decoded once per batch and written back in finishBatch.
-        let key = record.withStreamIDBytes { StreamKey(bytes: Array($0)) }
-        let previous =
-            try batch.states[key]
-            ?? state.get("accounts", key: key.bytes).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
-        guard
-            let next = AccountState.applying(
-                upcast, to: previous, accountId: accountId,
-                version: record.streamVersion, at: record.timestamp)
-        else { return }
-        batch.states[key] = next
+        guard let kind = record.withTypeBytes({ AccountEvent.Kind(nameBytes: $0) }) else { return }
+        let event = try record.withPayload { try AccountEvent.decode(kind, payload: $0, accountId: record.streamID, vault: vault) }
+        let upcast = try evolution.upcast(event, writtenAt: keysVersion(of: record))
+        let key = record.withStreamIDBytes { StreamKey($0) }
+        if let index = batch.states.index(forKey: key), !upcast.startsAccount {
+            batch.states.values[index].apply(upcast, version: record.streamVersion, at: record.timestamp)
+        } else {
+            // States are decoded once per batch and written back in finishBatch.
+            let accountId = record.streamID
+            let previous =
+                try batch.states[key]
+                ?? state.get("accounts", key: key.bytes).flatMap { try Self.decodeState($0, accountId: accountId, vault: vault) }
+            guard
+                let next = AccountState.applying(
+                    upcast, to: previous, accountId: accountId,
+                    version: record.streamVersion, at: record.timestamp)
+            else { return }
+            batch.states[key] = next
+        }
         // Whoever meets a deletion in the log destroys the key, in every process: the deleting
         // process may have died between its append and its own shred.
-        if case .accountDeleted = upcast { try vault?.shred(accountId) }
+        if case .accountDeleted = upcast { try vault?.shred(record.streamID) }
     }
 
     /// A fresh, empty batch.
@@ -69,7 +75,7 @@ public struct AccountDetailsProjection: Projection {
         for (key, next) in batch.states {
             try state.put("accounts", key: key.bytes, value: try Self.encodeState(next, vault: vault))
         }
-        batch.states.removeAll()
+        batch.states.removeAll(keepingCapacity: true)
     }
 
     /// The states changed in the current batch, by stream id: an account touched by ten records
@@ -78,12 +84,45 @@ public struct AccountDetailsProjection: Projection {
         var states: [StreamKey: AccountState] = [:]
     }
 
-    /// A stream id's bytes, hashed in one go (an array of bytes hashes byte by byte).
+    /// A stream id's bytes as a dictionary key. Ids of up to 40 bytes (the store's account ids are
+    /// 36) are held in five words, so making, hashing and comparing a key allocates nothing;
+    /// longer ones are kept in an array.
     struct StreamKey: Hashable {
-        let bytes: [UInt8]
+        private var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        private let count: Int
+        private var overflow: [UInt8]?
+
+        init(_ bytes: UnsafeRawBufferPointer) {
+            count = bytes.count
+            if count > 40 {
+                overflow = Array(bytes)
+            } else if let base = bytes.baseAddress {
+                withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: count) }
+            }
+        }
+
+        /// The stream id's bytes.
+        var bytes: [UInt8] {
+            if let overflow { return overflow }
+            var words = words
+            return withUnsafeBytes(of: &words) { Array($0.prefix(count)) }
+        }
+
+        static func == (lhs: StreamKey, rhs: StreamKey) -> Bool {
+            lhs.count == rhs.count && lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2
+                && lhs.words.3 == rhs.words.3 && lhs.words.4 == rhs.words.4 && lhs.overflow == rhs.overflow
+        }
 
         func hash(into hasher: inout Hasher) {
-            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            if let overflow {
+                overflow.withUnsafeBytes { hasher.combine(bytes: $0) }
+                return
+            }
+            hasher.combine(words.0)
+            hasher.combine(words.1)
+            hasher.combine(words.2)
+            hasher.combine(words.3)
+            hasher.combine(words.4)
         }
     }
 

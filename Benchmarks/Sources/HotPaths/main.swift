@@ -1,0 +1,164 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+// The hot paths of replay, rebuild, import and point reads, one per run, for instruction-count
+// profiles under valgrind's callgrind (which counts the same on a busy machine as on a quiet one):
+//
+//   swift build -c release --product hot-paths
+//   objcopy --strip-debug .build/release/hot-paths /tmp/hot-paths   # valgrind 3.19 cannot read Swift 6.3's DWARF
+//   valgrind --tool=callgrind /tmp/hot-paths replay DIR
+//
+// DIR is a data directory that `peer-compare` wrote (its `log` folder is read; `rebuild` and
+// `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
+// (callgrind 3.19 crashes there): async work runs in a task the main thread waits for.
+
+import Dispatch
+import EventLog
+import Foundation
+import Projections
+import SpeziAccountStore
+import Synchronization
+
+let usage = "usage: hot-paths scan|replay|fold|rebuild|import|details DIR [COUNT]"
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write(Data("\(usage)\n".utf8))
+    exit(64)
+}
+let mode = arguments[1]
+let directory = URL(fileURLWithPath: arguments[2])
+let limit = arguments.count > 3 ? Int(arguments[3]) ?? .max : .max
+
+/// Runs `body` to the end on the cooperative pool while this thread waits.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<T, any Error>?>(nil)
+    Task {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
+}
+
+func openLog(_ path: URL, readOnly: Bool = false) throws -> EventLog {
+    var options = EventLogOptions()
+    options.sync = .relaxed
+    options.initialMapSize = 2 << 30
+    return try EventLog(path: path.path, options: options)
+}
+
+/// Runs the chosen path; locals, not globals, so that no access to a global is checked in the loops.
+func run() throws -> (count: Int, checksum: Int) {
+    var checksum = 0
+    var count = 0
+    let logPath = directory.appendingPathComponent("log")
+    switch mode {
+    case "scan":
+        let log = try openLog(logPath)
+        try log.scan { record in
+            checksum &+= record.payload.count
+            count += 1
+            return count < limit
+        }
+    case "replay":
+        let log = try openLog(logPath)
+        try log.scan { record in
+            if case let .detailsModified(modified, _) = try AccountEvent.decode(type: record.type, payload: record.payload) {
+                checksum &+= modified.count
+            }
+            count += 1
+            return count < limit
+        }
+    case "fold":
+        // The CPU side of a rebuild without the projection store: decode, fold, encode every 4,096 events.
+        let log = try openLog(logPath)
+        var states: [String: AccountState] = [:]
+        var touched: Set<String> = []
+        try log.scan { record in
+            let event = try AccountEvent.decode(type: record.type, payload: record.payload)
+            let id = record.streamID
+            if let next = AccountState.applying(event, to: states[id], accountId: id, version: record.streamVersion, at: record.timestamp) {
+                states[id] = next
+                touched.insert(id)
+            }
+            count += 1
+            if count % 4_096 == 0 {
+                for id in touched { checksum &+= states[id]!.encoded().count }
+                touched.removeAll(keepingCapacity: true)
+            }
+            return count < limit
+        }
+    case "rebuild":
+        let log = try openLog(logPath)
+        let last = try log.lastPosition()
+        count = Int(last)
+        try blocking {
+            let store = try ProjectionStore(
+                path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()])
+            try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: last)
+            try await store.rebuild(AccountDetailsProjection.projectionName)
+            await store.close()
+        }
+    case "import":
+        // Copies the log into DIR/import, five events per append (the data set's commits), as an import does.
+        let source = try openLog(logPath)
+        let target = try openLog(directory.appendingPathComponent("import"))
+        var pending: [(String, [ProposedEvent], UInt64)] = []
+        var current: (stream: String, events: [ProposedEvent], first: UInt64)?
+        try source.scan { record in
+            let proposed = ProposedEvent(
+                eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: record.metadata,
+                payload: Data(record.payload))
+            if let open = current, open.stream == record.streamID, open.events.count < 5 {
+                current!.events.append(proposed)
+            } else {
+                if let open = current { pending.append((open.stream, open.events, open.first)) }
+                current = (record.streamID, [proposed], record.streamVersion)
+            }
+            count += 1
+            return count < limit
+        }
+        if let open = current { pending.append((open.stream, open.events, open.first)) }
+        let appends = pending
+        checksum = try blocking {
+            var written = 0
+            for (stream, events, first) in appends {
+                let expected: ExpectedVersion = first == 1 ? .noStream : .exact(first - 1)
+                written += try await target.append(events, to: stream, expectedVersion: expected).positions.count
+            }
+            return written
+        }
+    case "details":
+        let ids: [String] = try {
+            let log = try openLog(logPath)
+            var seen: [String] = []
+            try log.scan { record in
+                if record.streamVersion == 1 { seen.append(record.streamID) }
+                return seen.count < 1_000
+            }
+            return seen
+        }()
+        let reads = limit == .max ? 100_000 : limit
+        checksum = try blocking {
+            var options = AccountStoreOptions()
+            options.sync = .relaxed
+            let store = try await AccountStore(directory: directory.path, options: options)
+            var found = 0
+            for index in 0..<reads where try store.details(of: ids[index % ids.count]) != nil { found += 1 }
+            await store.close()
+            return found
+        }
+        count = reads
+    default:
+        FileHandle.standardError.write(Data("\(usage)\n".utf8))
+        exit(64)
+    }
+    return (count, checksum)
+}
+
+let (count, checksum) = try run()
+print("\(mode): \(count) records, checksum \(checksum)")
