@@ -7,7 +7,7 @@ import Foundation
 
 /// The order of the rows.
 let workloadOrder = [
-    "single-durable", "single-relaxed", "group-1", "group-8", "group-8-batched", "group-64", "group-64-batched", "bulk", "scan", "replay",
+    "single-durable", "single-relaxed", "group-1", "group-8", "group-8-batched", "group-64", "group-64-batched", "bulk", "import", "scan", "replay",
     "replay-copied",
     "rebuild", "point", "point-details", "mix"
 ]

@@ -8,7 +8,8 @@ import Foundation
 /// Account values as they travel in events: each value encoded (JSON) under its key's stable identifier.
 ///
 /// Values of keys the running code does not know stay in this map untouched, so nothing a newer
-/// schema wrote is ever dropped.
+/// schema wrote is ever dropped. A decoded value may be a slice of a larger buffer (one copy of
+/// the payload it came from): index it from its `startIndex`, not from 0.
 public typealias EncodedAccountValues = [String: Data]
 
 /// A typed, versioned account event: what the store appends to an account's stream.
