@@ -61,7 +61,7 @@ enum PlainJSONValue {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
                 var end = index + 1
                 while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += 1 }
-                guard end < bytes.count, let text = string(Data(bytes[index...end])) else { return nil }
+                guard end < bytes.count, let text = string(UnsafeRawBufferPointer(rebasing: bytes[index...end])) else { return nil }
                 index = end + 1
                 return text
             }
@@ -89,14 +89,17 @@ enum PlainJSONValue {
 
     /// A JSON string of printable ASCII without escapes: `"…"` with no `"`, `\` or control byte inside.
     static func string(_ data: Data) -> String? {
-        data.withUnsafeBytes { bytes -> String? in
-            guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
-            let inner = UnsafeRawBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
-            for byte in inner where byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                return nil
-            }
-            return String(decoding: inner, as: UTF8.self)
+        data.withUnsafeBytes { string($0) }
+    }
+
+    /// The same, on bytes in place.
+    static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
+        let inner = UnsafeRawBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
+        for byte in inner where byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            return nil
         }
+        return String(decoding: inner, as: UTF8.self)
     }
 
     /// A JSON number, by the grammar `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, at most 32 bytes.
