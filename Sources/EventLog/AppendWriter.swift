@@ -11,8 +11,10 @@ import Logging
 import Metrics
 import Synchronization
 
-/// One append, validated and sized, on its way to a write transaction.
-struct AppendRequest: @unchecked Sendable {
+/// One append, validated and sized, on its way to a write transaction. A class: a group of 64
+/// moves through the queue, the batch and the outcomes, and a struct of this many references
+/// was retained and released field by field at every step.
+final class AppendRequest: @unchecked Sendable {
     let streamID: String
     let expected: ExpectedVersion
     let events: [ProposedEvent]
@@ -22,10 +24,26 @@ struct AppendRequest: @unchecked Sendable {
     let claims: Set<String>
     let releases: Set<String>
     /// For imported events: each one's own time (µs since 1970) instead of the log's clock.
-    var timestamps: [Int64]?
+    let timestamps: [Int64]?
     /// The encoded size of all its records.
-    var byteCount: Int { sizes.reduce(0, +) }
-    /// Called with the outcome after the commit (set when the request is queued).
+    let byteCount: Int
+    init(
+        streamID: String, expected: ExpectedVersion, events: [ProposedEvent], metadataPairs: [[(String, String)]], sizes: [Int],
+        claims: Set<String>, releases: Set<String>, timestamps: [Int64]?
+    ) {
+        self.streamID = streamID
+        self.expected = expected
+        self.events = events
+        self.metadataPairs = metadataPairs
+        self.sizes = sizes
+        self.byteCount = sizes.reduce(0, +)
+        self.claims = claims
+        self.releases = releases
+        self.timestamps = timestamps
+    }
+
+    /// Called with the outcome after the commit (set when the request is queued, under the
+    /// writer's lock; read by the writer thread only).
     var completion: (@Sendable (Result<AppendResult, any Error>) -> Void)?
     /// When it was queued (for the append-duration metric).
     var queuedAt: ContinuousClock.Instant?
@@ -48,7 +66,7 @@ final class AppendWriter: @unchecked Sendable {
     private var answeredLast = 0
     /// Requests queued since the last commit finished (the answered appenders coming back).
     private var returned = 0
-    /// How long the last commit took: the bound on waiting for appenders to come back.
+    /// How long the last commit (its flush) took: the bound on waiting for appenders to come back.
     private var lastCommit: Duration = .zero
     /// True while the thread waits for appenders to come back.
     private var waitingForReturns = false
@@ -115,10 +133,9 @@ final class AppendWriter: @unchecked Sendable {
         let wasEmpty = pending.isEmpty
         let now = ContinuousClock.now
         for (index, request) in requests.enumerated() {
-            var queued = request
-            queued.completion = { completion(index, $0) }
-            queued.queuedAt = now
-            pending.append(queued)
+            request.completion = { completion(index, $0) }
+            request.queuedAt = now
+            pending.append(request)
         }
         returned += requests.count
         if wasEmpty || (waitingForReturns && returned >= answeredLast) { condition.signal() }
@@ -155,16 +172,6 @@ final class AppendWriter: @unchecked Sendable {
         while true {
             condition.lock()
             while pending.isEmpty && !stopping { condition.wait() }
-            // The appenders the last commit answered usually append again at once. Waiting a
-            // little for them (at most half a commit, and only while they keep coming) lets them
-            // share the next commit with those that queued during the last one, rather than
-            // splitting into two half-size groups that take turns.
-            if !stopping && answeredLast > 1 && returned < answeredLast {
-                let deadline = Date(timeIntervalSinceNow: min(Double(nanoseconds(lastCommit)) / 2e9, 0.001))
-                waitingForReturns = true
-                while returned < answeredLast && !stopping && condition.wait(until: deadline) {}
-                waitingForReturns = false
-            }
             if pending.isEmpty {
                 condition.unlock()
                 // A log closed cleanly is indexed through its last record.
@@ -178,27 +185,25 @@ final class AppendWriter: @unchecked Sendable {
                 for waiter in waiters { waiter.resume() }
                 return
             }
-            var batch: [AppendRequest] = []
-            var events = 0
-            var bytes = 0
-            while let next = pending.first,
-                batch.isEmpty || (events + next.events.count <= maxBatchEvents && bytes + next.byteCount <= maxBatchBytes)
-            {
-                batch.append(pending.removeFirst())
-                events += next.events.count
-                bytes += next.byteCount
-            }
+            // The appenders the last commit answered usually append again at once. The group
+            // waits a little for them (at most one commit's time, and only while they keep coming)
+            // so that they share the next commit with those that queued during the last one,
+            // rather than splitting into two half-size groups that take turns. Requests are
+            // applied as they arrive, so the wait overlaps the transaction's work.
+            let gathering =
+                !stopping && answeredLast > 1 && returned < answeredLast
+                ? ContinuousClock.now + min(lastCommit, .milliseconds(1)) : nil
             condition.unlock()
             let started = ContinuousClock.now
-            let outcomes = process(batch)
+            let (batch, outcomes, flushStarted) = process(gatheringUntil: gathering)
             let done = ContinuousClock.now
             condition.lock()
             answeredLast = batch.count
             returned = 0
-            lastCommit = done - started
+            lastCommit = done - flushStarted
             condition.unlock()
             metrics.commitDuration.recordNanoseconds(nanoseconds(done - started))
-            metrics.groupEvents.record(events)
+            metrics.groupEvents.record(batch.reduce(0) { $0 + $1.events.count })
             for (request, outcome) in zip(batch, outcomes) {
                 if let queuedAt = request.queuedAt { metrics.appendDuration.recordNanoseconds(nanoseconds(done - queuedAt)) }
                 request.completion?(outcome)
@@ -206,9 +211,64 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
-    /// Runs `batch` in one write transaction and returns each request's outcome. A request that
-    /// fails validation writes nothing and does not hold back the others.
-    private func process(_ batch: [AppendRequest]) -> [Result<AppendResult, any Error>] {
+    /// The queue's next requests that fit beside `events` and `bytes` (all of them when
+    /// `batchIsEmpty`, the first one at least). Called with the condition's lock held.
+    private func takeQueued(events: inout Int, bytes: inout Int, into batch: inout [AppendRequest]) -> Bool {
+        var took = false
+        while let next = pending.first,
+            batch.isEmpty || (events + next.events.count <= maxBatchEvents && bytes + next.byteCount <= maxBatchBytes)
+        {
+            batch.append(pending.removeFirst())
+            events += next.events.count
+            bytes += next.byteCount
+            took = true
+        }
+        return took
+    }
+
+    /// Waits, until `deadline`, for appenders the last commit answered, and takes what they
+    /// queued. False when the group is complete: all came back, the time is up, the batch is full
+    /// or the log is closing.
+    private func gather(until deadline: ContinuousClock.Instant, events: inout Int, bytes: inout Int, into batch: inout [AppendRequest]) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if takeQueued(events: &events, bytes: &bytes, into: &batch) { return true }
+            let now = ContinuousClock.now
+            guard pending.isEmpty, !stopping, returned < answeredLast, now < deadline else { return false }
+            waitingForReturns = true
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(nanoseconds(deadline - now)) / 1e9))
+            waitingForReturns = false
+        }
+    }
+
+    /// Runs one write transaction: the queued requests, and (until `gatheringUntil`) those that
+    /// arrive meanwhile. Returns the requests, each one's outcome, and when the commit began. A
+    /// request that fails validation writes nothing and does not hold back the others.
+    private func process(
+        gatheringUntil deadline: ContinuousClock.Instant?
+    ) -> ([AppendRequest], [Result<AppendResult, any Error>], ContinuousClock.Instant) {
+        var batch: [AppendRequest] = []
+        var events = 0
+        var bytes = 0
+        condition.lock()
+        _ = takeQueued(events: &events, bytes: &bytes, into: &batch)
+        condition.unlock()
+        var flushStarted = ContinuousClock.now
+        let outcomes = process(&batch) { batch in
+            guard let deadline else { return false }
+            return gather(until: deadline, events: &events, bytes: &bytes, into: &batch)
+        } committing: {
+            flushStarted = ContinuousClock.now
+        }
+        return (batch, outcomes, flushStarted)
+    }
+
+    /// Runs `batch` in one write transaction and returns each request's outcome; `more` may add
+    /// requests to the batch (true when it did) before the commit.
+    private func process(
+        _ batch: inout [AppendRequest], more: (inout [AppendRequest]) -> Bool = { _ in false }, committing: () -> Void = {}
+    ) -> [Result<AppendResult, any Error>] {
         var outcomes: [Result<AppendResult, any Error>] = []
         var lastPosition: UInt64 = 0
         var pending = PendingIndex()
@@ -222,23 +282,29 @@ final class AppendWriter: @unchecked Sendable {
                 var head = try LogHead.read(txn, records: databases.records, path: path)
                 let (base, tailCount) = try tail.withSnapshot(txn) { state, _ in (state.base, state.count) }
                 tailBase = base
-                for request in batch {
-                    do {
-                        outcomes.append(.success(try apply(request, txn: txn, head: &head, pending: &pending)))
-                    } catch let error as EventLogError {
-                        outcomes.append(.failure(error))
+                repeat {
+                    for request in batch[outcomes.count...] {
+                        do {
+                            outcomes.append(.success(try apply(request, txn: txn, head: &head, pending: &pending)))
+                        } catch let error as EventLogError {
+                            outcomes.append(.failure(error))
+                        }
                     }
-                }
+                } while more(&batch)
                 lastPosition = head.position
                 if tailCount + pending.items.count >= indexTailLimit {
                     try writeIndex(txn, pending: pending, through: head.position)
                     flushedThrough = head.position
                 }
+                committing()
             }
         } catch {
             if batch.count > 1 && !(error is EventLogError) && !((error as? LMDBError)?.isDiskFull ?? false) {
                 // One request may be at fault (e.g. a transaction too large): retry each alone.
-                return batch.flatMap { process([$0]) }
+                return batch.flatMap { request in
+                    var alone = [request]
+                    return process(&alone)
+                }
             }
             let wrapped = EventLogError.wrapping(error, path: path)
             return batch.map { _ in .failure(wrapped) }

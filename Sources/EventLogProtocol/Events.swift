@@ -48,11 +48,14 @@ public struct EventMetadata: Sendable, Hashable {
 
     /// The metadata as one sorted list of string pairs, the stored form.
     package var pairs: [(String, String)] {
-        var result = extra.filter { !Self.reservedKeys.contains($0.key) }.map { ($0.key, $0.value) }
+        var result: [(String, String)] = []
+        result.reserveCapacity(extra.count + 3)
+        for (key, value) in extra where !Self.reservedKeys.contains(key) { result.append((key, value)) }
         if let actor { result.append(("actor", actor)) }
         if let correlationID { result.append(("correlation-id", correlationID)) }
         if let causationID { result.append(("causation-id", causationID)) }
-        return result.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        if result.count > 1 { result.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) } }
+        return result
     }
 
     /// Metadata from its stored pairs.
@@ -70,11 +73,11 @@ public struct EventMetadata: Sendable, Hashable {
 }
 
 extension UUID {
-    /// A random (version 4) UUID from the system's secure generator (one `getrandom` call, where
-    /// Foundation's `UUID()` opens and reads `/dev/urandom` each time).
+    /// A random (version 4) UUID from the system's secure generator (drawn from a pool that
+    /// `getrandom` fills 4 KiB at a time, where Foundation's `UUID()` opens and reads
+    /// `/dev/urandom` each time).
     public static func random() -> UUID {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        var bytes = (RandomWords.next(), RandomWords.next())
         return withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = (raw[6] & 0x0F) | 0x40
             raw[8] = (raw[8] & 0x3F) | 0x80
@@ -95,8 +98,7 @@ extension UUID {
         let nanoseconds = UInt64(max(time.tv_sec, 0)) * 1_000_000_000 + UInt64(max(time.tv_nsec, 0))
         let milliseconds = nanoseconds / 1_000_000
         let fraction = (nanoseconds % 1_000_000) * 4_096 / 1_000_000
-        var generator = SystemRandomNumberGenerator()
-        let random: UInt64 = generator.next()
+        let random = RandomWords.next()
         let high = milliseconds << 16 | 0x7000 | fraction
         let low = random & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
         var bytes = (high.bigEndian, low.bigEndian)

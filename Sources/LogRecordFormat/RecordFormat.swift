@@ -246,17 +246,20 @@ package struct CheckedAppend: Sendable {
         if let timestamps, timestamps.count != events.count {
             throw .invalidEvent(reason: "\(timestamps.count) timestamps for \(events.count) events")
         }
-        for claim in claims.union(releases) where claim.utf8.isEmpty || claim.utf8.count > 500 {
-            throw .invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
+        for keys in [claims, releases] where !keys.isEmpty {
+            for claim in keys where claim.utf8.isEmpty || claim.utf8.count > 500 {
+                throw .invalidEvent(reason: "a claim must have 1–500 bytes, \"\(claim.prefix(40))\" has \(claim.utf8.count)")
+            }
         }
         guard !events.isEmpty else { throw .invalidEvent(reason: "an append needs at least one event") }
-        var seen = Set<UUID>()
+        // Distinct ids: a set only when there is more than one.
+        var seen = Set<UUID>(minimumCapacity: events.count > 1 ? events.count : 0)
         var pairs: [[(String, String)]] = []
         var sizes: [Int] = []
         pairs.reserveCapacity(events.count)
         sizes.reserveCapacity(events.count)
         for event in events {
-            guard seen.insert(event.eventID).inserted else {
+            guard events.count == 1 || seen.insert(event.eventID).inserted else {
                 throw .invalidEvent(reason: "event id \(event.eventID.uuidString) appears twice in one append")
             }
             let eventPairs = event.metadata.pairs

@@ -192,6 +192,21 @@ struct EventIDTests {
         }
     }
 
+    @Test("ids drawn at once by 8 tasks, through many refills of the random pool, never repeat")
+    func concurrentIDs() async {
+        let batches = await withTaskGroup(of: [UUID].self) { group in
+            for index in 0..<8 {
+                group.addTask { (0..<2_000).map { _ in index.isMultiple(of: 2) ? UUID.random() : UUID.timeOrdered() } }
+            }
+            return await group.reduce(into: [UUID]()) { $0 += $1 }
+        }
+        #expect(batches.count == 16_000)
+        #expect(Set(batches).count == 16_000)
+        // The random part of the time-ordered ids (bytes 8...15, 62 bits) is spread too, not a counter.
+        let lowBytes = batches.map { withUnsafeBytes(of: $0.uuid) { $0[15] } }
+        #expect(Set(lowBytes).count > 200)
+    }
+
     @Test("time-ordered ids are version-7 UUIDs that carry the time they were made and sort by it; the default id is one")
     func timeOrderedIDs() async throws {
         let before = UInt64(Date().timeIntervalSince1970 * 1_000)

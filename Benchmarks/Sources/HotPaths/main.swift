@@ -20,7 +20,7 @@ import Projections
 import SpeziAccountStore
 import Synchronization
 
-let usage = "usage: hot-paths scan|replay|fold|rebuild|import|details DIR [COUNT]"
+let usage = "usage: hot-paths scan|replay|fold|rebuild|import|group|details DIR [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
@@ -138,6 +138,45 @@ func run() throws -> (count: Int, checksum: Int) {
             return written
         }
         FileHandle.standardError.write(Data("import: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
+    case "group":
+        // 64 durable writers, one event per append, each on a stream of its own (peer-compare's
+        // group row): COUNT appends per writer, the events taken from the data set.
+        let writers = 64
+        let perWriter = limit == .max ? 200 : limit
+        var events: [ProposedEvent] = []
+        try openLog(logPath).scan { record in
+            events.append(
+                ProposedEvent(
+                    eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: record.metadata,
+                    payload: Data(record.payload)))
+            return events.count < writers * perWriter
+        }
+        let target = directory.appendingPathComponent("group")
+        try? FileManager.default.removeItem(at: target)
+        var options = EventLogOptions()
+        options.sync = .durable
+        let log = try EventLog(path: target.path, options: options)
+        let batch = events
+        let started = Date()
+        checksum = try blocking {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        var written = 0
+                        for index in 0..<perWriter {
+                            var event = batch[writer * perWriter + index]
+                            event.eventID = .timeOrdered()
+                            written += try await log.append(event, to: "writer-\(writer)").positions.count
+                        }
+                        return written
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        FileHandle.standardError.write(Data("group: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
+        log.close()
+        count = checksum
     case "details":
         let ids: [String] = try {
             let log = try openLog(logPath)
