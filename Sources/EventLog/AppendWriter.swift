@@ -70,6 +70,8 @@ final class AppendWriter: @unchecked Sendable {
     private var lastCommit: Duration = .zero
     /// True while the thread waits for appenders to come back.
     private var waitingForReturns = false
+    /// How many queued requests wake the thread while it gathers a group.
+    private static let gatherStep = 16
     /// Tasks waiting, suspended, for the thread to end (``stopAsync()``).
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -138,7 +140,10 @@ final class AppendWriter: @unchecked Sendable {
             pending.append(request)
         }
         returned += requests.count
-        if wasEmpty || (waitingForReturns && returned >= answeredLast) { condition.signal() }
+        // While the thread gathers a group it is woken when every answered appender is back or
+        // when a few requests wait (to apply them meanwhile), not for each one: a wake-up per
+        // request cost a context switch per request.
+        if waitingForReturns ? returned >= answeredLast || pending.count >= Self.gatherStep : wasEmpty { condition.signal() }
         condition.unlock()
     }
 
