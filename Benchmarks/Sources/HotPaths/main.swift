@@ -9,6 +9,9 @@
 //   objcopy --strip-debug .build/release/hot-paths /tmp/hot-paths   # valgrind 3.19 cannot read Swift 6.3's DWARF
 //   valgrind --tool=callgrind /tmp/hot-paths replay DIR
 //
+// `group` appends from 64 durable writers into DIR/group and prints events/s; it waits on the
+// disk, so time it with `perf stat -e task-clock` or `perf record` rather than count instructions.
+//
 // DIR is a data directory that `peer-compare` wrote (its `log` folder is read; `rebuild` and
 // `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
 // (callgrind 3.19 crashes there): async work runs in a task the main thread waits for.
