@@ -63,7 +63,8 @@ let package = Package(
             ],
             path: "Sources/StoreRebuild"
         ),
-        // One hot path per run (replay, rebuild, import, point reads) for callgrind's instruction counts.
+        // One hot path per run (replay, rebuild, import, point reads) for callgrind's instruction
+        // counts, and 64 durable writers (group) for perf.
         .executableTarget(
             name: "hot-paths",
             dependencies: [

@@ -216,8 +216,9 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
-    /// The queue's next requests that fit beside `events` and `bytes` (all of them when
-    /// `batchIsEmpty`, the first one at least). Called with the condition's lock held.
+    /// Moves the queue's next requests into `batch` while they fit the batch limits beside
+    /// `events` and `bytes` (into an empty batch, the first one always); true when it moved any.
+    /// Called with the condition's lock held.
     private func takeQueued(events: inout Int, bytes: inout Int, into batch: inout [AppendRequest]) -> Bool {
         var took = false
         while let next = pending.first,

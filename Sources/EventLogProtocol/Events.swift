@@ -73,9 +73,9 @@ public struct EventMetadata: Sendable, Hashable {
 }
 
 extension UUID {
-    /// A random (version 4) UUID from the system's secure generator (drawn from a pool that
-    /// `getrandom` fills 4 KiB at a time, where Foundation's `UUID()` opens and reads
-    /// `/dev/urandom` each time).
+    /// A random (version 4) UUID from the system's secure generator: its bits come from a pool
+    /// filled with 4 KiB of `/dev/urandom` at a time, where Foundation's `UUID()` opens and reads
+    /// `/dev/urandom` for every id.
     public static func random() -> UUID {
         var bytes = (RandomWords.next(), RandomWords.next())
         return withUnsafeMutableBytes(of: &bytes) { raw in
