@@ -69,6 +69,7 @@ let package = Package(
             name: "hot-paths",
             dependencies: [
                 .product(name: "EventLog", package: root),
+                .product(name: "PostgresEventLog", package: root),
                 .product(name: "Projections", package: root),
                 .product(name: "SpeziAccountStore", package: root)
             ],

@@ -10,10 +10,18 @@ import Synchronization
 extension PostgresEventLog {
     /// Runs `body`, or fails with a clear error once `limit` has passed (the server is down or
     /// unreachable: the connection pool would otherwise wait for it without end). The caller is
-    /// answered at the deadline even when `body` does not end at once on cancellation.
-    static func withDeadline<T: Sendable>(_ limit: Duration, doing what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// answered at the deadline even when `body` does not end at once on cancellation. With
+    /// `cancellable` false, cancelling the calling task does not answer early (an append that
+    /// was sent is answered with its outcome).
+    package static func withDeadline<T: Sendable>(
+        _ limit: Duration, doing what: @autoclosure @escaping @Sendable () -> String, cancellable: Bool = true,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         let race = DeadlineRace<T>()
-        return try await withTaskCancellationHandler {
+        let ticket = DeadlineWatch.shared.add(.now + limit) {
+            race.finish(.failure(PostgresLogError.server("cannot \(what()): no answer from the server within \(limit)")))
+        }
+        let run = {
             try await withCheckedThrowingContinuation { continuation in
                 race.start(continuation)
                 race.setWork(
@@ -24,26 +32,30 @@ extension PostgresEventLog {
                             race.finish(.failure(error))
                         }
                     })
-                race.setTimer(
-                    Task {
-                        try? await Task.sleep(for: limit)
-                        race.finish(.failure(PostgresLogError.server("cannot \(what): no answer from the server within \(limit)")))
-                    })
             }
-        } onCancel: {
-            race.finish(.failure(CancellationError()))
         }
+        let outcome: Result<T, any Error>
+        do {
+            if cancellable {
+                outcome = .success(try await withTaskCancellationHandler(operation: run) { race.finish(.failure(CancellationError())) })
+            } else {
+                outcome = .success(try await run())
+            }
+        } catch {
+            outcome = .failure(error)
+        }
+        DeadlineWatch.shared.remove(ticket)
+        return try outcome.get()
     }
 }
 
 /// The first of a body's result, its deadline and its caller's cancellation answers the caller;
-/// the others are cancelled.
+/// the body's task is cancelled when it did not answer.
 final class DeadlineRace<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
         var early: Result<T, any Error>?
         var work: Task<Void, Never>?
-        var timer: Task<Void, Never>?
         var done = false
     }
 
@@ -67,25 +79,80 @@ final class DeadlineRace<T: Sendable>: Sendable {
         }
     }
 
-    func setTimer(_ task: Task<Void, Never>) {
-        if state.withLock({ state in
-            state.timer = task
-            return state.done
-        }) {
-            task.cancel()
-        }
-    }
-
     func finish(_ result: Result<T, any Error>) {
-        let (continuation, work, timer) = state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?, Task<Void, Never>?) in
-            guard !state.done else { return (nil, nil, nil) }
+        let (continuation, work) = state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?) in
+            guard !state.done else { return (nil, nil) }
             state.done = true
             if state.continuation == nil { state.early = result }
             defer { state.continuation = nil }
-            return (state.continuation, state.work, state.timer)
+            return (state.continuation, state.work)
         }
-        work?.cancel()
-        timer?.cancel()
+        if case .failure = result { work?.cancel() }
         continuation?.resume(with: result)
+    }
+}
+
+/// Ends the operations whose deadline has passed. One task for the process does it, waking every
+/// `tick` while any operation is registered and stopping a second after the last one left: a
+/// timer task for each operation cost two task switches per append.
+package final class DeadlineWatch: Sendable {
+    static let shared = DeadlineWatch(tick: .milliseconds(50))
+
+    private struct Entry {
+        let deadline: ContinuousClock.Instant
+        let expire: @Sendable () -> Void
+    }
+
+    private struct State {
+        var entries: [UInt64: Entry] = [:]
+        var lastID: UInt64 = 0
+        var watching = false
+        /// Ticks since the last entry left.
+        var idleTicks = 0
+    }
+
+    private let state = Mutex(State())
+    private let tick: Duration
+
+    package init(tick: Duration) {
+        self.tick = tick
+    }
+
+    /// Calls `expire` once `deadline` has passed, unless the returned ticket is removed first.
+    package func add(_ deadline: ContinuousClock.Instant, expire: @escaping @Sendable () -> Void) -> UInt64 {
+        let (id, start) = state.withLock { state in
+            state.lastID += 1
+            state.entries[state.lastID] = Entry(deadline: deadline, expire: expire)
+            state.idleTicks = 0
+            defer { state.watching = true }
+            return (state.lastID, !state.watching)
+        }
+        if start { Task { await self.watch() } }
+        return id
+    }
+
+    package func remove(_ id: UInt64) {
+        state.withLock { _ = $0.entries.removeValue(forKey: id) }
+    }
+
+    private func watch() async {
+        let idleLimit = max(Int(Duration.seconds(1) / tick), 1)
+        while true {
+            try? await Task.sleep(for: tick)
+            let now = ContinuousClock.now
+            let expired = state.withLock { state -> [Entry]? in
+                if state.entries.isEmpty {
+                    state.idleTicks += 1
+                    if state.idleTicks < idleLimit { return [] }
+                    state.watching = false
+                    return nil
+                }
+                let due = state.entries.filter { $0.value.deadline <= now }
+                for id in due.keys { state.entries[id] = nil }
+                return Array(due.values)
+            }
+            guard let expired else { return }
+            for entry in expired { entry.expire() }
+        }
     }
 }

@@ -398,6 +398,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         try checkOpen()
         let server = fromStandby ? readClient : client
         let place = fromStandby ? standby.map { "the standby \($0.host):\($0.port) of " } ?? "" : ""
+        let location = location
         do {
             return try await Self.withDeadline(options.operationTimeout, doing: "\(what) of \(place)the log at \(location)") { [logger] in
                 try await body(server, logger)

@@ -11,6 +11,8 @@
 //
 // `group` appends from 64 durable writers into DIR/group and prints events/s; it waits on the
 // disk, so time it with `perf stat -e task-clock` or `perf record` rather than count instructions.
+// `pg-single URL [COUNT]` appends COUNT events one at a time (durable) to the PostgreSQL log at
+// URL (`postgres://user@host:port/db?schema=name`), as peer-compare's pg-single row does.
 //
 // DIR is a data directory that `peer-compare` wrote (its `log` folder is read; `rebuild` and
 // `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
@@ -19,11 +21,12 @@
 import Dispatch
 import EventLog
 import Foundation
+import PostgresEventLog
 import Projections
 import SpeziAccountStore
 import Synchronization
 
-let usage = "usage: hot-paths scan|replay|fold|rebuild|import|group|details DIR [COUNT]"
+let usage = "usage: hot-paths scan|replay|fold|rebuild|import|group|details DIR [COUNT] | pg-single URL [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
@@ -179,6 +182,24 @@ func run() throws -> (count: Int, checksum: Int) {
         }
         FileHandle.standardError.write(Data("group: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
         log.close()
+        count = checksum
+    case "pg-single":
+        let appends = limit == .max ? 2_000 : limit
+        let url = arguments[2]
+        let started = Date()
+        checksum = try blocking {
+            var options = PostgresLogOptions()
+            options.durability = .durable
+            let log = try await PostgresEventLog.open(url, options: options)
+            var written = 0
+            for index in 0..<appends {
+                let event = ProposedEvent(type: "account.modified", payload: Data(repeating: UInt8(index & 0x7f), count: 160))
+                written += try await log.append([event], to: "account-\(index % 100)").positions.count
+            }
+            await log.close()
+            return written
+        }
+        FileHandle.standardError.write(Data("pg-single: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
         count = checksum
     case "details":
         let ids: [String] = try {

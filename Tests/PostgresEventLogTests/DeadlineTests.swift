@@ -1,0 +1,60 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import PostgresEventLog
+import Synchronization
+import Testing
+
+/// The deadlines that end an operation the server does not answer: one watching task for the
+/// process, not a timer task per operation.
+@Suite("Deadlines of PostgreSQL operations")
+struct DeadlineTests {
+    private final class Fired: Sendable {
+        let names = Mutex<[String]>([])
+        func add(_ name: String) { names.withLock { $0.append(name) } }
+        var all: [String] { names.withLock { $0 } }
+    }
+
+    @Test("an operation past its deadline is ended once; one removed before its deadline and one not yet due are not")
+    func watch() async throws {
+        let watch = DeadlineWatch(tick: .milliseconds(10))
+        let fired = Fired()
+        let deadline = ContinuousClock.now + .milliseconds(20)
+        _ = watch.add(deadline) { fired.add("due") }
+        let removed = watch.add(deadline) { fired.add("removed") }
+        _ = watch.add(.now + .seconds(3_600)) { fired.add("later") }
+        watch.remove(removed)
+        for _ in 0..<1_000 where fired.all.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        // Both had the same deadline: the pass that ended the first would have ended the second.
+        #expect(fired.all == ["due"])
+    }
+
+    @Test("a body that does not answer is answered at its deadline with a clear error, and cancelled")
+    func deadlineAnswers() async throws {
+        let cancelled = Fired()
+        let error = await #expect(throws: (any Error).self) {
+            _ = try await PostgresEventLog.withDeadline(.milliseconds(50), doing: "wait for a server that never answers") {
+                do {
+                    try await Task.sleep(for: .seconds(3_600))
+                } catch {
+                    cancelled.add("body")
+                    throw error
+                }
+                return 1
+            }
+        }
+        #expect(
+            "\(error.map { String(describing: $0) } ?? "")".contains("cannot wait for a server that never answers: no answer from the server within"))
+        for _ in 0..<1_000 where cancelled.all.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(cancelled.all == ["body"])
+    }
+
+    @Test("a body that answers in time returns its value")
+    func answersInTime() async throws {
+        let value = try await PostgresEventLog.withDeadline(.seconds(60), doing: "add", cancellable: false) { 40 + 2 }
+        #expect(value == 42)
+    }
+}
