@@ -70,6 +70,7 @@ let package = Package(
             dependencies: [
                 .product(name: "EventLog", package: root),
                 .product(name: "PostgresEventLog", package: root),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Projections", package: root),
                 .product(name: "SpeziAccountStore", package: root)
             ],

@@ -17,6 +17,8 @@ package final class CommitNotifier: Sendable {
         var waiters: [UInt64: (beyond: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
         var cancelled: Set<UInt64> = []
         var polling = false
+        /// Someone waiting in `untilWaitedFor`, resumed by the next waiter or by closing.
+        var arrival: CheckedContinuation<Void, Never>?
     }
 
     private let state: Mutex<State>
@@ -48,12 +50,32 @@ package final class CommitNotifier: Sendable {
 
     /// Wakes everyone for good: the log closed.
     package func close() {
-        let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let (all, arrival) = state.withLock { state -> ([CheckedContinuation<Void, Never>], CheckedContinuation<Void, Never>?) in
             state.closed = true
-            defer { state.waiters.removeAll() }
-            return state.waiters.values.map(\.continuation)
+            defer {
+                state.waiters.removeAll()
+                state.arrival = nil
+            }
+            return (state.waiters.values.map(\.continuation), state.arrival)
         }
         for waiter in all { waiter.resume() }
+        arrival?.resume()
+    }
+
+    /// Whether anyone waits for a commit now.
+    package var hasWaiters: Bool { state.withLock { !$0.waiters.isEmpty } }
+
+    /// Returns once someone waits for a commit (at once if someone does), or the notifier closes.
+    /// One caller at a time: a backend's notification listener, which runs only while it is needed.
+    package func untilWaitedFor() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if !state.waiters.isEmpty || state.closed { return true }
+                state.arrival = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     package var isClosed: Bool { state.withLock { $0.closed } }
@@ -66,15 +88,19 @@ package final class CommitNotifier: Sendable {
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let (resumeNow, startPolling) = state.withLock { state -> (Bool, Bool) in
+                let (resumeNow, startPolling, arrival) = state.withLock { state -> (Bool, Bool, CheckedContinuation<Void, Never>?) in
                     if state.committed > position || state.closed || state.cancelled.remove(id) != nil {
-                        return (true, false)
+                        return (true, false, nil)
                     }
                     state.waiters[id] = (position, continuation)
-                    defer { state.polling = true }
-                    return (false, !state.polling)
+                    defer {
+                        state.polling = true
+                        state.arrival = nil
+                    }
+                    return (false, !state.polling, state.arrival)
                 }
                 if resumeNow { continuation.resume() }
+                arrival?.resume()
                 if startPolling { startPoller() }
             }
         } onCancel: {

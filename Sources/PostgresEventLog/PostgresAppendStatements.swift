@@ -95,6 +95,10 @@ enum PostgresAppendStatements {
 private struct LogAppendStatement: PostgresPreparedStatement {
     typealias Row = PostgresAppendStatements.ReportRow
 
+    /// The statement's name on each connection (the protocol's default reflects the type's name
+    /// on every call).
+    static let name = "spezi_log_append"
+
     static let sql = """
         SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_append(
             $1, $2, $3::text[], $4::bigint[], $5::uuid[], $6, $7::text[], $8::text[], $9::text[],

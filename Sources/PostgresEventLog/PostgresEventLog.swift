@@ -175,17 +175,41 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         return configuration
     }
 
-    /// Wakes subscribers on `NOTIFY`; reconnects after a lost connection (polling covers the gap).
+    /// Wakes subscribers on `NOTIFY` while any wait for a commit. It listens from the first wait
+    /// and stops when nobody waited at three checks a second apart, so a process that only appends
+    /// does not receive a notification for each of its own commits. Once `LISTEN` took effect it
+    /// reads the head, for commits made just before. Reconnects after a lost connection (polling
+    /// covers the gap).
     private static func listen(_ client: PostgresClient, channel: String, notifier: CommitNotifier, logger: Logger) async {
         while !Task.isCancelled && !notifier.isClosed {
+            await notifier.untilWaitedFor()
+            if Task.isCancelled || notifier.isClosed { return }
             do {
-                try await client.withConnection { connection in
+                // True when it stopped because nobody waited (then it waits for the next one at once).
+                let idle = try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
-                        for try await notification in notifications {
-                            if let position = UInt64(notification.payload) { notifier.publish(position) }
+                        if let head = try? await headPosition(client, logger: logger) { notifier.publish(head) }
+                        return try await withThrowingTaskGroup(of: Bool.self) { group in
+                            group.addTask {
+                                for try await notification in notifications {
+                                    if let position = UInt64(notification.payload) { notifier.publish(position) }
+                                }
+                                return false
+                            }
+                            group.addTask {
+                                var idleChecks = 0
+                                while idleChecks < 3 && !notifier.isClosed {
+                                    try await Task.sleep(for: .seconds(1))
+                                    idleChecks = notifier.hasWaiters ? 0 : idleChecks + 1
+                                }
+                                return true
+                            }
+                            defer { group.cancelAll() }
+                            return try await group.next() ?? false
                         }
                     }
                 }
+                if idle { continue }
             } catch {
                 if Task.isCancelled || notifier.isClosed { return }
                 logger.notice("commit notifications interrupted; polling until they are back", metadata: ["error": "\(error)"])

@@ -22,6 +22,7 @@ import Dispatch
 import EventLog
 import Foundation
 import PostgresEventLog
+import PostgresNIO
 import Projections
 import SpeziAccountStore
 import Synchronization
@@ -200,6 +201,33 @@ func run() throws -> (count: Int, checksum: Int) {
             return written
         }
         FileHandle.standardError.write(Data("pg-single: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
+        count = checksum
+    case "pg-raw":
+        // The same appends as plain INSERTs into a table with a bigserial position (peer-compare's
+        // raw PostgreSQL baseline), on port PORT of 127.0.0.1 (user postgres, database postgres).
+        let appends = limit == .max ? 2_000 : limit
+        let port = Int(arguments[2]) ?? 5432
+        let started = Date()
+        checksum = try blocking {
+            var configuration = PostgresClient.Configuration(
+                host: "127.0.0.1", port: port, username: "postgres", password: nil, database: "postgres", tls: .disable)
+            configuration.options.maximumConnections = 1
+            configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
+            let client = PostgresClient(configuration: configuration)
+            let runner = Task { await client.run() }
+            try await client.query(
+                "CREATE TABLE IF NOT EXISTS hot_paths_raw (position bigserial PRIMARY KEY, stream text NOT NULL, type text NOT NULL, timestamp_us bigint NOT NULL, payload bytea NOT NULL)"
+            )
+            for index in 0..<appends {
+                let payload = ByteBuffer(repeating: UInt8(index & 0x7f), count: 160)
+                try await client.query(
+                    "INSERT INTO hot_paths_raw (stream, type, timestamp_us, payload) VALUES (\("account-\(index % 100)"), 'account.modified', \(Int64(index)), \(payload))"
+                )
+            }
+            runner.cancel()
+            return appends
+        }
+        FileHandle.standardError.write(Data("pg-raw: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
         count = checksum
     case "details":
         let ids: [String] = try {
