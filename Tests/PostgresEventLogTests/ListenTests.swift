@@ -14,7 +14,8 @@ import Testing
 struct ListenTests {
     /// How many server sessions last ran `LISTEN` (a session that stopped listening last ran `UNLISTEN`).
     private static func listening(_ server: PostgresServer) throws -> Int {
-        Int(try server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        Int(try server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'").trimmingCharacters(in: .whitespacesAndNewlines))
+            ?? -1
     }
 
     private static func event() -> ProposedEvent { ProposedEvent(type: "test.event", payload: Data("x".utf8)) }
@@ -27,7 +28,9 @@ struct ListenTests {
         return false
     }
 
-    @Test("no session listens while nobody waits; a waiting subscriber that polls once an hour sees another process's commits through LISTEN; listening stops after it")
+    @Test(
+        "no session listens while nobody waits; a waiting subscriber that polls once an hour sees another process's commits through LISTEN; listening stops after it"
+    )
     func listensWhileWaited() async throws {
         let server = try PostgresServer(name: "listen")
         defer { server.remove() }

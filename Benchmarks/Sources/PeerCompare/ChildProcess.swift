@@ -56,6 +56,7 @@ func runAsChild(_ child: (workload: Options.Workload, backEnd: BackEnd?, directo
         guard let backEnd = child.backEnd else { throw ChildError(reason: "--child \(child.workload) needs --backend") }
         switch child.workload {
         case .single, .postgres: figures = []
+        case .scale: figures = try await ScaleWorkload.run(scale, backEnd, in: directory)
         case .group: figures = try await AppendWorkloads.group(scale, backEnd, in: directory)
         case .bulk: figures = try await BulkWorkloads.bulk(scale, backEnd, in: directory)
         case .replay: figures = try await BulkWorkloads.replay(scale, backEnd, in: directory)

@@ -9,22 +9,31 @@ import Foundation
 struct Options {
     enum Workload: String, CaseIterable {
         case single, group, bulk, replay, rebuild, point, mix, postgres
+        /// Run only by `--scale` (in its child processes), never by default.
+        case scale
+
+        static let table: [Workload] = [.single, .group, .bulk, .replay, .rebuild, .point, .mix, .postgres]
     }
 
     var records: Int?
     var quick = false
     var jsonPath: String?
-    var workloads = Set(Workload.allCases)
+    var workloads = Set(Workload.table)
+    /// `--scale`: the sizes whose costs are compared, instead of the tables.
+    var scaleSizes: [Int]?
     /// Set in a child process: what to run, on which back end, where, and where to put the figures.
     var child: (workload: Workload, backEnd: BackEnd?, directory: URL, result: URL)?
 
     static let usage = """
         usage: peer-compare [--records N] [--quick] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix,postgres]
+               peer-compare --scale [SIZES]
 
           --records N   events in the data set of bulk, replay, rebuild and point (default 1000000; 10 per account)
           --quick       small sizes for a smoke run (20,000 events, short append and mix runs)
           --json FILE   also write every figure, the machine and the targets as JSON
           --only LIST   run only these workloads (`scan` is accepted for `replay`)
+          --scale SIZES how the costs grow: import, open, scan, replay, verify, rebuild and file size
+                        at each size, log and raw LMDB (default 1000000,10000000 events; a few minutes)
         """
 
     func only(_ workload: Workload) -> Bool { workloads.contains(workload) }
@@ -50,11 +59,22 @@ struct Options {
             case "--json": jsonPath = iterator.next()
             case "--only":
                 let names = (iterator.next() ?? "").split(separator: ",").map { $0 == "scan" ? "replay" : String($0) }
-                let chosen = names.compactMap(Workload.init(rawValue:))
+                let chosen = names.compactMap(Workload.init(rawValue:)).filter(Workload.table.contains)
                 guard !chosen.isEmpty, chosen.count == names.count else {
-                    fail("--only takes a list of \(Workload.allCases.map(\.rawValue).joined(separator: ", "))")
+                    fail("--only takes a list of \(Workload.table.map(\.rawValue).joined(separator: ", "))")
                 }
                 workloads = Set(chosen)
+            case "--scale":
+                var sizes = [1_000_000, 10_000_000]
+                if let next = iterator.next() {
+                    guard !next.hasPrefix("-") else { fail("--scale goes alone, or with its sizes (1000000,10000000)") }
+                    let parsed = next.split(separator: ",").compactMap { Int($0) }
+                    guard !parsed.isEmpty, parsed.count == next.split(separator: ",").count, parsed.allSatisfy({ $0 >= 10_000 }) else {
+                        fail("--scale takes sizes of at least 10000 events, separated by commas")
+                    }
+                    sizes = parsed.map { $0 / 10 * 10 }
+                }
+                scaleSizes = sizes
             case "--child": childWorkload = iterator.next().flatMap(Workload.init(rawValue:))
             case "--backend": childBackEnd = iterator.next().flatMap(BackEnd.init(rawValue:))
             case "--dir": childDirectory = iterator.next()

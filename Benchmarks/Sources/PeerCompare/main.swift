@@ -8,6 +8,7 @@
 // (the single-writer rounds run all three in one), so that its peak memory is its own.
 //
 //   swift run -c release peer-compare [--records N] [--quick] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix]
+//   swift run -c release peer-compare --scale [1000000,10000000]
 
 import Foundation
 
@@ -20,32 +21,52 @@ if let child = options.child {
 let scale = options.scale
 let loadAtStart = loadAverage()
 let machine = machineDescription()
-let meanPayload = Dataset.meanPayloadBytes(accounts: scale.accounts)
 print("peer-compare on \(machine)")
 print("load average at start: \(loadAtStart)")
-print(
-    "data set: \(grouped(Double(scale.records))) events, \(grouped(Double(scale.accounts))) accounts, mean payload \(String(format: "%.0f", meanPayload)) bytes; fixed seeds"
-)
-print("durable = fsync per commit (SQLite: WAL, synchronous=FULL; relaxed: synchronous=OFF)\n")
 
 let root = try temporaryDirectory("run")
 defer { try? FileManager.default.removeItem(at: root) }
 
 /// Runs `workload` in a child process and returns its figures with the child's peak RSS.
-func inChild(_ workload: Options.Workload, _ backEnd: BackEnd?, _ directory: URL) throws -> [Figure] {
+func inChild(_ workload: Options.Workload, _ backEnd: BackEnd?, _ directory: URL, records: Int? = nil) throws -> [Figure] {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let result = root.appendingPathComponent("result-\(UUID().uuidString).json")
     let label = "\(workload.rawValue) on \(backEnd?.title ?? "all back ends")"
     FileHandle.standardError.write(Data("… \(label)\n".utf8))
     let arguments =
         ["--child", workload.rawValue] + (backEnd.map { ["--backend", $0.rawValue] } ?? [])
-        + ["--dir", directory.path, "--result", result.path] + options.scaleArguments
+        + ["--dir", directory.path, "--result", result.path] + (records.map { ["--records", String($0)] } ?? options.scaleArguments)
     let (status, maxRSS) = try runChild(arguments)
     guard status == 0 else { throw ChildError(reason: "the child for \(label) exited with status \(status)") }
     var figures = try JSONDecoder().decode([Figure].self, from: Data(contentsOf: result))
     for index in figures.indices { figures[index].maxRSSMiB = maxRSS }
     return figures
 }
+
+if let sizes = options.scaleSizes {
+    print("data set: \(sizes.map { count($0) }.joined(separator: " and ")) events, ten per account, relaxed sync; fixed seeds\n")
+    var bySize: [(size: Int, figures: [Figure])] = []
+    for size in sizes {
+        var figures: [Figure] = []
+        for backEnd in [BackEnd.log, .raw] {
+            let directory = root.appendingPathComponent("scale-\(size)-\(backEnd.rawValue)")
+            figures += try inChild(.scale, backEnd, directory, records: size)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        bySize.append((size, figures))
+    }
+    print(scaleTable(bySize))
+    print("\ntargets (issue 18):")
+    print(targetLines(scaleTargets(bySize)))
+    print("\nload average at end: \(loadAverage())")
+    exit(0)
+}
+
+let meanPayload = Dataset.meanPayloadBytes(accounts: scale.accounts)
+print(
+    "data set: \(grouped(Double(scale.records))) events, \(grouped(Double(scale.accounts))) accounts, mean payload \(String(format: "%.0f", meanPayload)) bytes; fixed seeds"
+)
+print("durable = fsync per commit (SQLite: WAL, synchronous=FULL; relaxed: synchronous=OFF)\n")
 
 var figures: [Figure] = []
 if options.only(.single) {

@@ -71,16 +71,19 @@ enum BulkWorkloads {
                 "bulk", "relaxed bulk append of \(count(scale.records)) events, 5 per commit", backEnd, operations: scale.records,
                 seconds: watch.seconds)
         ]
-        if backEnd != .sqlite { figures.append(try await importing(scale, backEnd, in: directory)) }
+        if backEnd != .sqlite {
+            let target = directory.appendingPathComponent("import")
+            defer { try? FileManager.default.removeItem(at: target) }
+            figures.append(try await importing(scale, backEnd, into: target))
+        }
         return figures
     }
 
     /// 3b. Import: the same data set written again into a fresh store as an import writes it, 400
     /// appends (2,000 events) per `appendBatch` call, which the log commits together; the raw loop
-    /// commits the same 2,000 events per transaction. Only the calls are timed; the copy is deleted.
-    static func importing(_ scale: Scale, _ backEnd: BackEnd, in directory: URL) async throws -> Figure {
-        let target = directory.appendingPathComponent("import")
-        defer { try? FileManager.default.removeItem(at: target) }
+    /// commits the same 2,000 events per transaction. Only the calls are timed. `target` is the
+    /// log's folder (the raw loop's with `.raw`).
+    static func importing(_ scale: Scale, _ backEnd: BackEnd, into target: URL) async throws -> Figure {
         let appendsPerCall = 400
         var watch = Stopwatch()
         let log = backEnd == .log ? try openLog(target) : nil

@@ -29,7 +29,8 @@ enum DetailsWorkloads {
             let last = try log.lastPosition()
             var first = Stopwatch()
             let store = try await first.timeAsync {
-                let store = try ProjectionStore(path: projectionsPath(directory).path, log: log, projections: [AccountDetailsProjection()])
+                let store = try ProjectionStore(
+                    path: projectionsPath(directory).path, log: log, projections: [AccountDetailsProjection()], options: buildOptions)
                 try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: last)
                 return store
             }
@@ -51,6 +52,13 @@ enum DetailsWorkloads {
             backEnd, operations: folded, seconds: watch.seconds)
         figure.notes = notes
         return [figure]
+    }
+
+    /// A first build of 10 M events takes longer than a read-your-writes wait may (30 s by default).
+    static var buildOptions: ProjectionStoreOptions {
+        var options = ProjectionStoreOptions()
+        options.readYourWritesTimeout = .seconds(3_600)
+        return options
     }
 
     /// The raw loop's fold: records → states, in batches.
