@@ -10,7 +10,8 @@ import Synchronization
 extension PostgresEventLog {
     /// Runs `body`, or fails with a clear error once `limit` has passed (the server is down or
     /// unreachable: the connection pool would otherwise wait for it without end). The caller is
-    /// answered at the deadline even when `body` does not end at once on cancellation. With
+    /// answered at the deadline even when `body` does not end at once on cancellation; a result
+    /// the body returns after that is dropped, so a body that opens something closes it itself. With
     /// `cancellable` false, cancelling the calling task does not answer early (an append that
     /// was sent is answered with its outcome).
     package static func withDeadline<T: Sendable>(

@@ -142,10 +142,12 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         do {
             let configuration = try location.connectionConfiguration(
                 applicationName: "spezi-account-store", durable: options.durability == .durable, connectTimeout: options.operationTimeout)
-            let connection = try await withDeadline(options.operationTimeout, doing: what) {
-                try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            // The body closes what it opened: when the deadline answers first, a connection that
+            // comes later is closed by the body, not dropped open.
+            try await withDeadline(options.operationTimeout, doing: what) {
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                try await connection.close()
             }
-            try await connection.close()
         } catch {
             throw PostgresFailure.wrap(error, doing: what)
         }
