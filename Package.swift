@@ -80,6 +80,7 @@ let package = Package(
             name: "EventLog",
             dependencies: [
                 "EventLogProtocol",
+                "BlockingPool",
                 "LogRecordFormat",
                 "LMDB",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -22,7 +22,9 @@ package final class BlockingPool: Sendable {
     package init(threads: Int, name: String) {
         self.threads = threads
         for index in 0..<threads {
+            let label = "\(name) \(index + 1)"
             let thread = Thread { [self] in
+                Self.nameKernelThread(label)
                 while true {
                     waiting.wait()
                     guard let job = jobs.withLock({ $0.popFirst() }), let job else { return }
@@ -32,6 +34,17 @@ package final class BlockingPool: Sendable {
             thread.name = "\(name) \(index + 1)"
             thread.start()
         }
+    }
+
+    /// Gives the calling thread `label` (its first 15 bytes) as the name that `top -H`, `ps -L`
+    /// and debuggers show. Foundation's `Thread.name` does not reach the kernel on Linux, and a
+    /// new thread otherwise keeps the name of the thread that started it.
+    package static func nameKernelThread(_ label: String) {
+        #if os(Linux)
+        guard let file = FileHandle(forWritingAtPath: "/proc/thread-self/comm") else { return }
+        file.write(Data(label.utf8.prefix(15)))
+        try? file.close()
+        #endif
     }
 
     /// Runs `body` on one of the pool's threads and returns (or throws) what it did.

@@ -4,6 +4,7 @@
 //
 
 import DequeModule
+import BlockingPool
 import Foundation
 internal import LMDB
 import LogRecordFormat
@@ -102,8 +103,10 @@ final class AppendWriter: @unchecked Sendable {
         self.onCommit = onCommit
         self.path = environment.path
         self.metrics = WriterMetrics(path: environment.path)
-        let thread = Thread { [self] in run() }
-        thread.name = "EventLog writer"
+        let thread = Thread { [self] in
+            BlockingPool.nameKernelThread("log writer")
+            run()
+        }
         thread.start()
     }
 

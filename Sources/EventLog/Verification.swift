@@ -3,17 +3,35 @@
 // SPDX-License-Identifier: MIT
 //
 
+import BlockingPool
 import Foundation
 internal import LMDB
 import LogRecordFormat
+import Synchronization
 
 extension EventLog {
     /// Checks every record's checksum, the hash chain, gap-free positions and both indexes (the
     /// records of the unindexed tail against the tail's stream versions), reading `batchSize`
     /// records per short read transaction (constant memory). Stops at the first problem and
     /// reports its position.
-    public func verify(batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil) throws -> VerificationReport {
-        let total = try lastPosition()
+    ///
+    /// The indexes are compared with the records as two sets, through an ``IndexDigest`` of each
+    /// side: a thread of its own reads the `streams` and `event-ids` databases in key order while
+    /// this one reads the records in position order, so no record costs a B-tree lookup. Only
+    /// when the digests differ are the entries looked up one by one, to name the first record
+    /// whose entry is wrong or missing.
+    ///
+    /// This blocks the calling thread until done (about a second per million records here);
+    /// from async code, call ``verify(batchSize:progress:)``, which runs it on a thread of its own.
+    public func verifyBlocking(batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil) throws
+        -> VerificationReport
+    {
+        let (total, bound) = try reading { txn in
+            let head = try databases.lastPosition(txn)
+            return (head, try databases.indexedThrough(txn, head: head, path: path))
+        }
+        let indexPass = IndexPass(log: self, bound: bound, batchSize: batchSize)
+        var implied = IndexDigests()
         var expected: UInt64 = 1
         var previous = ChainHash.genesis
         var problem: IntegrityProblem?
@@ -24,10 +42,18 @@ extension EventLog {
                     var count = 0
                     var entry = try cursor.seek(atOrAfter: BigEndian.bytes(expected))
                     while let current = entry, count < max(batchSize, 1) {
-                        if let found = check(current, expected: expected, previous: &previous, indexed: indexed, txn: txn) {
+                        switch checkRecord(current, expected: expected, previous: &previous) {
+                        case .failed(let found):
                             problem = found
-                            return count
+                        case .passed(let record) where record.position <= bound:
+                            implied.add(record)
+                        case .passed(let record) where record.position <= indexed:
+                            // Indexed after verification began: looked up, as it is not in the digests.
+                            problem = checkIndexEntries(of: record, txn: txn)
+                        case .passed:
+                            break
                         }
+                        if problem != nil { return count }
                         count += 1
                         expected += 1
                         entry = try cursor.next()
@@ -38,64 +64,68 @@ extension EventLog {
             progress?(VerificationProgress(checked: expected - 1, total: max(total, expected - 1)))
             if checkedInBatch == 0 { break }
         }
+        if problem != nil { indexPass.stop() }
+        let stored = try indexPass.wait()
+        if problem == nil, expected - 1 < bound {
+            problem = IntegrityProblem(
+                position: expected, kind: .positionGap,
+                detail: "the log ends at position \(expected - 1), but it was indexed through \(bound) when verification began")
+        }
         if problem == nil {
-            problem = try reading { txn in
-                let head = try databases.lastPosition(txn)
-                let through = try databases.indexedThrough(txn, head: head, path: path)
-                let streams = try txn.entryCount(databases.streams)
-                let ids = try txn.entryCount(databases.eventIDs)
-                if streams != Int(through) || ids != Int(through) {
-                    return IntegrityProblem(
-                        position: through, kind: .indexMismatch,
-                        detail: "\(through) indexed records but \(streams) stream index entries and \(ids) event-id entries")
-                }
-                do {
-                    // The tail: rebuilt from the records, which checks their stream versions.
-                    var state = TailState(base: through)
-                    try state.scan(txn, records: databases.records, upTo: head, path: path)
-                    for (stream, first) in state.firstEntries.sorted(by: { $0.value.position < $1.value.position }) {
-                        let indexedVersion = try LogDatabases.streamVersion(stream, in: txn, streams: databases.streams)
-                        if first.version != indexedVersion + 1 {
-                            return IntegrityProblem(
-                                position: first.position, kind: .indexMismatch,
-                                detail: "\"\(stream)\" version \(first.version) follows its indexed version \(indexedVersion)")
-                        }
-                    }
-                } catch {
-                    return IntegrityProblem(position: through + 1, kind: .indexMismatch, detail: "the unindexed tail: \(error)")
-                }
-                return nil
+            switch stored {
+            case .failed(let found): problem = found
+            case .passed(let digests) where digests != implied: problem = try locateIndexProblem(bound: bound, batchSize: batchSize)
+            case .passed: break
             }
         }
+        if problem == nil { problem = try checkIndexCountsAndTail() }
         return VerificationReport(recordsChecked: expected - 1, lastPosition: expected - 1, headHash: previous, problem: problem)
     }
 
-    private func check(
-        _ entry: Cursor.Entry, expected: UInt64, previous: inout ChainHash, indexed: UInt64, txn: Transaction
-    ) -> IntegrityProblem? {
+    /// ``verifyBlocking(batchSize:progress:)`` on a thread of its own: a long verification never
+    /// holds a thread of Swift's cooperative pool.
+    public func verify(batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil) async throws
+        -> VerificationReport
+    {
+        try await Self.verificationPool.run { [self] in try verifyBlocking(batchSize: batchSize, progress: progress) }
+    }
+
+    /// The threads that verifications run on (two at a time; more wait their turn).
+    private static let verificationPool = BlockingPool(threads: 2, name: "log verify")
+
+    /// The record's key, checksum, layout and chain hash.
+    private func checkRecord(
+        _ entry: Cursor.Entry, expected: UInt64, previous: inout ChainHash
+    ) -> Checked<RecordView> {
         guard entry.key.count == 8 else {
-            return IntegrityProblem(position: expected, kind: .corruptRecord, detail: "a records key has \(entry.key.count) bytes, not 8")
+            return .failed(IntegrityProblem(position: expected, kind: .corruptRecord, detail: "a records key has \(entry.key.count) bytes, not 8"))
         }
         let position = BigEndian.uint64(entry.key)
         guard position == expected else {
-            return IntegrityProblem(
-                position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)")
+            return .failed(
+                IntegrityProblem(position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)"))
         }
         let record: RecordView
         do {
             record = try RecordView(entry.value, position: position, path: path)
         } catch {
-            return IntegrityProblem(position: position, kind: .corruptRecord, detail: error.description)
+            return .failed(IntegrityProblem(position: position, kind: .corruptRecord, detail: error.description))
         }
         let body = UnsafeRawBufferPointer(rebasing: entry.value[RecordFormat.bodyOffset...])
         let computed = RecordFormat.chainHash(previous: previous, body: body)
         guard computed == record.hash else {
-            return IntegrityProblem(
-                position: position, kind: .hashMismatch,
-                detail: "the chain hash is \(record.hash) but SHA-256 of the previous hash and this record is \(computed)")
+            return .failed(
+                IntegrityProblem(
+                    position: position, kind: .hashMismatch,
+                    detail: "the chain hash is \(record.hash) but SHA-256 of the previous hash and this record is \(computed)"))
         }
         previous = computed
-        guard position <= indexed else { return nil }
+        return .passed(record)
+    }
+
+    /// Looks up the record's two index entries.
+    func checkIndexEntries(of record: RecordView, txn: Transaction) -> IntegrityProblem? {
+        let position = record.position
         do {
             let streamEntry = try txn.get(databases.streams, key: LogDatabases.streamKey(record.streamID, version: record.streamVersion))
             guard streamEntry == BigEndian.bytes(position) else {
@@ -113,5 +143,73 @@ extension EventLog {
             return IntegrityProblem(position: position, kind: .indexMismatch, detail: "reading the indexes failed: \(error)")
         }
         return nil
+    }
+
+    /// In one read transaction: as many entries in each index as indexed records, and the records
+    /// of the unindexed tail continuing their streams' indexed versions.
+    private func checkIndexCountsAndTail() throws -> IntegrityProblem? {
+        try reading { txn in
+            let head = try databases.lastPosition(txn)
+            let through = try databases.indexedThrough(txn, head: head, path: path)
+            let streams = try txn.entryCount(databases.streams)
+            let ids = try txn.entryCount(databases.eventIDs)
+            if streams != Int(through) || ids != Int(through) {
+                return IntegrityProblem(
+                    position: through, kind: .indexMismatch,
+                    detail: "\(through) indexed records but \(streams) stream index entries and \(ids) event-id entries")
+            }
+            do {
+                // The tail: rebuilt from the records, which checks their stream versions.
+                var state = TailState(base: through)
+                try state.scan(txn, records: databases.records, upTo: head, path: path)
+                for (stream, first) in state.firstEntries.sorted(by: { $0.value.position < $1.value.position }) {
+                    let indexedVersion = try LogDatabases.streamVersion(stream, in: txn, streams: databases.streams)
+                    if first.version != indexedVersion + 1 {
+                        return IntegrityProblem(
+                            position: first.position, kind: .indexMismatch,
+                            detail: "\"\(stream)\" version \(first.version) follows its indexed version \(indexedVersion)")
+                    }
+                }
+            } catch {
+                return IntegrityProblem(position: through + 1, kind: .indexMismatch, detail: "the unindexed tail: \(error)")
+            }
+            return nil
+        }
+    }
+}
+
+/// The digests of both indexes, read on a thread of its own while the records are checked.
+private final class IndexPass: Sendable {
+    private let outcome = Mutex<Result<Checked<IndexDigests>, any Error>?>(nil)
+    private let stopped = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(log: EventLog, bound: UInt64, batchSize: Int) {
+        let thread = Thread { [self] in
+            BlockingPool.nameKernelThread("log digest")
+            let result = Result { () throws -> Checked<IndexDigests> in
+                var digests = IndexDigests()
+                for isStreams in [true, false] {
+                    let database = isStreams ? log.databases.streams : log.databases.eventIDs
+                    switch try log.indexDigest(database, isStreams: isStreams, bound: bound, batchSize: batchSize, stop: stopped) {
+                    case .failed(let problem): return .failed(problem)
+                    case .passed(let digest): if isStreams { digests.streams = digest } else { digests.eventIDs = digest }
+                    }
+                }
+                return .passed(digests)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        thread.start()
+    }
+
+    /// Asks the thread to end after its current batch (its result is then not used).
+    func stop() { stopped.store(true, ordering: .relaxed) }
+
+    /// The digests, once the thread is done.
+    func wait() throws -> Checked<IndexDigests> {
+        done.wait()
+        return try outcome.withLock { $0! }.get()
     }
 }

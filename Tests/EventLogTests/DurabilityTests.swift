@@ -139,7 +139,8 @@ struct DurabilityTests {
         let canonical = URL(fileURLWithPath: path).standardizedFileURL.path
         await #expect(throws: EventLogError.closed(path: canonical)) { try await log.append(event(), to: "s") }
         #expect(throws: EventLogError.closed(path: canonical)) { try log.read() }
-        #expect(throws: EventLogError.closed(path: canonical)) { try log.verify() }
+        #expect(throws: EventLogError.closed(path: canonical)) { try log.verifyBlocking() }
+        await #expect(throws: EventLogError.closed(path: canonical)) { try await log.verify() }
     }
 
     @Test("a read-only log reads but refuses appends")

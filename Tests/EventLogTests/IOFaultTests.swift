@@ -20,7 +20,7 @@ struct IOFaultTests {
             let record = try log.record(at: ack.position)
             #expect(record?.eventID == ack.eventID, "acknowledged event at \(ack.position) lost (\(context))")
         }
-        let report = try log.verify()
+        let report = try log.verifyBlocking()
         #expect(report.isIntact, "\(report.problem?.description ?? "") (\(context))")
     }
 

@@ -43,7 +43,7 @@ struct IntegrityTests {
         let log = try EventLog(path: directory.path("log"))
         defer { log.close() }
         let seen = Mutex<[VerificationProgress]>([])
-        let report = try log.verify(batchSize: 16) { step in seen.withLock { $0.append(step) } }
+        let report = try await log.verify(batchSize: 16) { step in seen.withLock { $0.append(step) } }
         let progress = seen.withLock { $0 }
         #expect(report.isIntact)
         #expect(report.recordsChecked == 50)

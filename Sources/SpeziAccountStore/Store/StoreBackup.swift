@@ -70,7 +70,7 @@ extension AccountStore {
         options.readOnly = true
         let copy = try EventLog(path: root.appendingPathComponent("log").path, options: options)
         defer { copy.close() }
-        let report = try copy.verify()
+        let report = try copy.verifyBlocking()
         guard report.isIntact else {
             throw AccountStoreError.storeTransfer("the copied log in \(root.path) does not verify: \(report.problem?.description ?? "damaged")")
         }
