@@ -3,8 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 
-import DequeModule
 import BlockingPool
+import DequeModule
 import Foundation
 internal import LMDB
 import LogRecordFormat
