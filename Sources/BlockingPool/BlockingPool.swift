@@ -41,9 +41,9 @@ package final class BlockingPool: Sendable {
     /// new thread otherwise keeps the name of the thread that started it.
     package static func nameKernelThread(_ label: String) {
         #if os(Linux)
-        guard let file = FileHandle(forWritingAtPath: "/proc/thread-self/comm") else { return }
-        file.write(Data(label.utf8.prefix(15)))
-        try? file.close()
+            guard let file = FileHandle(forWritingAtPath: "/proc/thread-self/comm") else { return }
+            file.write(Data(label.utf8.prefix(15)))
+            try? file.close()
         #endif
     }
 

@@ -28,7 +28,8 @@ public struct EventLogOptions: Sendable {
     /// one commit writes them all (FORMAT.md, "Deferred indexing"). A commit then writes its
     /// records, not a page of each index per stream and event id it touches, which is most of the
     /// disk writes of a durable commit. Lookups find the newer entries in memory; the entries are
-    /// derived from the records, so a crash loses nothing. 0 indexes every commit.
+    /// derived from the records, so a crash loses nothing. 0 indexes every commit. After a commit
+    /// of 256 events or more (an import, a bulk append) the tail may grow to 32 times this.
     public var indexTailLimit: Int = 2_048
     /// How often waiting subscribers look for appends made by other processes.
     public var pollInterval: Duration = .milliseconds(250)

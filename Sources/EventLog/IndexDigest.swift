@@ -152,7 +152,8 @@ extension EventLog {
                         }
                         if record == nil || !parsed.matches(record!) {
                             return IndexEntry.problem(
-                                current, isStreams: isStreams, reason: "it points at position \(parsed.position), whose record is not the one it names")
+                                current, isStreams: isStreams,
+                                reason: "it points at position \(parsed.position), whose record is not the one it names")
                         }
                     }
                     entry = try cursor.next()
@@ -182,17 +183,23 @@ private struct IndexEntry {
 
     /// Parses an entry, or says why it does not parse.
     static func parse(_ entry: Cursor.Entry, isStreams: Bool) -> Checked<IndexEntry> {
-        guard entry.value.count == 8 else { return .failed(problem(entry, isStreams: isStreams, reason: "its value has \(entry.value.count) bytes, not 8")) }
+        guard entry.value.count == 8 else {
+            return .failed(problem(entry, isStreams: isStreams, reason: "its value has \(entry.value.count) bytes, not 8"))
+        }
         let position = BigEndian.uint64(entry.value)
         if isStreams {
             let idLength = entry.key.count - 9
-            guard idLength >= 0, entry.key[idLength] == 0 else { return .failed(problem(entry, isStreams: isStreams, reason: "its key is not a stream id, 0x00 and a version")) }
+            guard idLength >= 0, entry.key[idLength] == 0 else {
+                return .failed(problem(entry, isStreams: isStreams, reason: "its key is not a stream id, 0x00 and a version"))
+            }
             return .passed(
                 IndexEntry(
                     name: UnsafeRawBufferPointer(rebasing: entry.key[..<idLength]), version: BigEndian.uint64(entry.key, at: idLength + 1),
                     position: position, isStreams: true))
         }
-        guard entry.key.count == 16 else { return .failed(problem(entry, isStreams: isStreams, reason: "its key has \(entry.key.count) bytes, not 16")) }
+        guard entry.key.count == 16 else {
+            return .failed(problem(entry, isStreams: isStreams, reason: "its key has \(entry.key.count) bytes, not 16"))
+        }
         return .passed(IndexEntry(name: entry.key, version: 0, position: position, isStreams: false))
     }
 

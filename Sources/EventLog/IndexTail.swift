@@ -20,6 +20,14 @@ struct TailItem: Sendable {
     let version: UInt64
     let position: UInt64
     let eventID: UUID
+
+    /// The event id's place in the `event-ids` database's order (its bytes, compared as two
+    /// big-endian words).
+    var eventIDOrder: (UInt64, UInt64) {
+        withUnsafeBytes(of: eventID.uuid) {
+            (UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)), UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+    }
 }
 
 /// The index entries of the records after `indexed-through` (the log's *tail*), in memory.

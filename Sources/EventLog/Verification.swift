@@ -23,7 +23,9 @@ extension EventLog {
     ///
     /// This blocks the calling thread until done (about a second per million records here);
     /// from async code, call ``verify(batchSize:progress:)``, which runs it on a thread of its own.
-    public func verifyBlocking(batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil) throws
+    public func verifyBlocking(
+        batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil
+    ) throws
         -> VerificationReport
     {
         let (total, bound) = try reading { txn in
@@ -84,7 +86,9 @@ extension EventLog {
 
     /// ``verifyBlocking(batchSize:progress:)`` on a thread of its own: a long verification never
     /// holds a thread of Swift's cooperative pool.
-    public func verify(batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil) async throws
+    public func verify(
+        batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil
+    ) async throws
         -> VerificationReport
     {
         try await Self.verificationPool.run { [self] in try verifyBlocking(batchSize: batchSize, progress: progress) }
@@ -103,7 +107,8 @@ extension EventLog {
         let position = BigEndian.uint64(entry.key)
         guard position == expected else {
             return .failed(
-                IntegrityProblem(position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)"))
+                IntegrityProblem(position: expected, kind: .positionGap, detail: "position \(expected) is missing; the next record is at \(position)")
+            )
         }
         let record: RecordView
         do {

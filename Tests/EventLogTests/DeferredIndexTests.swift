@@ -90,6 +90,38 @@ struct DeferredIndexTests {
         #expect(statistics.records == 21)
     }
 
+    @Test("commits of 256 events or more let the tail grow to 32 times the limit; the next small commit writes it all")
+    func bulkCommits() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let log = try EventLog(path: directory.path("log"), options: options(tail: 16))
+        defer { log.close() }
+        var expected: [String: [UUID]] = [:]
+        var indexedAfter: [UInt64] = []
+        // Three bulk commits of 128 streams × 2 events (256 records each; the tail may reach
+        // 32 × 16 = 512 records after one), then a single append.
+        for round in 0..<3 {
+            let appends = (0..<128).map { index in
+                let events = [event(), event()]
+                expected["b\(index)", default: []] += events.map(\.eventID)
+                return StreamAppend(streamID: "b\(index)", events: events, expectedVersion: round == 0 ? .noStream : .exact(UInt64(round * 2)))
+            }
+            for outcome in await log.appendBatch(appends) { _ = try outcome.get() }
+            indexedAfter.append(try log.indexedThrough())
+        }
+        try expectLookups(log, expected, "after the bulk commits")
+        let single = event()
+        expected["b0", default: []].append(single.eventID)
+        _ = try await log.append(single, to: "b0", expectedVersion: .exact(6))
+        indexedAfter.append(try log.indexedThrough())
+        // 256 records stay in the tail after the first bulk commit; the second brings it to 512
+        // and writes the indexes; the third leaves 256 again; the single append, a small commit,
+        // finds 257 over its limit of 16 and writes them all.
+        #expect(indexedAfter == [0, 512, 512, 769])
+        try expectLookups(log, expected, "after the small commit")
+        #expect(try await log.verify().isIntact)
+    }
+
     @Test("a copy taken while the log is open (a crash image) has an unindexed tail that every reader rebuilds")
     func crashImage() async throws {
         let directory = TemporaryDirectory()

@@ -55,6 +55,7 @@ func openLog(_ path: URL, readOnly: Bool = false) throws -> EventLog {
     var options = EventLogOptions()
     options.sync = .relaxed
     options.initialMapSize = 2 << 30
+    if let limit = ProcessInfo.processInfo.environment["HOT_PATHS_INDEX_TAIL_LIMIT"].flatMap(Int.init) { options.indexTailLimit = limit }
     return try EventLog(path: path.path, options: options)
 }
 
@@ -153,7 +154,8 @@ func run() throws -> (count: Int, checksum: Int) {
             }
             return written
         }
-        FileHandle.standardError.write(Data("import: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
+        let written = (try? String(contentsOfFile: "/proc/self/io", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("wchar") } ?? ""
+        FileHandle.standardError.write(Data("import: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s, \(written)\n".utf8))
     case "group":
         // 64 durable writers, one event per append, each on a stream of its own (peer-compare's
         // group row): COUNT appends per writer, the events taken from the data set.
