@@ -33,6 +33,7 @@ extension EventLog {
             return (head, try databases.indexedThrough(txn, head: head, path: path))
         }
         let indexPass = IndexPass(log: self, bound: bound, batchSize: batchSize)
+        defer { indexPass.finish() }
         var implied = IndexDigests()
         var expected: UInt64 = 1
         var previous = ChainHash.genesis
@@ -187,6 +188,7 @@ extension EventLog {
 private final class IndexPass: Sendable {
     private let outcome = Mutex<Result<Checked<IndexDigests>, any Error>?>(nil)
     private let stopped = Atomic<Bool>(false)
+    private let waited = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
 
     init(log: EventLog, bound: UInt64, batchSize: Int) {
@@ -212,9 +214,16 @@ private final class IndexPass: Sendable {
     /// Asks the thread to end after its current batch (its result is then not used).
     func stop() { stopped.store(true, ordering: .relaxed) }
 
+    /// Stops the thread and waits for it, unless ``wait()`` already did: a verification that
+    /// throws leaves no thread reading the log behind it.
+    func finish() {
+        stop()
+        if !waited.exchange(true, ordering: .relaxed) { done.wait() }
+    }
+
     /// The digests, once the thread is done.
     func wait() throws -> Checked<IndexDigests> {
-        done.wait()
+        if !waited.exchange(true, ordering: .relaxed) { done.wait() }
         return try outcome.withLock { $0! }.get()
     }
 }

@@ -139,12 +139,14 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     /// port, a refused login, a missing database): the pool would retry until the deadline.
     private static func checkReachable(_ location: PostgresLogLocation, options: PostgresLogOptions, logger: Logger) async throws {
         let what = "connect to the log at \(location)"
+        // Part of opening, which waits at least 30 s (a refused connection fails at once anyway).
+        let timeout = max(options.operationTimeout, .seconds(30))
         do {
             let configuration = try location.connectionConfiguration(
-                applicationName: "spezi-account-store", durable: options.durability == .durable, connectTimeout: options.operationTimeout)
+                applicationName: "spezi-account-store", durable: options.durability == .durable, connectTimeout: timeout)
             // The body closes what it opened: when the deadline answers first, a connection that
             // comes later is closed by the body, not dropped open.
-            try await withDeadline(options.operationTimeout, doing: what) {
+            try await withDeadline(timeout, doing: what) {
                 let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
                 try await connection.close()
             }
