@@ -15,7 +15,7 @@ extension EventLog {
     /// records per short read transaction (constant memory). Stops at the first problem and
     /// reports its position.
     ///
-    /// The indexes are compared with the records as two sets, through an ``IndexDigest`` of each
+    /// The indexes are compared with the records as two sets, through a keyed-hash digest of each
     /// side: a thread of its own reads the `streams` and `event-ids` databases in key order while
     /// this one reads the records in position order, so no record costs a B-tree lookup. Only
     /// when the digests differ are the entries looked up one by one, to name the first record
