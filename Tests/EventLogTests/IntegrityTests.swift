@@ -175,9 +175,17 @@ struct IntegrityTests {
         #expect(CRC32C.checksum([]) == 0)
         #expect(CRC32C.checksum((0...255).map { UInt8($0) }) == 0x9C44_184B)
         var generator = SplitMix64(seed: 7)
-        for length in [0, 1, 7, 8, 9, 63, 64, 65, 1_000, 4_099] {
+        // Around the three-stream blocks of the hardware path (3 × 64 bytes) as well.
+        for length in [0, 1, 7, 8, 9, 63, 64, 65, 191, 192, 193, 200, 383, 384, 385, 450, 577, 1_000, 4_099] {
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             #expect(CRC32C.checksum(bytes) == CRC32C.portableChecksum(bytes), "length \(length)")
         }
+        // Every length up to 1,200 bytes.
+        let long = (0..<1_203).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        let mismatches = (0...1_200).filter { length in
+            let slice = Array(long[3..<(3 + length)])
+            return CRC32C.checksum(slice) != CRC32C.portableChecksum(slice)
+        }
+        #expect(mismatches.isEmpty, "lengths \(mismatches.prefix(10))")
     }
 }
