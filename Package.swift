@@ -81,6 +81,7 @@ let package = Package(
             dependencies: [
                 "EventLogProtocol",
                 "BlockingPool",
+                "CChecksum",
                 "LogRecordFormat",
                 "LMDB",
                 .product(name: "Crypto", package: "swift-crypto"),

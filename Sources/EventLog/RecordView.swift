@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+internal import CChecksum
 import Foundation
 internal import LMDB
 import LogRecordFormat
@@ -171,12 +172,15 @@ extension EventLog: InPlaceScanning {
                     var count = 0
                     var entry = try cursor.seek(atOrAfter: BigEndian.bytes(next))
                     while let current = entry, count < max(batchSize, 1) {
+                        // The next record is found first and its bytes requested while this one
+                        // is checked and handed out: a scan waits on memory more than on work.
+                        entry = try cursor.next()
+                        if let ahead = entry { cchecksum_prefetch(ahead.value.baseAddress, ahead.value.count) }
                         let at = BigEndian.uint64(current.key)
                         let view = try RecordView(current.value, position: at, path: path)
                         next = at + 1
                         count += 1
                         if try !body(view) { return (count, true) }
-                        entry = try cursor.next()
                     }
                     return (count, false)
                 }

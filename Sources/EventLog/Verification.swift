@@ -4,6 +4,7 @@
 //
 
 import BlockingPool
+internal import CChecksum
 import Foundation
 internal import LMDB
 import LogRecordFormat
@@ -45,6 +46,9 @@ extension EventLog {
                     var count = 0
                     var entry = try cursor.seek(atOrAfter: BigEndian.bytes(expected))
                     while let current = entry, count < max(batchSize, 1) {
+                        // As in `scan`: the next record's bytes are requested while this one is checked.
+                        entry = try cursor.next()
+                        if let ahead = entry { cchecksum_prefetch(ahead.value.baseAddress, ahead.value.count) }
                         switch checkRecord(current, expected: expected, previous: &previous) {
                         case .failed(let found):
                             problem = found
@@ -59,7 +63,6 @@ extension EventLog {
                         if problem != nil { return count }
                         count += 1
                         expected += 1
-                        entry = try cursor.next()
                     }
                     return count
                 }

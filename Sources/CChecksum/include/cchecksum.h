@@ -17,4 +17,12 @@ int cchecksum_crc32c_is_hardware(void);
 /// The table implementation, whatever the CPU has (for tests that compare both).
 uint32_t cchecksum_crc32c_portable(uint32_t crc, const void *bytes, size_t length);
 
+/// Asks the CPU to start loading `length` bytes at `bytes` into its caches (a hint only).
+static inline void cchecksum_prefetch(const void *bytes, size_t length) {
+    const char *p = (const char *)bytes;
+    for (size_t offset = 0; offset < length; offset += 64) {
+        __builtin_prefetch(p + offset);
+    }
+}
+
 #endif
