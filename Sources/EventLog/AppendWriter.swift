@@ -427,7 +427,7 @@ final class AppendWriter: @unchecked Sendable {
         }
 
         // Claims: unique keys (such as user ids) owned by one stream at a time.
-        for claim in request.claims.isEmpty ? [] : request.claims.sorted() {
+        for claim in request.claims.sorted() {
             if let owner = try txn.get(databases.claims, key: Array(claim.utf8)), owner != Array(request.streamID.utf8) {
                 throw EventLogError.claimTaken(claim, owner: String(decoding: owner, as: UTF8.self))
             }

@@ -147,10 +147,9 @@ extension EventLog {
                 var entry = try cursor.first()
                 while let current = entry {
                     if case .passed(let parsed) = IndexEntry.parse(current, isStreams: isStreams), parsed.position <= bound {
-                        let record = try txn.get(databases.records, key: BigEndian.bytes(parsed.position)).map {
-                            try $0.withUnsafeBytes { try RecordView($0, position: parsed.position, path: path).decoded() }
-                        }
-                        if record == nil || !parsed.matches(record!) {
+                        let stored = try BigEndian.bytes(parsed.position).withUnsafeBytes { try txn.get(databases.records, key: $0) }
+                        let record = try stored.map { try RecordView($0, position: parsed.position, path: path) }
+                        if record.map(parsed.matches) != true {
                             return IndexEntry.problem(
                                 current, isStreams: isStreams,
                                 reason: "it points at position \(parsed.position), whose record is not the one it names")
@@ -212,9 +211,9 @@ private struct IndexEntry {
     }
 
     /// Whether `record` is the one the entry names.
-    func matches(_ record: RecordedEvent) -> Bool {
-        if isStreams { return record.streamVersion == version && name.elementsEqual(record.streamID.utf8) }
-        return withUnsafeBytes(of: record.eventID.uuid) { name.elementsEqual($0) }
+    func matches(_ record: RecordView) -> Bool {
+        if isStreams { return record.streamVersion == version && name.elementsEqual(record.streamIDBytes) }
+        return name.elementsEqual(record.bytes[RecordFormat.Offset.eventID..<RecordFormat.Offset.eventID + 16])
     }
 
     static func problem(_ entry: Cursor.Entry, isStreams: Bool, reason: String) -> IntegrityProblem {

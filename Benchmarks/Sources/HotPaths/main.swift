@@ -14,6 +14,9 @@
 // `pg-single URL [COUNT]` appends COUNT events one at a time (durable) to the PostgreSQL log at
 // URL (`postgres://user@host:port/db?schema=name`), as peer-compare's pg-single row does.
 //
+// `import` prints the bytes the process wrote (`wchar` of /proc/self/io) beside its rate; the
+// environment variable HOT_PATHS_INDEX_TAIL_LIMIT sets the logs' `indexTailLimit` to compare flush sizes.
+//
 // DIR is a data directory that `peer-compare` wrote (its `log` folder is read; `rebuild` and
 // `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
 // (callgrind 3.19 crashes there): async work runs in a task the main thread waits for.
