@@ -181,7 +181,7 @@ let package = Package(
         // a seedable generator, the built executables.
         .target(name: "TestSupport", dependencies: ["EventLogProtocol", "PostgresTestServer"]),
         // A throwaway PostgreSQL cluster (initdb, pg_ctl) for tests and benchmarks.
-        .target(name: "PostgresTestServer"),
+        .target(name: "PostgresTestServer", dependencies: ["BlockingPool"]),
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",

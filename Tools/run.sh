@@ -9,6 +9,9 @@
 #                       then runs every test (swift test)
 # Each installs only what is missing, with apt-get (as root, or through sudo) and pip.
 # `Tools/run.sh test --coverage` records line coverage (what .ci/run does).
+# A test run that goes on for TEST_TIME_LIMIT seconds after the build (default 900; a whole run
+# takes about 70 s on two cores) is stopped: the tests still running and every thread's stack are
+# printed, so a hang fails within minutes and names its place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +70,46 @@ install_test_dependencies() {
     fi
 }
 
+# Builds, then runs every test under the time limit above.
+run_tests() {
+    local flags=()
+    if [ "${1:-}" = "--coverage" ]; then flags=(--enable-code-coverage); fi
+    swift build --build-tests "${flags[@]}"
+    local log
+    log="$(mktemp -t swift-test-XXXXXX.log)"
+    swift test --skip-build "${flags[@]}" > >(tee "$log") 2>&1 &
+    local pid=$! limit="${TEST_TIME_LIMIT:-900}" waited=0
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 5
+        waited=$((waited + 5))
+        if [ "$waited" -ge "$limit" ]; then
+            report_unfinished "$log"
+            pkill -KILL -f 'PackageTests\.xctest' || true
+            wait "$pid" || true
+            return 1
+        fi
+    done
+    wait "$pid"
+}
+
+# What a test run that did not end was doing: the tests started and never reported, then the
+# stack of every thread of the test process (gdb, or the toolchain's lldb).
+report_unfinished() {
+    echo
+    echo "==> the tests ran for ${TEST_TIME_LIMIT:-900} s without ending; still running:"
+    comm -23 <(grep -o '◇ Test "[^"]*"' "$1" | sed 's/^◇ //' | sort -u) \
+        <(grep -o '[✔✘] Test "[^"]*"' "$1" | sed 's/^[✔✘] //' | sort -u) || true
+    local process
+    for process in $(pgrep -f 'PackageTests\.xctest' || true); do
+        echo "==> threads of process $process"
+        if command -v gdb >/dev/null 2>&1; then
+            gdb -p "$process" -batch -ex "thread apply all bt 25" 2>&1 | grep -E '^(Thread|#)' | cut -c1-240 || true
+        else
+            lldb -p "$process" --batch -o "thread backtrace all -c 25" 2>&1 | cut -c1-240 || true
+        fi
+    done
+}
+
 case "${1:-}" in
     demo)
         install_store_dependencies
@@ -74,7 +117,7 @@ case "${1:-}" in
         ;;
     test)
         install_test_dependencies
-        if [ "${2:-}" = "--coverage" ]; then swift test --enable-code-coverage; else swift test; fi
+        run_tests "${2:-}"
         ;;
     install-test-dependencies)
         install_test_dependencies

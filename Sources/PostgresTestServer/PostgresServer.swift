@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+internal import BlockingPool
 import Foundation
 import Synchronization
 
@@ -10,6 +11,10 @@ import Synchronization
 /// free port of 127.0.0.1, stopped and deleted by ``remove()`` (or when the process exits). Debian's `postgresql` package
 /// provides the programs (`Tools/run.sh install-test-dependencies` installs it). As root, the
 /// programs run as the `postgres` user, which owns the directory (initdb refuses root).
+///
+/// Starting, stopping and `psql` wait for a program to end: they run on threads of their own and
+/// suspend the caller meanwhile, so that a test that starts a cluster never holds a thread of
+/// Swift's cooperative pool (on two cores, two such waits would stall every other test).
 public final class PostgresServer: Sendable {
     /// The cluster's folder (data in `data/`, the socket and the server log beside it).
     public let directory: URL
@@ -24,21 +29,28 @@ public final class PostgresServer: Sendable {
     }
 
     /// Creates and starts a new cluster (about a second).
-    public convenience init(name: String = "test") throws {
-        try self.init(name: name) { server in
-            try server.run("initdb", ["-D", server.dataPath, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+    public static func start(name: String = "test") async throws -> PostgresServer {
+        try await programs.run {
+            try PostgresServer(name: name) { server in
+                try server.run("initdb", ["-D", server.dataPath, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+            }
         }
     }
 
     /// Creates and starts a hot standby of `primary`: a base backup taken with `pg_basebackup -R`
     /// (streaming replication, read-only queries allowed), on a port of its own.
-    public convenience init(standbyOf primary: PostgresServer, name: String = "standby") throws {
-        try self.init(name: name) { server in
-            try server.run(
-                "pg_basebackup",
-                ["-h", "127.0.0.1", "-p", "\(primary.port)", "-U", "postgres", "-D", server.dataPath, "-R", "-X", "stream", "--no-sync"])
+    public static func startStandby(of primary: PostgresServer, name: String = "standby") async throws -> PostgresServer {
+        try await programs.run {
+            try PostgresServer(name: name) { server in
+                try server.run(
+                    "pg_basebackup",
+                    ["-h", "127.0.0.1", "-p", "\(primary.port)", "-U", "postgres", "-D", server.dataPath, "-R", "-X", "stream", "--no-sync"])
+            }
         }
     }
+
+    /// The threads that wait for `initdb`, `pg_ctl` and `psql`.
+    private static let programs = BlockingPool(threads: 4, name: "pg test server")
 
     private init(name: String, makeData: (PostgresServer) throws -> Void) throws {
         binaries = try Self.findBinaries()
@@ -49,7 +61,7 @@ public final class PostgresServer: Sendable {
             try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path])
         }
         try makeData(self)
-        try start()
+        try startServer()
         Self.running.withLock { running in
             if running.isEmpty { atexit { PostgresServer.removeAll() } }
             running.append(self)
@@ -61,7 +73,7 @@ public final class PostgresServer: Sendable {
     private static let running = Mutex<[PostgresServer]>([])
 
     private static func removeAll() {
-        for server in running.withLock({ $0 }) { server.remove() }
+        for server in running.withLock({ $0 }) { server.removeNow() }
     }
 
     private var dataPath: String { directory.appendingPathComponent("data").path }
@@ -72,7 +84,11 @@ public final class PostgresServer: Sendable {
     }
 
     /// Starts the (stopped) server again on the same port.
-    public func start() throws {
+    public func start() async throws {
+        try await Self.programs.run { [self] in try startServer() }
+    }
+
+    private func startServer() throws {
         try run(
             "pg_ctl",
             [
@@ -84,19 +100,32 @@ public final class PostgresServer: Sendable {
 
     /// Stops the server: `fast` closes connections cleanly, `immediate` is a crash (no checkpoint;
     /// the server recovers from its WAL on the next start).
-    public func stop(mode: String = "fast") throws {
+    public func stop(mode: String = "fast") async throws {
+        try await Self.programs.run { [self] in try stopServer(mode: mode) }
+    }
+
+    private func stopServer(mode: String) throws {
         try run("pg_ctl", ["-D", dataPath, "-m", mode, "-w", "-t", "60", "stop"])
     }
 
-    /// Stops the server and deletes the cluster.
+    /// Stops the server and deletes the cluster, on a thread of its own: this returns at once
+    /// (so it fits a `defer`). A server still stopping when the process exits is stopped then.
     public func remove() {
-        Self.running.withLock { $0.removeAll { $0 === self } }
-        try? stop(mode: "immediate")
+        Task { [self] in try? await Self.programs.run { [self] in removeNow() } }
+    }
+
+    private func removeNow() {
+        try? stopServer(mode: "immediate")
         try? FileManager.default.removeItem(at: directory)
+        Self.running.withLock { $0.removeAll { $0 === self } }
     }
 
     /// Runs `psql` with `sql` and returns what it printed (unaligned, tuples only).
-    public func psql(_ sql: String) throws -> String {
+    public func psql(_ sql: String) async throws -> String {
+        try await Self.programs.run { [self] in try psqlNow(sql) }
+    }
+
+    private func psqlNow(_ sql: String) throws -> String {
         try run(
             "psql",
             ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
@@ -114,6 +143,9 @@ public final class PostgresServer: Sendable {
     /// Runs a program and waits for it with `posix_spawn` and `waitpid`, its output in a file.
     /// Not Foundation's `Process`: it takes a child's end only when every descriptor it handed
     /// down is closed, and the server that `pg_ctl start` leaves running holds them for its life.
+    /// For the same reason the program gets no descriptor of this process but its three standard
+    /// ones: a server started while another test reads a child's output through a pipe would
+    /// otherwise keep that pipe's write end open, and that test would wait for its end forever.
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String]) throws -> String {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-output-\(UUID().uuidString)").path
@@ -124,6 +156,11 @@ public final class PostgresServer: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        guard let closeFrom = closeFrom else {
+            throw StartError(description: "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later has it)")
+        }
+        let closing = closeFrom(&actions, 3)
+        guard closing == 0 else { throw StartError(description: "posix_spawn_file_actions_addclosefrom_np: \(String(cString: strerror(closing)))") }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -138,6 +175,13 @@ public final class PostgresServer: Sendable {
         }
         return text
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module does not
+    /// declare (it sits behind `_GNU_SOURCE`): looked up once by name.
+    private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// The newest `/usr/lib/postgresql/<version>/bin`.
     private static func findBinaries() throws -> URL {

@@ -12,7 +12,7 @@ import Testing
 struct PostgresServeTests {
     @Test("a session opened on one node works on the other; a change through one reaches an app following the other; a logout ends it everywhere")
     func twoNodes() async throws {
-        let postgres = try PostgresServer(name: "serve")
+        let postgres = try await PostgresServer.start(name: "serve")
         defer { postgres.remove() }
         let folders = (0..<2).map { FileManager.default.temporaryDirectory.appendingPathComponent("serve-node-\($0)-\(UUID().uuidString)") }
         defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }

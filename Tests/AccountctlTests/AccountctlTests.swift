@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import TestSupport
 import Testing
 
 /// What one run of the tool printed and returned.
@@ -30,7 +31,12 @@ struct Tool {
         store = FileManager.default.temporaryDirectory.appendingPathComponent("accountctl-test-\(UUID().uuidString)")
     }
 
-    func run(_ arguments: [String], input: String? = nil, withStore: Bool = true) throws -> ToolRun {
+    /// Runs the tool to its end; the wait happens off the cooperative pool.
+    func run(_ arguments: [String], input: String? = nil, withStore: Bool = true) async throws -> ToolRun {
+        try await offThePool { try runBlocking(arguments, input: input, withStore: withStore) }
+    }
+
+    private func runBlocking(_ arguments: [String], input: String?, withStore: Bool) throws -> ToolRun {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("accountctl-io-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -72,23 +78,23 @@ struct Tool {
 @Suite("accountctl", .serialized)
 struct AccountctlTests {
     @Test("demo runs twice on one store, prints a history and where the store is; verify and stats then pass")
-    func demo() throws {
+    func demo() async throws {
         let tool = try Tool()
         defer { tool.remove() }
-        let first = try tool.run(["demo"])
+        let first = try await tool.run(["demo"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("history of account"))
         #expect(first.stdout.contains("account.created"))
         #expect(first.stdout.contains("(redacted)"))
         #expect(first.stdout.contains("store: \(tool.store.standardizedFileURL.path)"))
-        let second = try tool.run(["demo"])
+        let second = try await tool.run(["demo"])
         #expect(second.status == 0, "\(second.stderr)")
 
-        let verify = try tool.run(["verify"])
+        let verify = try await tool.run(["verify"])
         #expect(verify.status == 0, "\(verify.stderr)")
         #expect(verify.stdout.contains("intact"))
 
-        let stats = try tool.run(["stats"])
+        let stats = try await tool.run(["stats"])
         #expect(stats.status == 0, "\(stats.stderr)")
         #expect(stats.stdout.contains("accounts:       4 (and 2 deleted)"))
         #expect(stats.stdout.contains("projection account-details: checkpoint"))
@@ -96,14 +102,14 @@ struct AccountctlTests {
     }
 
     @Test("history of a demo account shows its creation and the keys that changed")
-    func history() throws {
+    func history() async throws {
         let tool = try Tool()
         defer { tool.remove() }
-        let demo = try tool.run(["demo"])
+        let demo = try await tool.run(["demo"])
         #expect(demo.status == 0, "\(demo.stderr)")
         let line = try #require(demo.stdout.split(separator: "\n").first { $0.hasPrefix("signed up ada-") })
         let userId = String(line.split(separator: " ")[2])
-        let history = try tool.run(["history", userId])
+        let history = try await tool.run(["history", userId])
         #expect(history.status == 0, "\(history.stderr)")
         #expect(history.stdout.contains("account.created"))
         #expect(history.stdout.contains("account.details-modified"))
@@ -113,36 +119,36 @@ struct AccountctlTests {
     }
 
     @Test("errors are one line on standard error with a non-zero status")
-    func errors() throws {
+    func errors() async throws {
         let tool = try Tool()
         defer { tool.remove() }
-        let missing = try tool.run(["history", "nobody@example.org"])
+        let missing = try await tool.run(["history", "nobody@example.org"])
         #expect(missing.failedCleanly, "\(missing)")
         #expect(missing.status == 8)
         #expect(missing.stderr.contains("no store at"))
         #expect(!FileManager.default.fileExists(atPath: tool.store.path))
 
-        #expect(try tool.run(["demo"]).status == 0)
-        let badShow = try tool.run(["show", "no-such-account"])
+        #expect(try await tool.run(["demo"]).status == 0)
+        let badShow = try await tool.run(["show", "no-such-account"])
         #expect(badShow.failedCleanly, "\(badShow)")
         #expect(badShow.status == 3)
 
         // A PostgreSQL URL as the store folder: refused with what to do, nothing created.
-        let url = try tool.run(["serve", "--store", "postgres://app@127.0.0.1:5432/accounts"], withStore: false)
+        let url = try await tool.run(["serve", "--store", "postgres://app@127.0.0.1:5432/accounts"], withStore: false)
         #expect(url.failedCleanly, "\(url)")
         #expect(url.status == 2)
         #expect(url.stderr.contains("--store takes a folder"))
         #expect(!FileManager.default.fileExists(atPath: "postgres:"))
 
-        let help = try tool.run(["--help"], withStore: false)
+        let help = try await tool.run(["--help"], withStore: false)
         #expect(help.status == 0, "\(help.stderr)")
         #expect(help.stdout.contains("Exit status"))
 
-        let usage = try tool.run(["show"])
+        let usage = try await tool.run(["show"])
         #expect(usage.failedCleanly, "\(usage)")
         #expect(usage.status == 2)
 
-        let badLogin = try tool.run(["login", "--user-id", "nobody@example.org", "--password-stdin"], input: "wrong password\n")
+        let badLogin = try await tool.run(["login", "--user-id", "nobody@example.org", "--password-stdin"], input: "wrong password\n")
         #expect(badLogin.failedCleanly, "\(badLogin)")
         #expect(badLogin.status == 4)
         // A store written by another format version (patched with Python's lmdb, when present).
@@ -159,10 +165,12 @@ struct AccountctlTests {
             """, tool.store.appendingPathComponent("log").path
         ]
         patch.standardError = FileHandle.nullDevice
-        try patch.run()
-        patch.waitUntilExit()
+        try await offThePool {
+            try patch.run()
+            patch.waitUntilExit()
+        }
         if patch.terminationStatus == 0 {
-            let foreign = try tool.run(["verify"])
+            let foreign = try await tool.run(["verify"])
             #expect(foreign.failedCleanly, "\(foreign)")
             #expect(foreign.status == 6)
         }
@@ -172,76 +180,76 @@ struct AccountctlTests {
         defer { garbage.remove() }
         try FileManager.default.createDirectory(at: garbage.store.appendingPathComponent("log"), withIntermediateDirectories: true)
         try Data(repeating: 0xAB, count: 64 * 1024).write(to: garbage.store.appendingPathComponent("log/data.mdb"))
-        let notAStore = try garbage.run(["stats"])
+        let notAStore = try await garbage.run(["stats"])
         #expect(notAStore.failedCleanly, "\(notAStore)")
     }
 
     @Test("signup with --password-stdin, then login, show, modify, log and delete")
-    func accountCommands() throws {
+    func accountCommands() async throws {
         let tool = try Tool()
         defer { tool.remove() }
         // An empty required name is refused, and nothing is signed up.
-        let unnamed = try tool.run(
+        let unnamed = try await tool.run(
             ["signup", "--user-id", "leslie@example.org", "--name", "", "--password-stdin"], input: "paxos made simple\n")
         #expect(unnamed.status != 0 && unnamed.stderr.contains("Name"), "\(unnamed.stderr)")
-        let signup = try tool.run(
+        let signup = try await tool.run(
             ["signup", "--user-id", "leslie@example.org", "--name", "Leslie Lamport", "--password-stdin"],
             input: "paxos made simple\n")
         #expect(signup.status == 0, "\(signup.stderr)")
-        let login = try tool.run(["login", "--user-id", "LESLIE@example.org", "--password-stdin"], input: "paxos made simple\n")
+        let login = try await tool.run(["login", "--user-id", "LESLIE@example.org", "--password-stdin"], input: "paxos made simple\n")
         #expect(login.status == 0, "\(login.stderr)")
         #expect(login.stdout.contains("logged in"))
 
-        let modify = try tool.run(["modify", "leslie@example.org", "--name", "Leslie B. Lamport"])
+        let modify = try await tool.run(["modify", "leslie@example.org", "--name", "Leslie B. Lamport"])
         #expect(modify.status == 0, "\(modify.stderr)")
-        let show = try tool.run(["show", "leslie@example.org"])
+        let show = try await tool.run(["show", "leslie@example.org"])
         #expect(show.status == 0, "\(show.stderr)")
         #expect(show.stdout.contains("Leslie B."))
         #expect(show.stdout.contains("leslie@example.org"))
 
-        let log = try tool.run(["log", "--json"])
+        let log = try await tool.run(["log", "--json"])
         #expect(log.status == 0, "\(log.stderr)")
         #expect(log.stdout.split(separator: "\n").count == 3)
         #expect(log.stdout.contains("\"type\":\"auth.login-succeeded\""))
 
-        let delete = try tool.run(["delete", "leslie@example.org"])
+        let delete = try await tool.run(["delete", "leslie@example.org"])
         #expect(delete.status == 0, "\(delete.stderr)")
-        let again = try tool.run(["login", "--user-id", "leslie@example.org", "--password-stdin"], input: "paxos made simple\n")
+        let again = try await tool.run(["login", "--user-id", "leslie@example.org", "--password-stdin"], input: "paxos made simple\n")
         #expect(again.failedCleanly, "\(again)")
     }
 
     @Test("export --jsonl, then import into a new store with the vault: the same head hash, user ids resolve, a second import is refused")
-    func exportImport() throws {
+    func exportImport() async throws {
         let tool = try Tool()
         defer { tool.remove() }
-        let demo = try tool.run(["demo"])
+        let demo = try await tool.run(["demo"])
         #expect(demo.status == 0)
         let userId = try #require(demo.stdout.firstMatch(of: /grace\.hopper-[0-9a-f]+@example\.org/).map { String($0.output) })
-        let original = try tool.run(["verify"])
+        let original = try await tool.run(["verify"])
         #expect(original.status == 0)
         let head = try #require(original.stdout.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
         let export = tool.store.appendingPathComponent("export.jsonl")
-        let exported = try tool.run(["export", "--jsonl", "--output", export.path])
+        let exported = try await tool.run(["export", "--jsonl", "--output", export.path])
         #expect(exported.status == 0, "\(exported.stderr)")
         let lines = try String(contentsOf: export, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 6)
 
         let copy = try Tool()
         defer { copy.remove() }
-        let imported = try copy.run(["import", export.path, "--vault", tool.store.appendingPathComponent("keys/vault").path])
+        let imported = try await copy.run(["import", export.path, "--vault", tool.store.appendingPathComponent("keys/vault").path])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout.contains("log intact, head hash \(head)"))
-        let verified = try copy.run(["verify"])
+        let verified = try await copy.run(["verify"])
         #expect(verified.stdout.contains(head))
         // The claims were re-made and the sealed details open with the copied vault.
-        let history = try copy.run(["history", userId])
+        let history = try await copy.run(["history", userId])
         #expect(history.status == 0, "\(history.stderr)")
         #expect(history.stdout.contains("account.userid-changed"))
         #expect(history.stdout.contains("\"Grace\""))
-        let again = try copy.run(["import", export.path])
+        let again = try await copy.run(["import", export.path])
         #expect(again.failedCleanly)
         #expect(again.stderr.contains("is not empty"))
-        let missing = try copy.run(["import", "/nonexistent/export.jsonl"])
+        let missing = try await copy.run(["import", "/nonexistent/export.jsonl"])
         #expect(missing.failedCleanly)
     }
 }

@@ -4,10 +4,15 @@
 //
 
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs a shell script with the built accountctl on PATH-less `$TOOL` and fast hashing.
-func runScript(_ script: String, tool: Tool) throws -> ToolRun {
+func runScript(_ script: String, tool: Tool) async throws -> ToolRun {
+    try await offThePool { try runScriptBlocking(script, tool: tool) }
+}
+
+private func runScriptBlocking(_ script: String, tool: Tool) throws -> ToolRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/bash")
     process.arguments = ["-c", script]
@@ -31,10 +36,10 @@ func runScript(_ script: String, tool: Tool) throws -> ToolRun {
 @Suite("accountctl from several processes at once", .serialized)
 struct AccountctlMultiProcessTests {
     @Test("four shell loops sign up twelve accounts each on one store at once: all 48 acknowledged accounts read back")
-    func concurrentSignups() throws {
+    func concurrentSignups() async throws {
         let tool = try Tool()
         defer { tool.remove() }
-        let signups = try runScript(
+        let signups = try await runScript(
             """
             for w in 1 2 3 4; do
               ( for i in $(seq 1 12); do
@@ -45,30 +50,31 @@ struct AccountctlMultiProcessTests {
             wait
             """, tool: tool)
         #expect(signups.status == 0 && signups.stderr.isEmpty, "\(signups.stderr)")
-        let shows = try runScript(
+        let shows = try await runScript(
             """
             for w in 1 2 3 4; do for i in $(seq 1 12); do
               "$TOOL" show "w$w-$i@x.org" --store "$STORE" | grep -q "Writer$w" || echo "w$w-$i@x.org unreadable"
             done; done
             """, tool: tool)
         #expect(shows.stdout.isEmpty && shows.stderr.isEmpty, "\(shows.stdout) \(shows.stderr)")
-        let verify = try tool.run(["verify"])
+        let verify = try await tool.run(["verify"])
         #expect(verify.status == 0 && verify.stdout.contains("intact"), "\(verify.stdout)")
-        let history = try tool.run(["history", "w3-7@x.org"])
+        let history = try await tool.run(["history", "w3-7@x.org"])
         #expect(history.stdout.contains("account.created") && !history.stdout.contains("redacted"), "\(history.stdout)")
         let vault = try Data(contentsOf: tool.store.appendingPathComponent("keys/vault"))
         #expect((vault.count - 64) / 128 == 48)
     }
 
     @Test("six processes modify while another rebuilds the cache: every last change reads back, a taken user id is refused")
-    func modifyAndRebuildAtOnce() throws {
+    func modifyAndRebuildAtOnce() async throws {
         let tool = try Tool()
         defer { tool.remove() }
         for index in 1...6 {
-            let run = try tool.run(["signup", "--user-id", "m\(index)@x.org", "--name", "Before Change", "--password-stdin"], input: "password123\n")
+            let run = try await tool.run(
+                ["signup", "--user-id", "m\(index)@x.org", "--name", "Before Change", "--password-stdin"], input: "password123\n")
             #expect(run.status == 0, "\(run.stderr)")
         }
-        let busy = try runScript(
+        let busy = try await runScript(
             """
             ( for round in 1 2 3; do "$TOOL" rebuild --store "$STORE" > /dev/null 2>&1 || echo "rebuild failed" >&2; done ) &
             for i in 1 2 3 4 5 6; do
@@ -81,15 +87,15 @@ struct AccountctlMultiProcessTests {
         // Taking another account's user id is refused with the service's exit status.
         #expect(busy.stdout.contains("taken=4"), "\(busy.stdout)")
         for index in 1...6 {
-            let show = try tool.run(["show", "m\(index)@x.org"])
+            let show = try await tool.run(["show", "m\(index)@x.org"])
             #expect(show.stdout.contains("Changed3"), "m\(index): \(show.stdout)")
         }
-        let stats = try tool.run(["stats"])
+        let stats = try await tool.run(["stats"])
         #expect(stats.status == 0 && !stats.stdout.contains("failed"), "\(stats.stdout)")
     }
 
     @Test("backup while signups run in other processes, then restore into a new folder: the copy verifies and reads")
-    func backupAndRestore() throws {
+    func backupAndRestore() async throws {
         let tool = try Tool()
         let backup = FileManager.default.temporaryDirectory.appendingPathComponent("accountctl-backup-\(UUID().uuidString)")
         let restored = try Tool()
@@ -98,8 +104,9 @@ struct AccountctlMultiProcessTests {
             restored.remove()
             try? FileManager.default.removeItem(at: backup)
         }
-        #expect(try tool.run(["signup", "--user-id", "first@x.org", "--name", "First One", "--password-stdin"], input: "pw-123456\n").status == 0)
-        let run = try runScript(
+        #expect(
+            try await tool.run(["signup", "--user-id", "first@x.org", "--name", "First One", "--password-stdin"], input: "pw-123456\n").status == 0)
+        let run = try await runScript(
             """
             ( for i in $(seq 1 10); do echo pw-123456 | "$TOOL" signup --store "$STORE" --user-id "b$i@x.org" --password-stdin --name "B $i" > /dev/null; done ) &
             sleep 0.3
@@ -107,11 +114,11 @@ struct AccountctlMultiProcessTests {
             wait
             """, tool: tool)
         #expect(run.status == 0 && run.stdout.contains("backed up"), "\(run.stdout) \(run.stderr)")
-        let restore = try restored.run(["restore", backup.path])
+        let restore = try await restored.run(["restore", backup.path])
         #expect(restore.status == 0, "\(restore.stderr)")
-        #expect(try restored.run(["verify"]).stdout.contains("intact"))
-        #expect(try restored.run(["show", "first@x.org"]).stdout.contains("First"))
-        let again = try restored.run(["restore", backup.path])
+        #expect(try await restored.run(["verify"]).stdout.contains("intact"))
+        #expect(try await restored.run(["show", "first@x.org"]).stdout.contains("First"))
+        let again = try await restored.run(["restore", backup.path])
         #expect(again.failedCleanly && again.stderr.contains("is not empty"), "\(again.stderr)")
     }
 }

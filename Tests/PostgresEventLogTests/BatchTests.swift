@@ -13,7 +13,7 @@ import Testing
 struct BatchTests {
     @Test("200 appends of 5 events in one batch, twice, land in order with an outcome each; a bad one fails alone")
     func largeBatches() async throws {
-        let server = try PostgresServer(name: "batch")
+        let server = try await PostgresServer.start(name: "batch")
         defer { server.remove() }
         let log = try await PostgresEventLog.open(server.url(schema: "batch"))
         for round in 0..<2 {

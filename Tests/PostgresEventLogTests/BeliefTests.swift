@@ -19,7 +19,7 @@ struct BeliefTests {
 
     @Test("a lone writer's appends after the first take one round trip each")
     func loneWriter() async throws {
-        let server = try PostgresServer(name: "belief-lone")
+        let server = try await PostgresServer.start(name: "belief-lone")
         defer { server.remove() }
         let log = try await PostgresEventLog.open(server.url(schema: "lone"))
         for index in 0..<30 {
@@ -34,7 +34,7 @@ struct BeliefTests {
 
     @Test("two nodes take turns on the same streams and claims: every expected version, claim and retry is decided on what is stored")
     func twoNodes() async throws {
-        let server = try PostgresServer(name: "belief-nodes")
+        let server = try await PostgresServer.start(name: "belief-nodes")
         defer { server.remove() }
         let url = server.url(schema: "nodes")
         let first = try await PostgresEventLog.open(url)

@@ -22,7 +22,7 @@ struct CatchUpTests {
 
     @Test("full batches while catching up, then live records: every position once, in order, with its own payload")
     func catchUpThenLive() async throws {
-        let server = try PostgresServer(name: "catchup")
+        let server = try await PostgresServer.start(name: "catchup")
         defer { server.remove() }
         let log = try await PostgresEventLog.open(server.url(schema: "catchup"))
         for outcome in await log.appendBatch(Self.appends(1_050, from: 0)) { _ = try outcome.get() }

@@ -13,16 +13,18 @@ import Testing
 @Suite("PostgreSQL commit notifications while subscribers wait")
 struct ListenTests {
     /// How many server sessions last ran `LISTEN` (a session that stopped listening last ran `UNLISTEN`).
-    private static func listening(_ server: PostgresServer) throws -> Int {
-        Int(try server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'").trimmingCharacters(in: .whitespacesAndNewlines))
+    private static func listening(_ server: PostgresServer) async throws -> Int {
+        Int(
+            try await server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'").trimmingCharacters(in: .whitespacesAndNewlines)
+        )
             ?? -1
     }
 
     private static func event() -> ProposedEvent { ProposedEvent(type: "test.event", payload: Data("x".utf8)) }
 
-    private static func until(_ condition: () throws -> Bool) async throws -> Bool {
+    private static func until(_ condition: () async throws -> Bool) async throws -> Bool {
         for _ in 0..<300 {
-            if try condition() { return true }
+            if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(100))
         }
         return false
@@ -32,7 +34,7 @@ struct ListenTests {
         "no session listens while nobody waits; a waiting subscriber that polls once an hour sees another process's commits through LISTEN; listening stops after it"
     )
     func listensWhileWaited() async throws {
-        let server = try PostgresServer(name: "listen")
+        let server = try await PostgresServer.start(name: "listen")
         defer { server.remove() }
         var options = PostgresLogOptions()
         options.pollInterval = .seconds(3_600)
@@ -40,7 +42,7 @@ struct ListenTests {
         let writer = try await PostgresEventLog.open(server.url(schema: "listen"))
         _ = try await writer.append([Self.event()], to: "a", expectedVersion: .any, claims: [], releases: [])
         _ = try await reader.append([Self.event()], to: "b", expectedVersion: .any, claims: [], releases: [])
-        #expect(try Self.listening(server) == 0)
+        #expect(try await Self.listening(server) == 0)
 
         let subscriber = Task {
             var positions: [UInt64] = []
@@ -51,7 +53,7 @@ struct ListenTests {
             return positions
         }
         // It catches up (two records), waits, and its log starts listening.
-        #expect(try await Self.until { try Self.listening(server) == 1 })
+        #expect(try await Self.until { try await Self.listening(server) == 1 })
         _ = try await writer.append([Self.event()], to: "a", expectedVersion: .any, claims: [], releases: [])
         _ = try await writer.append([Self.event()], to: "a", expectedVersion: .any, claims: [], releases: [])
         // Polling would take an hour: the notification must wake it.
@@ -64,7 +66,7 @@ struct ListenTests {
         #expect(positions == [1, 2, 3, 4])
 
         // Nobody waits any more: the listening session unlistens within a few seconds.
-        #expect(try await Self.until { try Self.listening(server) == 0 })
+        #expect(try await Self.until { try await Self.listening(server) == 0 })
         await reader.close()
         await writer.close()
     }

@@ -31,8 +31,9 @@ struct OpenFailureTests {
 
     @Test("no server on the port: the connection is refused, and the error says so")
     func noServer() async throws {
-        let server = try PostgresServer(name: "gone")
+        let server = try await PostgresServer.start(name: "gone")
         let url = server.url(schema: "gone")
+        try await server.stop(mode: "immediate")
         server.remove()
         let message = try #require(await Self.message(opening: url))
         #expect(message.contains("cannot connect to the log at postgres://postgres@127.0.0.1"), "\(message)")
@@ -41,7 +42,7 @@ struct OpenFailureTests {
 
     @Test("a database that does not exist: the server's own words")
     func missingDatabase() async throws {
-        let server = try PostgresServer(name: "nodb")
+        let server = try await PostgresServer.start(name: "nodb")
         defer { server.remove() }
         let url = server.url(schema: "nodb").replacingOccurrences(of: "/postgres?", with: "/no_such_database?")
         let message = try #require(await Self.message(opening: url))

@@ -19,7 +19,7 @@ struct PlanTests {
 
     @Test("appends, claims, releases, refusals and retries on a log created empty never scan the records or the claims whole")
     func noSequentialScans() async throws {
-        let server = try PostgresServer(name: "plans")
+        let server = try await PostgresServer.start(name: "plans")
         defer { server.remove() }
         let log = try await PostgresEventLog.open(server.url(schema: "plans"))
         var written = 0
@@ -54,13 +54,14 @@ struct PlanTests {
         // its connection ends: wait until every count is in.
         let indexes =
             "SELECT count(*) FILTER (WHERE tablename = 'log_records'), count(*) FILTER (WHERE tablename = 'log_claims') FROM pg_indexes WHERE schemaname = 'plans'"
-        let built = try server.psql(indexes).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map { Int($0) ?? -1 }
+        let built = try await server.psql(indexes).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map { Int($0) ?? -1 }
         #expect(built == [3, 1])
         let counters = "SELECT relname, n_tup_ins, seq_scan, idx_scan FROM pg_stat_user_tables WHERE schemaname = 'plans' ORDER BY relname"
         var rows: [String: [Int]] = [:]
         for _ in 0..<200 {
+            let printed = try await server.psql(counters)
             rows = Dictionary(
-                uniqueKeysWithValues: try server.psql(counters).split(separator: "\n").map { line in
+                uniqueKeysWithValues: printed.split(separator: "\n").map { line in
                     let fields = line.split(separator: "|")
                     return (String(fields[0]), fields.dropFirst().map { Int($0) ?? -1 })
                 })

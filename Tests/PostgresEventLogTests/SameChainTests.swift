@@ -23,7 +23,7 @@ struct SameChainTests {
 
     @Test("the same events give the same positions, stream versions and head hash on LMDB and PostgreSQL, and psql alone re-checks the chain")
     func sameHeadHash() async throws {
-        let server = try PostgresServer(name: "chain")
+        let server = try await PostgresServer.start(name: "chain")
         defer { server.remove() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chain-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -44,7 +44,7 @@ struct SameChainTests {
         #expect(postgresReport.recordsChecked == 60)
 
         // POSTGRES.md's queries: no broken link, no gap, the head agrees.
-        let brokenLinks = try server.psql(
+        let brokenLinks = try await server.psql(
             """
             SET search_path = chain;
             SELECT position FROM (SELECT position, hash, log_record_body(r) AS body,
@@ -52,14 +52,15 @@ struct SameChainTests {
                 FROM log_records r) chained WHERE sha256(previous || body) <> hash ORDER BY position;
             """)
         #expect(brokenLinks.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(brokenLinks)")
-        let gapFree = try server.psql("SELECT count(*) = max(position) AND min(position) = 1 FROM chain.log_records")
+        let gapFree = try await server.psql("SELECT count(*) = max(position) AND min(position) = 1 FROM chain.log_records")
         #expect(gapFree.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
-        let headAgrees = try server.psql("SELECT (SELECT hash FROM chain.log_records ORDER BY position DESC LIMIT 1) = hash FROM chain.log_head")
+        let headAgrees = try await server.psql(
+            "SELECT (SELECT hash FROM chain.log_records ORDER BY position DESC LIMIT 1) = hash FROM chain.log_head")
         #expect(headAgrees.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
 
         // A changed payload is found by psql's check and by verify.
-        _ = try server.psql("UPDATE chain.log_records SET payload = payload || '\\x00'::bytea WHERE position = 31")
-        let afterTamper = try server.psql(
+        _ = try await server.psql("UPDATE chain.log_records SET payload = payload || '\\x00'::bytea WHERE position = 31")
+        let afterTamper = try await server.psql(
             """
             SET search_path = chain;
             SELECT position FROM (SELECT position, hash, log_record_body(r) AS body,

@@ -30,7 +30,7 @@ struct ServerRestartTests {
         "pg_ctl stop -m immediate mid-workload: appends fail with a clear error while it is down and succeed after; nothing acknowledged is lost; a subscription resumes without gap or repeat"
     )
     func crashAndRestart() async throws {
-        let server = try PostgresServer(name: "restart")
+        let server = try await PostgresServer.start(name: "restart")
         defer { server.remove() }
         var options = PostgresLogOptions()
         options.operationTimeout = .seconds(2)
@@ -69,9 +69,9 @@ struct ServerRestartTests {
             }
         }
         try await Task.sleep(for: .seconds(1))
-        try server.stop(mode: "immediate")
+        try await server.stop(mode: "immediate")
         try await Task.sleep(for: .seconds(3))
-        try server.start()
+        try await server.start()
         // Give the writers time to get through again.
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline, tally.withLock({ $0.successesAfterFailure }) < 50 {

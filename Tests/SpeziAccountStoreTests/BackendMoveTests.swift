@@ -27,7 +27,7 @@ private func exportWithVault(_ store: AccountStore, into folder: URL) async thro
 struct BackendMoveTests {
     @Test("LMDB → PostgreSQL → LMDB: the same head hash at each step, sealed accounts readable, deleted ones not, user ids still unique")
     func roundTrip() async throws {
-        let server = try PostgresServer(name: "move")
+        let server = try await PostgresServer.start(name: "move")
         defer { server.remove() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("move-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -58,7 +58,8 @@ struct BackendMoveTests {
         let imported = try await LogTransfer.importLog(from: fromLMDB.export, into: node.path, logLocation: url, vault: fromLMDB.vault)
         #expect(imported == count)
         #expect(
-            try server.psql("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'import_%'").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+            try await server.psql("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'import_%'").trimmingCharacters(in: .whitespacesAndNewlines)
+                == "0")
         let shared = try await AccountStore(directory: node.path, options: nodeOptions(url))
         try await shared.waitUntilCaughtUp()
         #expect(try await shared.log.verify(progress: nil).headHash == head)
@@ -98,7 +99,7 @@ struct BackendMoveTests {
 
     @Test("a tampered export fails the import into PostgreSQL: the target log stays empty and no staging schema is left")
     func failedImportLeavesNothing() async throws {
-        let server = try PostgresServer(name: "move-fail")
+        let server = try await PostgresServer.start(name: "move-fail")
         defer { server.remove() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("move-fail-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -119,7 +120,7 @@ struct BackendMoveTests {
             _ = try await LogTransfer.importLog(from: tampered, into: node.path, logLocation: server.url(), vault: exported.vault)
         }
         #expect(!FileManager.default.fileExists(atPath: node.path))
-        let schemas = try server.psql(
+        let schemas = try await server.psql(
             "SELECT string_agg(nspname, ',') FROM pg_namespace WHERE nspname LIKE 'import_%' OR nspname = 'spezi_account_log'")
         #expect(schemas.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
         // The intact export then goes in.

@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import TestSupport
 import Testing
 
 /// Constant time with respect to the stored hash, checked by counting instructions (valgrind's
@@ -30,7 +31,7 @@ struct ConstantTimeTests {
 
     /// The instructions executed inside functions whose name contains `function`, in one run of
     /// `timing-check mode`.
-    private func instructions(_ mode: String, inside function: String) throws -> Int {
+    private func instructions(_ mode: String, inside function: String) async throws -> Int {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("callgrind-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: output) }
         let subject = try Self.subject.get()
@@ -43,8 +44,11 @@ struct ConstantTimeTests {
         process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_DETERMINISTIC_HASHING": "1"]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
+        // valgrind takes seconds: the wait happens off the cooperative pool.
+        try await offThePool {
+            try process.run()
+            process.waitUntilExit()
+        }
         try #require(process.terminationStatus == 0, "valgrind (Debian's valgrind package) runs timing-check \(mode)")
         let text = try String(contentsOf: output, encoding: .utf8)
         let summary = try #require(text.split(separator: "\n").first { $0.hasPrefix("summary:") || $0.hasPrefix("totals:") })
@@ -54,16 +58,16 @@ struct ConstantTimeTests {
     @Test(
         "the key comparison runs the same instructions whether the stored key matches, differs first or differs last; an early-exit comparison does not"
     )
-    func sameInstructions() throws {
-        let equal = try instructions("equal", inside: "constantTimeEquals")
-        let first = try instructions("first", inside: "constantTimeEquals")
-        let last = try instructions("last", inside: "constantTimeEquals")
+    func sameInstructions() async throws {
+        let equal = try await instructions("equal", inside: "constantTimeEquals")
+        let first = try await instructions("first", inside: "constantTimeEquals")
+        let last = try await instructions("last", inside: "constantTimeEquals")
         print("constant-time compare, instructions over 40 checks: equal \(equal), first byte differs \(first), last byte differs \(last)")
         #expect(equal > 0)
         #expect(first == equal && last == equal)
         // The control: the method sees the difference an early exit makes.
-        let earlyFirst = try instructions("early-first", inside: "earlyExitEquals")
-        let earlyLast = try instructions("early-last", inside: "earlyExitEquals")
+        let earlyFirst = try await instructions("early-first", inside: "earlyExitEquals")
+        let earlyLast = try await instructions("early-last", inside: "earlyExitEquals")
         print("early-exit control: first byte differs \(earlyFirst), last byte differs \(earlyLast)")
         #expect(earlyLast > earlyFirst)
     }

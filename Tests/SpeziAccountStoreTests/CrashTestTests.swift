@@ -4,10 +4,16 @@
 //
 
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs a built executable of this package (they sit next to the test bundle).
-func runTool(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+/// The wait happens off the cooperative pool.
+func runTool(_ name: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+    try await offThePool { try runToolBlocking(name, arguments) }
+}
+
+private func runToolBlocking(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
     process.arguments = arguments
@@ -27,10 +33,10 @@ func count(_ label: String, in output: String) -> Int? {
 @Suite("crash-test, the store's kill-and-check tool (a short run; the README runs hundreds)")
 struct CrashTestTests {
     @Test("15 SIGKILLs of a signup/modify/delete workload: nothing acknowledged lost, no mismatch")
-    func shortRun() throws {
+    func shortRun() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = try runTool("crash-test", ["--crashes", "15", "--store", directory.path])
+        let result = try await runTool("crash-test", ["--crashes", "15", "--store", directory.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(count("crashes", in: result.output) == 15)
         #expect((count("operations acknowledged", in: result.output) ?? 0) > 0)
@@ -41,10 +47,10 @@ struct CrashTestTests {
     @Test(
         "12 power cuts (SIGKILL, then every unflushed write to the log, the projections and the key vault undone): nothing acknowledged lost, no mismatch"
     )
-    func powerLoss() throws {
+    func powerLoss() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = try runTool("crash-test", ["--crashes", "12", "--power-loss", "--store", directory.path])
+        let result = try await runTool("crash-test", ["--crashes", "12", "--power-loss", "--store", directory.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(count("crashes", in: result.output) == 12)
         #expect((count("operations acknowledged", in: result.output) ?? 0) > 0)
@@ -55,12 +61,12 @@ struct CrashTestTests {
     }
 
     @Test("the check can fail: an acknowledgement with no event behind it counts as lost, exit status 1")
-    func detectsLoss() throws {
+    func detectsLoss() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try Data("c-never-written signup 00000000-0000-0000-0000-000000000000\n".utf8).write(to: directory.appendingPathComponent("acks.txt"))
-        let result = try runTool("crash-test", ["--crashes", "1", "--store", directory.path])
+        let result = try await runTool("crash-test", ["--crashes", "1", "--store", directory.path])
         #expect(result.status == 1)
         #expect((count("lost", in: result.output) ?? 0) >= 1)
         #expect(result.output.contains("c-never-written"))
@@ -70,10 +76,10 @@ struct CrashTestTests {
 @Suite("crash-test with several processes on one store")
 struct MultiProcessCrashTests {
     @Test("3 writer processes and a rebuilding process, each killed at random, 8 rounds: nothing acknowledged lost, no mismatch")
-    func severalProcesses() throws {
+    func severalProcesses() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = try runTool("crash-test", ["--crashes", "8", "--processes", "3", "--rebuilder", "--store", directory.path])
+        let result = try await runTool("crash-test", ["--crashes", "8", "--processes", "3", "--rebuilder", "--store", directory.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(count("crashes", in: result.output) == 8)
         #expect((count("operations acknowledged", in: result.output) ?? 0) > 100)

@@ -24,7 +24,7 @@ func nodeOptions(_ url: String) -> AccountStoreOptions {
 struct PostgresNodesTests {
     @Test("two nodes in one process: what one writes, the other's projections show; a user id stays unique across nodes")
     func twoNodes() async throws {
-        let server = try PostgresServer(name: "nodes")
+        let server = try await PostgresServer.start(name: "nodes")
         defer { server.remove() }
         let folders = (0..<2).map { FileManager.default.temporaryDirectory.appendingPathComponent("node-\($0)-\(UUID().uuidString)") }
         defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }
@@ -61,7 +61,7 @@ struct PostgresNodesTests {
 
     @Test("one key vault for every node: sealed on one node, read on the other; shredded on one, unreadable on all; the key is zeros in key_slots")
     func sharedVault() async throws {
-        let server = try PostgresServer(name: "vault")
+        let server = try await PostgresServer.start(name: "vault")
         defer { server.remove() }
         let folders = (0..<3).map { FileManager.default.temporaryDirectory.appendingPathComponent("vault-node-\($0)-\(UUID().uuidString)") }
         defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }
@@ -82,10 +82,10 @@ struct PostgresNodesTests {
             if index < 3 { doomed.append(id) } else { kept.append(id) }
         }
         // Nothing personal is in the clear in the database: every payload is sealed.
-        let clear = try server.psql(
+        let clear = try await server.psql(
             "SELECT count(*) FROM spezi_account_log.log_records WHERE position(convert_to('Secret', 'UTF8') in payload) > 0")
         #expect(clear.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
-        let sealed = try server.psql(
+        let sealed = try await server.psql(
             "SELECT count(*) FROM spezi_account_log.log_records WHERE type = 'account.created' AND get_byte(payload, 0) = 2")
         #expect(sealed.trimmingCharacters(in: .whitespacesAndNewlines) == "6")
 
@@ -105,11 +105,11 @@ struct PostgresNodesTests {
             #expect(try first.details(of: id) == nil && second.details(of: id) == nil)
             #expect(try first.accounts.vault?.isShredded(id) == true)
         }
-        let zeroed = try server.psql(
+        let zeroed = try await server.psql(
             "SELECT count(*) FROM spezi_account_log.key_slots WHERE get_byte(bytes, 0) = 2 AND substring(bytes from 9 for 32) = decode(repeat('00', 32), 'hex')"
         )
         #expect(zeroed.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
-        let live = try server.psql(
+        let live = try await server.psql(
             "SELECT count(*) FROM spezi_account_log.key_slots WHERE get_byte(bytes, 0) = 1 AND substring(bytes from 9 for 32) <> decode(repeat('00', 32), 'hex')"
         )
         #expect(live.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
@@ -124,7 +124,7 @@ struct PostgresNodesTests {
         await third.close()
 
         // The vault's tables gone: a node refuses to start rather than make a new vault.
-        _ = try server.psql("DROP TABLE spezi_account_log.key_slots, spezi_account_log.key_vault")
+        _ = try await server.psql("DROP TABLE spezi_account_log.key_slots, spezi_account_log.key_vault")
         await #expect {
             _ = try await AccountStore(directory: folders[2].path, options: nodeOptions(server.url()))
         } throws: { error in
@@ -136,7 +136,7 @@ struct PostgresNodesTests {
         "three processes sign up, modify and delete on one log: gap-free positions, every acknowledged operation logged, unique user ids, caches equal folds, a subscriber saw every record once"
     )
     func threeProcesses() async throws {
-        let server = try PostgresServer(name: "three")
+        let server = try await PostgresServer.start(name: "three")
         defer { server.remove() }
         let url = server.url()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("nodes-\(UUID().uuidString)")

@@ -16,11 +16,11 @@ import Testing
 struct PostgresStandbyTests {
     @Test("a node reads and subscribes on a streaming standby while it appends on the primary; the lag is reported and caught up")
     func standbyReads() async throws {
-        let primary = try PostgresServer(name: "primary")
+        let primary = try await PostgresServer.start(name: "primary")
         defer { primary.remove() }
-        let standby = try PostgresServer(standbyOf: primary)
+        let standby = try await PostgresServer.startStandby(of: primary)
         defer { standby.remove() }
-        #expect(try standby.psql("SELECT pg_is_in_recovery()").trimmingCharacters(in: .whitespacesAndNewlines) == "t")
+        #expect(try await standby.psql("SELECT pg_is_in_recovery()").trimmingCharacters(in: .whitespacesAndNewlines) == "t")
         let folders = (0..<2).map { FileManager.default.temporaryDirectory.appendingPathComponent("standby-node-\($0)-\(UUID().uuidString)") }
         defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }
 
@@ -53,7 +53,7 @@ struct PostgresStandbyTests {
         #expect(caughtUp.records == 0 && caughtUp.primaryPosition == headThen)
 
         // Replay paused: the primary moves on, the reader's standby does not, and the lag says so.
-        _ = try standby.psql("SELECT pg_wal_replay_pause()")
+        _ = try await standby.psql("SELECT pg_wal_replay_pause()")
         var late = AccountDetails()
         late.userId = "late@example.org"
         late.password = "correct horse"
@@ -68,7 +68,7 @@ struct PostgresStandbyTests {
         #expect(try writer.details(of: lateId)?.name?.givenName == "Late")
 
         // Replay resumed: the reader catches up, and its subscription saw every record once, in order.
-        _ = try standby.psql("SELECT pg_wal_replay_resume()")
+        _ = try await standby.psql("SELECT pg_wal_replay_resume()")
         try await reader.waitUntilCaughtUp()
         #expect(try reader.details(of: lateId)?.name?.givenName == "Late")
         #expect(try await log.standbyLag()?.records == 0)

@@ -17,7 +17,7 @@ import SpeziAccountStore
 /// both sides.
 enum PostgresWorkloads {
     static func run(_ scale: Scale, in directory: URL) async throws -> [Figure] {
-        let server = try PostgresServer(name: "peer-compare")
+        let server = try await PostgresServer.start(name: "peer-compare")
         defer { server.remove() }
         var figures = try await single(scale, server)
         figures += try await group(scale, server)
