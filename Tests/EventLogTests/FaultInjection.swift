@@ -30,11 +30,15 @@ struct ChildRun {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        // Read while it runs: a child that writes more than a pipe holds would otherwise wait
+        // for the reader instead of appending.
+        let reader = output.fileHandleForReading
+        async let printed = offThePool { reader.readDataToEndOfFile() }
         try await Task.sleep(for: .milliseconds(milliseconds))
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        try await offThePool { process.waitUntilExit() }
         var result = ChildRun()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: try await printed, as: UTF8.self)
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ")
             if fields.first == "ack", fields.count == 5, let position = UInt64(fields[1]),

@@ -7,7 +7,9 @@
 //   ack <position> <event id> <stream> <stream version>
 //   fail <error>                     (an append the log refused; the writer tries again)
 //   synced <position>                (relaxed mode: everything up to here has been flushed)
-// Usage: log-crash-child <log path> <run number> [writers] [durable|relaxed] [index tail limit]
+// Usage: log-crash-child <log path> <run number> [writers] [durable|relaxed|bulk] [index tail limit]
+//   bulk: each writer commits batches of 100 streams × 3 events (durable), as an import does, so
+//   the unindexed tail may grow to 32 times the index tail limit between index flushes.
 //        log-crash-child <log path> hold-reader     (opens a read transaction and waits to be killed)
 
 import EventLog
@@ -33,6 +35,7 @@ guard arguments.count >= 3, let run = Int(arguments[2]) else {
 }
 let writers = arguments.count > 3 ? Int(arguments[3]) ?? 4 : 4
 let relaxedMode = arguments.count > 4 && arguments[4] == "relaxed"
+let bulkMode = arguments.count > 4 && arguments[4] == "bulk"
 let indexTailLimit = arguments.count > 5 ? Int(arguments[5]) : nil
 let output = NSLock()
 
@@ -49,6 +52,9 @@ do {
     if let indexTailLimit { options.indexTailLimit = indexTailLimit }
     let log = try EventLog(path: arguments[1], options: options)
     report("ready \(try log.lastPosition())")
+    if bulkMode {
+        try await bulkAppends(log, run: run, writers: writers)
+    }
     try await withThrowingTaskGroup(of: Void.self) { group in
         for writer in 0..<writers {
             group.addTask {
@@ -91,4 +97,40 @@ do {
 } catch {
     FileHandle.standardError.write(Data("log-crash-child: \(error)\n".utf8))
     exit(1)
+}
+
+/// Commits of 300 events over 100 streams from each writer until the process is killed; every
+/// event of a batch that committed is acknowledged.
+func bulkAppends(_ log: EventLog, run: Int, writers: Int) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for writer in 0..<writers {
+            group.addTask {
+                var round = 0
+                while true {
+                    let appends = (0..<100).map { slot in
+                        StreamAppend(
+                            streamID: "run\(run)-bulk\(writer)-\(slot)",
+                            events: (0..<3).map { offset in
+                                ProposedEvent(type: "crash.bulk", payload: Data("\(run)/\(writer)/\(slot)/\(round)/\(offset)".utf8))
+                            },
+                            expectedVersion: round == 0 ? .noStream : .exact(UInt64(round * 3)))
+                    }
+                    for (append, outcome) in zip(appends, await log.appendBatch(appends)) {
+                        switch outcome {
+                        case .success(let result):
+                            for (offset, event) in append.events.enumerated() {
+                                let position = result.positions.lowerBound + UInt64(offset)
+                                let version = result.streamVersion - UInt64(append.events.count - 1 - offset)
+                                report("ack \(position) \(event.eventID.uuidString) \(append.streamID) \(version)")
+                            }
+                        case .failure(let error):
+                            report("fail \(error)")
+                        }
+                    }
+                    round += 1
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
 }
