@@ -149,7 +149,7 @@ struct DeferredIndexTests {
         #expect(try await readOnly.verify().isIntact)
         await readOnly.close()
         if pythonLMDBAvailable {
-            let check = try runFormatCheck([image])
+            let check = try await runFormatCheck([image])
             #expect(check.status == 0, "\(check.errors)")
             #expect(check.errors.contains("OK \(last) records"))
         }
@@ -204,7 +204,7 @@ struct DeferredIndexTests {
         }
         await log.close()
         if pythonLMDBAvailable {
-            let check = try runFormatCheck([path])
+            let check = try await runFormatCheck([path])
             #expect(check.status == 0, "\(check.errors)")
         }
     }
@@ -233,7 +233,7 @@ struct DeferredIndexTests {
         #expect(report.problem?.kind == .indexMismatch)
         #expect(report.problem?.position == 1)
         if pythonLMDBAvailable {
-            let check = try runFormatCheck([image])
+            let check = try await runFormatCheck([image])
             #expect(check.status == 1)
             #expect(check.errors.contains("stream index disagrees"), "\(check.errors)")
         }

@@ -6,6 +6,7 @@
 import EventLog
 import Foundation
 import LMDB
+import TestSupport
 import Testing
 
 /// The repository's root, found from this file's place in it.
@@ -23,8 +24,13 @@ let pythonLMDBAvailable: Bool = {
     return process.terminationStatus == 0
 }()
 
-/// Runs `Tools/format-check.py` and returns its exit status, standard output and standard error.
-func runFormatCheck(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+/// Runs `Tools/format-check.py` and returns its exit status, standard output and standard error
+/// (the wait happens off the cooperative pool).
+func runFormatCheck(_ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
+    try await offThePool { try runFormatCheckBlocking(arguments) }
+}
+
+private func runFormatCheckBlocking(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path] + arguments
@@ -56,7 +62,7 @@ struct FormatDocumentTests {
         let head = try await log.verify().headHash
         await log.close()
 
-        let result = try runFormatCheck(["--json", path])
+        let result = try await runFormatCheck(["--json", path])
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.errors.contains("OK 4 records, head hash \(head)"))
         let lines = result.output.split(separator: "\n")
@@ -95,7 +101,7 @@ struct FormatDocumentTests {
             try txn.put(records, key: BigEndian.bytes(3), value: value)
         }
         environment.close()
-        let result = try runFormatCheck([path])
+        let result = try await runFormatCheck([path])
         #expect(result.status == 1)
         #expect(result.errors.contains("BAD position 3: checksum mismatch"))
     }

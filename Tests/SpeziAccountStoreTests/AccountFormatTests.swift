@@ -6,6 +6,7 @@
 import EventLog
 import Foundation
 import SpeziAccount
+import TestSupport
 import Testing
 
 @testable import SpeziAccountStore
@@ -63,9 +64,12 @@ struct AccountFormatTests {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = try await offThePool {
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return data
+        }
         #expect(process.terminationStatus == 0)
         let lines = data.split(separator: UInt8(ascii: "\n"))
         #expect(lines.count == records.count)

@@ -11,8 +11,12 @@ import Testing
 
 @testable import SpeziAccountStore
 
-/// Runs `accountctl` on `store` in a process of its own and waits for it.
-private func accountctl(_ store: URL, _ arguments: [String]) throws -> (status: Int32, errors: String) {
+/// Runs `accountctl` on `store` in a process of its own and waits for it, off the cooperative pool.
+private func accountctl(_ store: URL, _ arguments: [String]) async throws -> (status: Int32, errors: String) {
+    try await offThePool { try accountctlBlocking(store, arguments) }
+}
+
+private func accountctlBlocking(_ store: URL, _ arguments: [String]) throws -> (status: Int32, errors: String) {
     let process = Process()
     process.executableURL = builtExecutable("accountctl")
     process.arguments = arguments + ["--store", store.path]
@@ -48,7 +52,7 @@ struct RemoteChangeTests {
         }
         defer { watchdog.cancel() }
 
-        let rename = try accountctl(fixture.directory, ["modify", "remote@example.org", "--name", "Jane Stanford"])
+        let rename = try await accountctl(fixture.directory, ["modify", "remote@example.org", "--name", "Jane Stanford"])
         #expect(rename.status == 0, "accountctl: \(rename.errors)")
         let deadline = ContinuousClock.now + .seconds(20)
         while harness.account.details?.name?.givenName != "Jane" && ContinuousClock.now < deadline {
@@ -56,7 +60,7 @@ struct RemoteChangeTests {
         }
         #expect(harness.account.details?.name?.givenName == "Jane")
 
-        let deletion = try accountctl(fixture.directory, ["delete", "remote@example.org"])
+        let deletion = try await accountctl(fixture.directory, ["delete", "remote@example.org"])
         #expect(deletion.status == 0, "\(deletion.errors)")
         #expect(
             try await seen.value == [
