@@ -83,7 +83,7 @@ run_tests() {
         sleep 5
         waited=$((waited + 5))
         if [ "$waited" -ge "$limit" ]; then
-            report_unfinished "$log"
+            report_unfinished "$log" "$limit"
             pkill -KILL -f 'PackageTests\.xctest' || true
             wait "$pid" || true
             return 1
@@ -92,11 +92,11 @@ run_tests() {
     wait "$pid"
 }
 
-# What a test run that did not end was doing: the tests started and never reported, then the
+# What a test run (its output in $1, its limit $2) that did not end was doing: the tests started and never reported, then the
 # stack of every thread of the test process (gdb, or the toolchain's lldb).
 report_unfinished() {
     echo
-    echo "==> the tests ran for ${TEST_TIME_LIMIT:-900} s without ending; still running:"
+    echo "==> the tests ran for $2 s without ending; still running:"
     comm -23 <(grep -o '◇ Test "[^"]*"' "$1" | sed 's/^◇ //' | sort -u) \
         <(grep -o '[✔✘] Test "[^"]*"' "$1" | sed 's/^[✔✘] //' | sort -u) || true
     local process

@@ -46,6 +46,15 @@ func report(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+/// Reports each event of a committed append as an `ack` line, with its position and stream version.
+func acknowledge(_ events: [ProposedEvent], of stream: String, _ result: AppendResult) {
+    for (offset, event) in events.enumerated() {
+        let position = result.positions.lowerBound + UInt64(offset)
+        let version = result.streamVersion - UInt64(events.count - 1 - offset)
+        report("ack \(position) \(event.eventID.uuidString) \(stream) \(version)")
+    }
+}
+
 do {
     var options = EventLogOptions()
     if relaxedMode { options.sync = .relaxed }
@@ -53,6 +62,7 @@ do {
     let log = try EventLog(path: arguments[1], options: options)
     report("ready \(try log.lastPosition())")
     if bulkMode {
+        // Runs until the process is killed, like the plain writers below in the other modes.
         try await bulkAppends(log, run: run, writers: writers)
     }
     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -73,11 +83,7 @@ do {
                         try await Task.sleep(for: .milliseconds(2))
                         continue
                     }
-                    for (offset, event) in batch.enumerated() {
-                        let position = result.positions.lowerBound + UInt64(offset)
-                        let version = result.streamVersion - UInt64(batch.count - 1 - offset)
-                        report("ack \(position) \(event.eventID.uuidString) \(stream) \(version)")
-                    }
+                    acknowledge(batch, of: stream, result)
                     index += 1
                     if relaxedMode && writer == 0 && index % 10 == 0 {
                         // Everything at or before `position` is on disk once sync returns.
@@ -118,11 +124,7 @@ func bulkAppends(_ log: EventLog, run: Int, writers: Int) async throws {
                     for (append, outcome) in zip(appends, await log.appendBatch(appends)) {
                         switch outcome {
                         case .success(let result):
-                            for (offset, event) in append.events.enumerated() {
-                                let position = result.positions.lowerBound + UInt64(offset)
-                                let version = result.streamVersion - UInt64(append.events.count - 1 - offset)
-                                report("ack \(position) \(event.eventID.uuidString) \(append.streamID) \(version)")
-                            }
+                            acknowledge(append.events, of: append.streamID, result)
                         case .failure(let error):
                             report("fail \(error)")
                         }
