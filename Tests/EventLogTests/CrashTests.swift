@@ -22,36 +22,22 @@ struct CrashTests {
         let directory = TemporaryDirectory("crash")
         defer { directory.cleanup() }
         let path = directory.path("log")
-        let child = builtExecutable("log-crash-child")
-        try #require(FileManager.default.isExecutableFile(atPath: child.path), "build the log-crash-child target first")
+        let executable = builtExecutable("log-crash-child")
+        try #require(FileManager.default.isExecutableFile(atPath: executable.path), "build the log-crash-child target first")
         var generator = SplitMix64(seed: 0x5EED_C0DE)
         var acknowledged: [Ack] = []
         var crashes = 0
         var tailsAfterCrash = 0
         for run in 0..<20 {
-            let process = Process()
-            process.executableURL = child
-            // A small index tail: index flushes happen between kills, and kills land in the middle of them.
-            process.arguments = [path, "\(run)", "4", "durable", "29"]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            // Let it open the log and append for a random while, then kill it without warning.
-            let delay = 20 + Int(generator.next() % 200)
-            try await Task.sleep(for: .milliseconds(delay))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal)
+            // Let it open the log and append for a random while, then kill it without warning. A
+            // small index tail: index flushes happen between kills, and kills land in the middle of them.
+            let child = try await ChildRun.run(
+                path: path, run: run, writers: 4, mode: "durable", indexTailLimit: 29, environment: ProcessInfo.processInfo.environment,
+                milliseconds: 20 + Int(generator.next() % 200))
+            #expect(child.killed, "run \(run) ended before the kill")
+            #expect(child.failures.isEmpty, "\(child.failures.prefix(3))")
             crashes += 1
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
-                let fields = line.split(separator: " ")
-                guard fields.count == 5, let position = UInt64(fields[1]), let id = UUID(uuidString: String(fields[2])),
-                    let version = UInt64(fields[4])
-                else { continue }
-                acknowledged.append(Ack(position: position, eventID: id, stream: String(fields[3]), version: version))
-            }
+            acknowledged += child.acknowledged
 
             let log = try EventLog(path: path)
             _ = try await Self.expectSurvived(acknowledged, in: log, after: "crash \(crashes)")

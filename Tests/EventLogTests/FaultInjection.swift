@@ -14,6 +14,8 @@ struct ChildRun {
     var syncedThrough: UInt64 = 0
     /// Appends acknowledged after the last failure line: the log works again.
     var acknowledgedAfterLastFailure = 0
+    /// Whether the child ended by the kill (rather than exiting before it).
+    var killed = false
 
     /// Starts `log-crash-child` on `path`, lets it work for `milliseconds`, kills it with SIGKILL
     /// and parses what it said. A small `indexTailLimit` makes index flushes (commits with many
@@ -38,6 +40,7 @@ struct ChildRun {
         kill(process.processIdentifier, SIGKILL)
         try await offThePool { process.waitUntilExit() }
         var result = ChildRun()
+        result.killed = process.terminationReason == .uncaughtSignal
         let text = String(decoding: try await printed, as: UTF8.self)
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ")
