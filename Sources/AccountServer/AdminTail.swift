@@ -7,7 +7,6 @@ import EventLogProtocol
 import Foundation
 import Hummingbird
 import Logging
-import ServiceLifecycle
 import SpeziAccountStore
 
 /// `GET /admin/api/tail`: every new record of the log as a Server-Sent Event, whoever appended it
@@ -50,11 +49,6 @@ struct AdminTail: Sendable {
             })
     }
 
-    private enum Chunk: Sendable {
-        case record(RecordedEvent)
-        case heartbeat
-    }
-
     private func stream(into writer: inout any ResponseBodyWriter) async throws {
         let start: UInt64
         if let after {
@@ -63,50 +57,20 @@ struct AdminTail: Sendable {
             let last = try await store.log.lastPosition()
             start = last > backlog ? last - backlog : 0
         }
-        let (chunks, continuation) = AsyncThrowingStream<Chunk, any Error>.makeStream(bufferingPolicy: .bufferingOldest(1_024))
-        let producers = Task {
-            await withGracefulShutdownHandler {
-                await produce(after: start, into: continuation)
-            } onGracefulShutdown: {
-                continuation.finish()
-            }
-        }
-        defer { producers.cancel() }
         try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
-        for try await chunk in chunks {
+        let feed = EventFeed<RecordedEvent>(heartbeat: heartbeat, lifetime: lifetime, logger: logger, failure: "the admin tail failed")
+        try await feed.run { [store] yield in
+            for try await record in store.log.subscribeRecords(after: start) { await yield(record) }
+        } consume: { chunk in
             switch chunk {
-            case let .record(record):
+            case let .item(record):
                 let json = try JSONCoding.encoder.encode(Entry(record))
                 try await writer.write(
                     ByteBuffer(string: "id: \(record.position)\nevent: record\ndata: \(String(decoding: json, as: UTF8.self))\n\n"))
             case .heartbeat:
                 try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
             }
-        }
-    }
-
-    /// Feeds the log's records and the heartbeats into `continuation` until the lifetime is over,
-    /// the log closes or fails, or the task is cancelled.
-    private func produce(after start: UInt64, into continuation: AsyncThrowingStream<Chunk, any Error>.Continuation) async {
-        await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for try await record in store.log.subscribeRecords(after: start) { continuation.yield(.record(record)) }
-            }
-            group.addTask {
-                let end = ContinuousClock.now + lifetime
-                while ContinuousClock.now < end {
-                    try await Task.sleep(for: min(heartbeat, end - ContinuousClock.now))
-                    continuation.yield(.heartbeat)
-                }
-            }
-            do {
-                try await group.next()
-            } catch is CancellationError {
-            } catch {
-                logger.error("the admin tail failed", metadata: ["error": "\(error)"])
-            }
-            group.cancelAll()
-            continuation.finish()
+            return true
         }
     }
 }

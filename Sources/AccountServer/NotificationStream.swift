@@ -7,7 +7,6 @@ import EventLogProtocol
 import Foundation
 import Hummingbird
 import Logging
-import ServiceLifecycle
 import SpeziAccount
 import SpeziAccountStore
 
@@ -39,78 +38,51 @@ struct NotificationStream: Sendable {
             })
     }
 
-    /// What the two producers hand the writer.
-    private enum Chunk: Sendable {
+    /// What the account's records yield: a notification, or the end of the session.
+    private enum Item: Sendable {
         case event(LoggedNotification)
-        case heartbeat
         case ended
     }
 
     private func stream(into writer: inout any ResponseBodyWriter) async throws {
-        let (chunks, continuation) = AsyncThrowingStream<Chunk, any Error>.makeStream(bufferingPolicy: .bufferingOldest(256))
         let start: UInt64
         if let after { start = after } else { start = try await store.log.lastPosition() }
-        let producers = Task {
-            // A graceful shutdown ends the stream, so that the server's shutdown does not wait for
-            // the client to hang up.
-            await withGracefulShutdownHandler {
-                await produce(after: start, into: continuation)
-            } onGracefulShutdown: {
-                continuation.finish()
-            }
-        }
-        defer { producers.cancel() }
         try await writer.write(ByteBuffer(string: ": \(accountId)\n\n"))
-        for try await chunk in chunks {
+        var feed = EventFeed<Item>(heartbeat: heartbeat, logger: logger, failure: "an account's event stream failed")
+        feed.passingFailures = true
+        let sessionHash = AccountStore.sessionHash(ofToken: token)
+        try await feed.run { yield in
+            try await notifications(after: start, sessionHash: sessionHash, yield: yield)
+        } consume: { chunk in
             switch chunk {
-            case let .event(notification):
+            case let .item(.event(notification)):
                 try await writer.write(ByteBuffer(string: try Self.frame(notification)))
             case .heartbeat:
                 // The session may have expired (no record says so).
-                guard (try? await store.authenticate(token: token)) != nil else { return }
+                guard (try? await store.authenticate(token: token)) != nil else { return false }
                 try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
-            case .ended:
-                return
+            case .item(.ended):
+                return false
             }
+            return true
         }
     }
 
-    /// Feeds the account's notifications and the heartbeats into `continuation` until the session
-    /// ends in the log, the log closes or fails, or the task is cancelled.
-    private func produce(after start: UInt64, into continuation: AsyncThrowingStream<Chunk, any Error>.Continuation) async {
-        let sessionHash = AccountStore.sessionHash(ofToken: token)
-        await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                // The account's own records, so that the record ending this session is seen even
-                // though it reports nothing; the rest of its command follows before the end.
-                var lastVersion: UInt64?
-                var folds = NotificationFolds(limit: 1)
-                for try await record in store.log.subscribeRecords(after: start, stream: accountId) {
-                    for notification in try await store.notifications(for: record, folds: &folds) { continuation.yield(.event(notification)) }
-                    if lastVersion == nil, try endsSession(record, sessionHash: sessionHash) {
-                        lastVersion = try await store.log.streamVersion(accountId) ?? record.streamVersion
-                    }
-                    if let lastVersion, record.streamVersion >= lastVersion {
-                        continuation.yield(.ended)
-                        break
-                    }
-                }
-                continuation.finish()
+    /// Yields the account's notifications after `start` until the session ends in the log. It
+    /// reads the account's own records, so that the record ending this session is seen even though
+    /// it reports nothing; the rest of its command follows before the end.
+    private func notifications(after start: UInt64, sessionHash: String?, yield: EventFeed<Item>.Yield) async throws {
+        var lastVersion: UInt64?
+        var folds = NotificationFolds(limit: 1)
+        for try await record in store.log.subscribeRecords(after: start, stream: accountId) {
+            for notification in try await store.notifications(for: record, folds: &folds) { await yield(.event(notification)) }
+            if lastVersion == nil, try endsSession(record, sessionHash: sessionHash) {
+                lastVersion = try await store.log.streamVersion(accountId) ?? record.streamVersion
             }
-            group.addTask {
-                while !Task.isCancelled {
-                    try await Task.sleep(for: heartbeat)
-                    continuation.yield(.heartbeat)
-                }
+            if let lastVersion, record.streamVersion >= lastVersion {
+                await yield(.ended)
+                return
             }
-            do {
-                try await group.next()
-            } catch is CancellationError {
-            } catch {
-                logger.error("an account's event stream failed", metadata: ["error": "\(error)"])
-                continuation.finish(throwing: error)
-            }
-            group.cancelAll()
         }
     }
 
