@@ -76,6 +76,9 @@ extension AccountDetails: Codable {
     /// Details from one JSON document per identifier; identifiers the registry does not know are kept unknown.
     public init(perKey encoded: [String: Data], registry: AccountKeyRegistry = .builtIn) throws {
         self.init()
+        // Room for a few more: a store adds the account id, user id and flags that it keeps apart,
+        // and each of them would otherwise grow (copy and rehash) a full table.
+        storage = Dictionary(minimumCapacity: encoded.count + 4)
         let decoder = JSONDecoder()
         for (identifier, data) in encoded {
             if let key = registry.key(for: identifier) {
