@@ -73,9 +73,13 @@ struct CrashHarness {
     }
 
     /// Starts the workload, lets it run for a random 20–250 ms, and kills it with SIGKILL. With
-    /// several processes, each is killed at its own moment after 100–600 ms.
+    /// several processes, each is killed at its own moment after 100–600 ms. In every third round
+    /// of a single process the delay starts at its first acknowledgement instead: the other rounds
+    /// may kill it while it opens or recovers the store, and on a loaded machine that can take all
+    /// of the 250 ms, so these rounds make sure that kills also land in the middle of its work.
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let acknowledgedBefore = Self.fileSize(ackPath(0))
         var children: [(process: Process, errors: Pipe)] = []
         for slot in 0..<processes {
             let childSeed = processes == 1 ? seed &+ UInt64(round) : seed &+ UInt64(round) &* 1_000 &+ UInt64(slot)
@@ -90,6 +94,7 @@ struct CrashHarness {
         if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory])) }
         let single = children.count == 1
         var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
+        if single && round % 3 == 0 { try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process) }
         var elapsed = 0
         while let next = delays.enumerated().filter({ $0.element >= 0 }).min(by: { $0.element < $1.element }) {
             try await Task.sleep(for: .milliseconds(next.element - elapsed))
@@ -111,6 +116,19 @@ struct CrashHarness {
             let outcome = try PowerLoss.strike(directory)
             summary.writesUndone = (summary.writesUndone ?? 0) + outcome.writesUndone
         }
+    }
+
+    /// Waits until the workload's ack file grew past `size` (it acknowledged an operation), for at
+    /// most 60 s, or until the workload ended by itself (the caller reports that).
+    private func waitForAcknowledgement(beyond size: UInt64, of process: Process) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while Self.fileSize(ackPath(0)) <= size, process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    private static func fileSize(_ path: String) -> UInt64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.uint64Value ?? 0
     }
 
     private func start(_ executable: URL, _ arguments: [String]) throws -> (Process, Pipe) {

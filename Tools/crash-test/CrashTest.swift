@@ -16,7 +16,8 @@ struct CrashTest: AsyncParsableCommand {
         abstract: "SIGKILL a store workload at random moments and check the store after every restart.",
         discussion: """
             Each round starts a child process that signs up, modifies and deletes accounts from several \
-            tasks (durable appends), kills it after a random 20–250 ms (with --power-loss, also undoes \
+            tasks (durable appends), kills it after a random 20–250 ms (in every third round counted from \
+            its first acknowledged operation; with --power-loss, also undoes \
             every write not yet flushed to disk), reopens the store and checks: \
             every acknowledged operation is in the log, verify passes, the details cache equals the fold \
             of every stream, and no user id belongs to two accounts. At the end the cache is rebuilt from \
