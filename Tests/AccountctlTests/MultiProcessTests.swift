@@ -9,28 +9,12 @@ import Testing
 
 /// Runs a shell script with the built accountctl on PATH-less `$TOOL` and fast hashing.
 func runScript(_ script: String, tool: Tool) async throws -> ToolRun {
-    try await offThePool { try runScriptBlocking(script, tool: tool) }
-}
-
-private func runScriptBlocking(_ script: String, tool: Tool) throws -> ToolRun {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/bash")
-    process.arguments = ["-c", script]
     var environment = ProcessInfo.processInfo.environment
     environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
     environment["TOOL"] = Tool.binary.path
     environment["STORE"] = tool.store.path
-    process.environment = environment
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    let errors = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ToolRun(
-        status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self))
+    let run = try await runProgram(URL(fileURLWithPath: "/bin/bash"), ["-c", script], environment: environment)
+    return ToolRun(status: run.status, stdout: run.output, stderr: run.errors)
 }
 
 @Suite("accountctl from several processes at once", .serialized)

@@ -24,25 +24,11 @@ let pythonLMDBAvailable: Bool = {
     return process.terminationStatus == 0
 }()
 
-/// Runs `Tools/format-check.py` and returns its exit status, standard output and standard error
-/// (the wait happens off the cooperative pool).
+/// Runs `Tools/format-check.py` and returns its exit status, standard output and standard error.
 func runFormatCheck(_ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
-    try await offThePool { try runFormatCheckBlocking(arguments) }
-}
-
-private func runFormatCheckBlocking(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path] + arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let outData = output.fileHandleForReading.readDataToEndOfFile()
-    let errData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    let run = try await runProgram(
+        URL(fileURLWithPath: "/usr/bin/env"), ["python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path] + arguments)
+    return (run.status, run.output, run.errors)
 }
 
 @Suite("FORMAT.md is enough to read the log", .enabled(if: pythonLMDBAvailable, "needs python3 with the lmdb package"))

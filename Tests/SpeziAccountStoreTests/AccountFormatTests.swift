@@ -55,23 +55,14 @@ struct AccountFormatTests {
         let records = try await store.log.read()
         await store.close()
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path, "--json", "--accounts",
-            fixture.directory.appendingPathComponent("log").path
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        let data = try await offThePool {
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return data
-        }
-        #expect(process.terminationStatus == 0)
-        let lines = data.split(separator: UInt8(ascii: "\n"))
+        let check = try await runProgram(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            [
+                "python3", repositoryRoot.appendingPathComponent("Tools/format-check.py").path, "--json", "--accounts",
+                fixture.directory.appendingPathComponent("log").path
+            ])
+        #expect(check.status == 0)
+        let lines = Data(check.output.utf8).split(separator: UInt8(ascii: "\n"))
         #expect(lines.count == records.count)
         #expect(Set(records.map(\.type)) == Set(AccountEvent.currentSchemaVersions.keys))
 

@@ -7,23 +7,12 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Runs a built executable of this package (they sit next to the test bundle).
-/// The wait happens off the cooperative pool.
+/// Runs a built executable of this package (they sit next to the test bundle), its standard
+/// error merged into its output.
 func runTool(_ name: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-    try await offThePool { try runToolBlocking(name, arguments) }
-}
-
-private func runToolBlocking(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
+    let run = try await runProgram(executable, arguments, errorsToOutput: true)
+    return (run.status, run.output)
 }
 
 func count(_ label: String, in output: String) -> Int? {

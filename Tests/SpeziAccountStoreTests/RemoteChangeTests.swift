@@ -11,25 +11,12 @@ import Testing
 
 @testable import SpeziAccountStore
 
-/// Runs `accountctl` on `store` in a process of its own and waits for it, off the cooperative pool.
+/// Runs `accountctl` on `store` in a process of its own and waits for it.
 private func accountctl(_ store: URL, _ arguments: [String]) async throws -> (status: Int32, errors: String) {
-    try await offThePool { try accountctlBlocking(store, arguments) }
-}
-
-private func accountctlBlocking(_ store: URL, _ arguments: [String]) throws -> (status: Int32, errors: String) {
-    let process = Process()
-    process.executableURL = builtExecutable("accountctl")
-    process.arguments = arguments + ["--store", store.path]
     var environment = ProcessInfo.processInfo.environment
     environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
-    process.environment = environment
-    let errors = Pipe()
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, text)
+    let run = try await runProgram(builtExecutable("accountctl"), arguments + ["--store", store.path], environment: environment)
+    return (run.status, run.errors)
 }
 
 @Suite("Changes made by another process reach the signed-in account and its notifications", .timeLimit(.minutes(1)))

@@ -1,0 +1,49 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Synchronization
+
+/// How a program that ran to its end ended, and what it printed.
+public struct ProgramRun: Sendable {
+    public let status: Int32
+    /// Its standard output (and its standard error, when they were merged).
+    public let output: String
+    /// Its standard error; empty when it was merged into `output`.
+    public let errors: String
+}
+
+/// Runs `executable` to its end and returns what it printed, waiting off the cooperative pool
+/// (``offThePool(_:)``). Its standard output and error are read at the same time, so a program
+/// that fills one pipe while the other is being read does not wait forever. With
+/// `errorsToOutput`, both go into one pipe, in the order they were written.
+public func runProgram(
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, errorsToOutput: Bool = false
+) async throws -> ProgramRun {
+    try await offThePool {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let output = Pipe()
+        let errors = errorsToOutput ? output : Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let errorText = Mutex("")
+        let errorsRead = DispatchSemaphore(value: 0)
+        if !errorsToOutput {
+            Thread {
+                let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                errorText.withLock { $0 = text }
+                errorsRead.signal()
+            }.start()
+        }
+        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if !errorsToOutput { errorsRead.wait() }
+        process.waitUntilExit()
+        return ProgramRun(status: process.terminationStatus, output: outputText, errors: errorText.withLock { $0 })
+    }
+}
