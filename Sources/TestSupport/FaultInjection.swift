@@ -29,10 +29,15 @@ public enum FaultShim {
         let source = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Tools/io-fault-shim/io-fault-shim.c")
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("iofault-\(UUID().uuidString).so")
+        // Beside the test program in the build folder (replaced by each run, never left in /tmp).
+        let output = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("io-fault-shim.so")
         let compiler = Process()
         compiler.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        compiler.arguments = ["cc", "-shared", "-fPIC", "-O2", "-o", output.path, source.path, "-ldl"]
+        // Built under a name of its own, then renamed: a process still running under the last
+        // run's library keeps its file.
+        let built = output.path + ".\(getpid())"
+        compiler.arguments = ["cc", "-shared", "-fPIC", "-O2", "-o", built, source.path, "-ldl"]
         let errors = Pipe()
         compiler.standardError = errors
         do {
@@ -44,6 +49,9 @@ public enum FaultShim {
         guard compiler.terminationStatus == 0 else {
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             return .failure(ShimBuildError(description: "cc failed: \(message)"))
+        }
+        guard rename(built, output.path) == 0 else {
+            return .failure(ShimBuildError(description: "cannot rename \(built): \(String(cString: strerror(errno)))"))
         }
         return .success(output.path)
     }

@@ -15,12 +15,13 @@ final class ServeProcess {
         .deletingLastPathComponent().appendingPathComponent("accountctl")
 
     let process = Process()
+    /// The folder of the process's output files, removed with this object.
+    private let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
     let output: URL
     let errors: URL
     private(set) var base = ""
 
     init(store: URL, extra: [String] = []) throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         output = scratch.appendingPathComponent("out")
         errors = scratch.appendingPathComponent("err")
@@ -33,6 +34,14 @@ final class ServeProcess {
         process.environment = environment
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = try FileHandle(forWritingTo: errors)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: scratch)
     }
 
     /// Starts the process and waits (up to 60 s) for its "serving on" line.

@@ -20,13 +20,17 @@ struct ConstantTimeTests {
     static let subject: Result<String, ToolError> = {
         let built = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("timing-check").path
-        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("timing-check-\(UUID().uuidString)").path
+        // Beside the built program (replaced by each run), so that no run leaves a copy behind.
+        let copy = built + ".stripped"
         let strip = Process()
         strip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        strip.arguments = ["objcopy", "--strip-debug", built, copy]
+        let written = copy + ".\(getpid())"
+        strip.arguments = ["objcopy", "--strip-debug", built, written]
         guard (try? strip.run()) != nil else { return .failure(ToolError(description: "objcopy did not start")) }
         strip.waitUntilExit()
-        return strip.terminationStatus == 0 ? .success(copy) : .failure(ToolError(description: "objcopy failed on \(built)"))
+        guard strip.terminationStatus == 0 else { return .failure(ToolError(description: "objcopy failed on \(built)")) }
+        guard rename(written, copy) == 0 else { return .failure(ToolError(description: "cannot rename \(written) to \(copy)")) }
+        return .success(copy)
     }()
 
     /// The instructions executed inside functions whose name contains `function`, in one run of
