@@ -101,18 +101,28 @@ extension ProjectionStore {
     private func fetchAndCommit<P: Projection>(
         _ projection: P, name: String, generation: Generation, building: Bool, last: UInt64
     ) async throws -> BatchOutcome? {
-        let batchSize = max(1, options.batchSize)
+        let batchSize = batchLimit(behind: last - generation.checkpoint)
         if let scanning = log as? any InPlaceScanning {
             return try await worker.run { [self] in
                 try commitBatch(projection, name: name, generation: generation, building: building, last: last) { start, applier in
-                    try applyInPlace(from: scanning, after: start, batchSize: batchSize, applier: &applier)
+                    // A rebuild gives way, between chunks of its batch, to a command waiting for the serving generation.
+                    try applyInPlace(from: scanning, after: start, batchSize: batchSize, applier: &applier) {
+                        building && state.withLock { !$0.appliedWaiters.isEmpty }
+                    }
                 }
             }
         }
-        // Fetched outside the write transaction; a record another process applied meanwhile
-        // (the stored checkpoint moved on) is skipped inside it.
-        let records = try await log.read(from: generation.checkpoint + 1, direction: .forward, limit: min(batchSize, 1_024))
-        return try await worker.run { [self] in
+        // Fetched outside the write transaction, in reads of at most 1,024 and in all at most
+        // 16,384 (they are held in memory); a record another process applied meanwhile (the
+        // stored checkpoint moved on) is skipped inside it.
+        var records: [RecordedEvent] = []
+        while records.count < min(batchSize, 16_384) {
+            let next = (records.last?.position ?? generation.checkpoint) + 1
+            let chunk = try await log.read(from: next, direction: .forward, limit: min(batchSize - records.count, 1_024))
+            records += chunk
+            if chunk.count < 1_024 || records.last!.position >= last { break }
+        }
+        return try await worker.run { [self, records] in
             try commitBatch(projection, name: name, generation: generation, building: building, last: last) { start, applier in
                 guard let first = records.first, first.position <= start + 1 else { return }
                 for record in records where record.position > start {
@@ -122,13 +132,20 @@ extension ProjectionStore {
         }
     }
 
-    /// Calls `body` with every record after `start` in place, until the batch is full.
+    /// How many records one transaction applies to a generation `behind` records behind the log.
+    private func batchLimit(behind: UInt64) -> Int {
+        let size = max(1, options.batchSize)
+        return behind > UInt64(size) ? max(size, options.catchUpBatchSize) : size
+    }
+
+    /// Calls `body` with every record after `start` in place, until the batch is full, or, at
+    /// the end of a chunk of 1,024 records, `givesWay` is true.
     private func applyInPlace<Log: InPlaceScanning, P: Projection>(
-        from log: Log, after start: UInt64, batchSize: Int, applier: inout BatchApplier<P>
+        from log: Log, after start: UInt64, batchSize: Int, applier: inout BatchApplier<P>, givesWay: () -> Bool
     ) throws {
         do {
             try log.scan(from: start + 1, batchSize: min(batchSize, 1_024)) { record in
-                applier.apply(record) && applier.count < batchSize
+                applier.apply(record) && applier.count < batchSize && (applier.count % 1_024 != 0 || !givesWay())
             }
         } catch let error as EventLogError {
             // The log itself could not be read here (e.g. a corrupt record): stop this projection.

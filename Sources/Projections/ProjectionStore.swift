@@ -14,6 +14,13 @@ import Synchronization
 public struct ProjectionStoreOptions: Sendable {
     /// The most records applied in one transaction.
     public var batchSize = 4_096
+    /// The most records applied in one transaction by a generation more than ``batchSize``
+    /// records behind the log: a rebuild, or a first build. Each commit writes every page its
+    /// batch changed, and a batch's accounts lie scattered over the whole state, so larger
+    /// commits write far less in all (a rebuild of 1 M events wrote a few hundred MB in batches
+    /// of 4,096). A rebuilding generation ends its batch early while a command waits for the
+    /// serving one (``ProjectionStore/waitUntilApplied(_:position:)``).
+    public var catchUpBatchSize = 65_536
     /// Projections can be rebuilt from the log, so by default a power loss may undo their last commit
     /// (never damage them): one flush per batch instead of two.
     public var sync: Durability = .lastCommitMayRollBack
@@ -208,6 +215,9 @@ public final class ProjectionStore: Sendable {
             }
         }
     }
+
+    /// How many commands wait in ``waitUntilApplied(_:position:)`` (for tests).
+    package var waitingCommands: Int { state.withLock { $0.appliedWaiters.count } }
 
     /// Returns once the serving generation of `name` has applied the record at `position`
     /// (read-your-writes after an append). Throws if the projection stopped on an error.

@@ -117,6 +117,7 @@ struct ProjectionStoreTests {
         try await append(log, 5_000, stream: { "s\($0 % 5)" })
         var options = ProjectionStoreOptions()
         options.batchSize = 250
+        options.catchUpBatchSize = 250
         let gate = Gate()
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [GatedCounts(gate: gate)], options: options)
         try await store.waitUntilApplied("stream-counts", position: 5_000)
@@ -143,6 +144,46 @@ struct ProjectionStoreTests {
         #expect(try StreamCounts.count("s4", in: store) == 1_000)
         let last = reports.withLock { $0.last }
         #expect(last.map { $0.0 >= 5_000 } ?? false)
+        await store.close()
+    }
+
+    @Test("a rebuild far behind applies large batches, and ends one early (at a multiple of 1,024) for a command waiting on the serving generation")
+    func rebuildGivesWay() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try fixture.openLog()
+        defer { log.close() }
+        try await append(log, 5_000, stream: { "s\($0 % 5)" })
+        var options = ProjectionStoreOptions()
+        options.batchSize = 250
+        options.catchUpBatchSize = 100_000
+        let gate = Gate()
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [GatedCounts(gate: gate)], options: options)
+        try await store.waitUntilApplied("stream-counts", position: 5_000)
+        let reports = Mutex<[UInt64]>([])
+        // Unhindered, the rebuild is one batch of 5,000 records.
+        try await store.rebuild("stream-counts") { applied, _ in reports.withLock { $0.append(applied) } }
+        #expect(reports.withLock { $0 } == [5_000])
+        reports.withLock { $0 = [] }
+        // Held at 1,500, it gets a waiting command; it ends its batch at 2,048 and the command is answered.
+        gate.arm(at: 1_500)
+        let rebuild = Task {
+            try await store.rebuild("stream-counts") { applied, _ in reports.withLock { $0.append(applied) } }
+        }
+        await gate.waitUntilReached()
+        _ = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "s0")
+        let command = Task { try await store.waitUntilApplied("stream-counts", position: 5_001) }
+        while store.waitingCommands == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        gate.open()
+        try await command.value
+        #expect(reports.withLock { $0.first } == 2_048)
+        #expect(try StreamCounts.count("s0", in: store) == 1_001)
+        try await rebuild.value
+        let status = try #require(try await store.status().first)
+        #expect(status.generation == 3)
+        #expect(status.rebuilding == nil)
+        #expect(try StreamCounts.count("s0", in: store) == 1_001)
+        #expect(try StreamCounts.count("s4", in: store) == 1_000)
         await store.close()
     }
 
