@@ -344,23 +344,41 @@ final class AppendWriter: @unchecked Sendable {
     /// Writes the tail's and `pending`'s entries into the indexes, in the write transaction, each
     /// index in its key order: consecutive puts then walk the B-tree from left to right, and the
     /// pages they change are still in the CPU's caches, where positions order them at random.
+    ///
+    /// The items stay where they are: the sorts move small plain values that lead to them (moving
+    /// the items would retain and release their strings at every step), and each key is built in
+    /// one reused buffer.
     private func writeIndex(_ txn: Transaction, pending: PendingIndex, through position: UInt64) throws {
         var items = tail.withState { $0.items }
         items += pending.items
-        items.sort { $0.stream == $1.stream ? $0.version < $1.version : $0.stream.utf8.lexicographicallyPrecedes($1.stream.utf8) }
-        for item in items {
-            let key = LogDatabases.streamKey(item.stream, version: item.version)
-            var value = item.position.bigEndian
-            try key.withUnsafeBytes { key in
-                try withUnsafeBytes(of: &value) { value in try txn.put(databases.streams, key: key, value: value, flags: .noOverwrite) }
+        try items.withUnsafeBufferPointer { items in
+            var order = items.indices.map { SortKey(leading: items[$0].streamLeadingBytes, index: $0) }
+            order.sort { lhs, rhs in
+                if lhs.leading != rhs.leading { return lhs.leading < rhs.leading }
+                let (left, right) = (items[lhs.index], items[rhs.index])
+                return left.stream == right.stream ? left.version < right.version : left.stream.utf8.lexicographicallyPrecedes(right.stream.utf8)
             }
-        }
-        items.sort { $0.eventIDOrder < $1.eventIDOrder }
-        for item in items {
-            var key = item.eventID.uuid
-            var value = item.position.bigEndian
-            try withUnsafeBytes(of: &key) { key in
-                try withUnsafeBytes(of: &value) { value in try txn.put(databases.eventIDs, key: key, value: value, flags: .noOverwrite) }
+            var key: [UInt8] = []
+            for entry in order {
+                let item = items[entry.index]
+                key.removeAll(keepingCapacity: true)
+                key.append(contentsOf: item.stream.utf8)
+                key.append(0)
+                withUnsafeBytes(of: item.version.bigEndian) { key.append(contentsOf: $0) }
+                var value = item.position.bigEndian
+                try key.withUnsafeBytes { key in
+                    try withUnsafeBytes(of: &value) { value in try txn.put(databases.streams, key: key, value: value, flags: .noOverwrite) }
+                }
+            }
+            order = items.indices.map { SortKey(leading: items[$0].eventIDOrder, index: $0) }
+            order.sort { $0.leading < $1.leading }
+            for entry in order {
+                let item = items[entry.index]
+                var key = item.eventID.uuid
+                var value = item.position.bigEndian
+                try withUnsafeBytes(of: &key) { key in
+                    try withUnsafeBytes(of: &value) { value in try txn.put(databases.eventIDs, key: key, value: value, flags: .noOverwrite) }
+                }
             }
         }
         try databases.setIndexedThrough(txn, position)

@@ -21,6 +21,18 @@ struct TailItem: Sendable {
     let position: UInt64
     let eventID: UUID
 
+    /// The stream id's first 16 UTF-8 bytes (zeros after a shorter id) as two big-endian words:
+    /// where they differ, they order two items as their ids do; where they are equal, the ids
+    /// (and versions) must be compared.
+    var streamLeadingBytes: (UInt64, UInt64) {
+        var bytes: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &bytes) { bytes in
+            var stream = stream
+            stream.withUTF8 { utf8 in bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(utf8).prefix(16))) }
+        }
+        return (UInt64(bigEndian: bytes.0), UInt64(bigEndian: bytes.1))
+    }
+
     /// The event id's place in the `event-ids` database's order (its bytes, compared as two
     /// big-endian words).
     var eventIDOrder: (UInt64, UInt64) {
@@ -28,6 +40,13 @@ struct TailItem: Sendable {
             (UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)), UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
     }
+}
+
+/// A tail item's place in an index's order (``TailItem/streamLeadingBytes`` or
+/// ``TailItem/eventIDOrder``), and where it is in the items being sorted.
+struct SortKey {
+    let leading: (UInt64, UInt64)
+    let index: Int
 }
 
 /// The index entries of the records after `indexed-through` (the log's *tail*), in memory.
