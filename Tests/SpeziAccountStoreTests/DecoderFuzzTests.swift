@@ -97,6 +97,46 @@ struct DecoderFuzzTests {
         #expect(accepted + refused == 65_000)
     }
 
+    @Test(
+        "a details-modified payload applied straight from its bytes: the state of decoding it first, or the same error and no change (20,000 mutated inputs)"
+    )
+    func directDetailsModified() throws {
+        var mutator = Mutator(generator: SplitMix64(seed: 0xD1_2EC7))
+        let time = Date(timeIntervalSince1970: 1_000)
+        var base = AccountState(
+            accountId: "a1", userId: "leland@stanford.edu", passwordHash: nil, isAnonymous: false,
+            values: ["biography": Data(#""a long biography, longer than fourteen bytes""#.utf8), "phoneNumbers": Data("[]".utf8)], version: 1,
+            at: time)
+        base.apply(.loginFailed(reason: "wrongPassword"), version: 2, at: time)
+        let seeds = [
+            AccountEvent.detailsModified(modified: Self.values, removed: ["biography", "phoneNumbers"]),
+            .detailsModified(modified: ["biography": Data(#""another biography, also long""#.utf8)], removed: []),
+            .detailsModified(modified: [:], removed: ["phoneNumbers", "nothing"])
+        ].map { $0.encodedPayload() }
+        var (applied, refused) = (0, 0)
+        for seed in seeds {
+            for attempt in 0..<6_667 {
+                let input = attempt == 0 ? seed : mutator.mutate(seed)
+                var direct = base
+                let outcome = Result { try input.withUnsafeBytes { try direct.applyDetailsModified(payload: $0, version: 3, at: time + 5) } }
+                switch Result(catching: { try AccountEvent.decode(type: "account.details-modified", payload: input) }) {
+                case let .success(event):
+                    var decoded = base
+                    decoded.apply(event, version: 3, at: time + 5)
+                    #expect((try? outcome.get()) != nil)
+                    #expect(direct == decoded)
+                    applied += 1
+                case let .failure(error):
+                    #expect(outcome.failureDescription == String(describing: error))
+                    #expect(direct == base, "a refused payload changes nothing")
+                    refused += 1
+                }
+            }
+        }
+        print("direct details-modified: \(applied) applied, \(refused) refused")
+        #expect(applied > 3 && refused > 10_000)
+    }
+
     @Test("cached account states: 20,000 mutated inputs")
     func accountStates() throws {
         var mutator = Mutator(generator: SplitMix64(seed: 0x57A7_E5))
@@ -190,5 +230,13 @@ struct DecoderFuzzTests {
         }
         print("export line fuzz: 10000 inputs, \(refused) refused")
         #expect(refused > 5_000)
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The error's description, nil on success.
+    fileprivate var failureDescription: String? {
+        if case let .failure(error) = self { return String(describing: error) }
+        return nil
     }
 }

@@ -234,18 +234,51 @@ struct PayloadReader {
         var result = [String: Data](minimumCapacity: count)
         var shared: Data?
         for _ in 0..<count {
-            let identifier = try string("\(field()) identifier")
-            let length = try length("\(field())[\(identifier)]")
-            let start = offset
-            let units = take(length)
-            if length <= Self.inlineDataBytes {
-                result[identifier] = units.baseAddress.map { Data(bytes: $0, count: length) } ?? Data()
-            } else {
-                if shared == nil { shared = Data(bytes: bytes.baseAddress!, count: bytes.count) }
-                result[identifier] = shared![start..<(start + length)]
-            }
+            let (identifier, value) = try valueEntry(field(), shared: &shared)
+            result[identifier] = value
         }
         return result
+    }
+
+    /// Reads a map of values as ``values(_:)`` does, into `target` (an entry replaces the one with
+    /// its identifier), without building a map of its own. Check the payload first
+    /// (``skipValues(_:)``): a failure here leaves `target` partly changed.
+    mutating func values(_ field: @autoclosure () -> String, into target: inout [String: Data]) throws {
+        let count = try length(field())
+        var shared: Data?
+        for _ in 0..<count {
+            let (identifier, value) = try valueEntry(field(), shared: &shared)
+            target[identifier] = value
+        }
+    }
+
+    /// Checks a map of values as ``values(_:)`` reads it, and moves past it.
+    mutating func skipValues(_ field: @autoclosure () -> String) throws {
+        let count = try length(field())
+        for _ in 0..<count {
+            let identifier = try string("\(field()) identifier")
+            _ = take(try length("\(field())[\(identifier)]"))
+        }
+    }
+
+    /// One entry of a map of values: a value of up to 14 bytes inline, a longer one a slice of
+    /// `shared`, the one copy of the payload (made by the first such value).
+    private mutating func valueEntry(_ field: @autoclosure () -> String, shared: inout Data?) throws -> (String, Data) {
+        let identifier = try string("\(field()) identifier")
+        let length = try length("\(field())[\(identifier)]")
+        let start = offset
+        let units = take(length)
+        if length <= Self.inlineDataBytes {
+            return (identifier, units.baseAddress.map { Data(bytes: $0, count: length) } ?? Data())
+        }
+        if shared == nil { shared = Data(bytes: bytes.baseAddress!, count: bytes.count) }
+        return (identifier, shared![start..<(start + length)])
+    }
+
+    /// Checks a list of strings as ``strings(_:)`` reads it, and moves past it.
+    mutating func skipStrings(_ field: @autoclosure () -> String) throws {
+        let count = try length(field())
+        for _ in 0..<count { _ = try string(field()) }
     }
 
     /// What a `Data` holds without allocating, on 64-bit platforms.

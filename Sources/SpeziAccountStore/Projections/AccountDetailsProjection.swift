@@ -44,9 +44,19 @@ public struct AccountDetailsProjection: Projection {
         // Types this build does not know (written by a newer one) stay in the log for the build
         // that knows them; they never stop the cache.
         guard let kind = record.withTypeBytes({ AccountEvent.Kind(nameBytes: $0) }) else { return }
+        let key = record.withStreamIDBytes { StreamKey($0) }
+        // The commonest record, for an account the batch holds, in plain form and needing no
+        // upcast: applied straight from its bytes.
+        if kind == .detailsModified, let index = batch.states.index(forKey: key), keysVersion(of: record) >= evolution.currentVersion {
+            let applied = try record.withPayload { payload in
+                guard !Sealing.isSealed(payload) else { return false }
+                try batch.states.values[index].applyDetailsModified(payload: payload, version: record.streamVersion, at: record.timestamp)
+                return true
+            }
+            if applied { return }
+        }
         let event = try record.withPayload { try AccountEvent.decode(kind, payload: $0, accountId: record.streamID, vault: vault) }
         let upcast = try evolution.upcast(event, writtenAt: keysVersion(of: record))
-        let key = record.withStreamIDBytes { StreamKey($0) }
         if let index = batch.states.index(forKey: key), !upcast.startsAccount {
             batch.states.values[index].apply(upcast, version: record.streamVersion, at: record.timestamp)
         } else {

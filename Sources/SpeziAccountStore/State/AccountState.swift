@@ -119,6 +119,21 @@ public struct AccountState: Sendable, Equatable {
     }
 
     /// The state without the personal fields (user id, password hash, values).
+    /// Applies an `account.details-modified` payload (plain, at the current key-set version)
+    /// straight from its bytes: the same as ``apply(_:version:at:)`` with its decoded event, without
+    /// building the event's map of values. A malformed payload throws and changes nothing.
+    mutating func applyDetailsModified(payload: UnsafeRawBufferPointer, version: UInt64, at time: Date) throws {
+        var check = try PayloadReader(payload)
+        try check.skipValues("modified")
+        try check.skipStrings("removed")
+        try check.finish()
+        var reader = try PayloadReader(payload)
+        self.version = version
+        try reader.values("modified", into: &values)
+        for _ in 0..<(try reader.length("removed")) { values[try reader.string("removed")] = nil }
+        updatedAt = time
+    }
+
     func withoutPersonalData() -> AccountState {
         var copy = self
         copy.userId = ""
