@@ -103,7 +103,9 @@ struct PayloadWriter {
     /// A map from key identifier to encoded value, written in identifier order so the bytes are deterministic.
     mutating func values(_ values: [String: Data]) {
         varint(UInt64(values.count))
-        for (identifier, value) in values.sorted(by: { $0.key < $1.key }) {
+        // The entries stay in the map: sorting their places moves no strings or data.
+        for index in values.indices.sorted(by: { values[$0].key < values[$1].key }) {
+            let (identifier, value) = values[index]
             string(identifier)
             blob(value)
         }
@@ -256,9 +258,24 @@ struct PayloadReader {
     mutating func skipValues(_ field: @autoclosure () -> String) throws {
         let count = try length(field())
         for _ in 0..<count {
-            let identifier = try string("\(field()) identifier")
-            _ = take(try length("\(field())[\(identifier)]"))
+            let identifier = try skipString("\(field()) identifier")
+            // The identifier names the value's field in an error, as ``values(_:)`` names it.
+            let bytes = bytes
+            _ = take(try length("\(field())[\(String(decoding: bytes[identifier], as: UTF8.self))]"))
         }
+    }
+
+    /// Checks a string as ``string(_:)`` reads it, and moves past it; an ASCII one is checked
+    /// without making it. Returns where its bytes are.
+    @discardableResult
+    mutating func skipString(_ field: @autoclosure () -> String) throws -> Range<Int> {
+        var copy = self
+        let count = try copy.length(field())
+        let start = copy.offset
+        var high: UInt8 = 0
+        for unit in copy.take(count) { high |= unit }
+        if high >= 0x80 { _ = try string(field()) } else { self = copy }
+        return start..<offset
     }
 
     /// One entry of a map of values: a value of up to 14 bytes inline, a longer one a slice of
@@ -278,7 +295,7 @@ struct PayloadReader {
     /// Checks a list of strings as ``strings(_:)`` reads it, and moves past it.
     mutating func skipStrings(_ field: @autoclosure () -> String) throws {
         let count = try length(field())
-        for _ in 0..<count { _ = try string(field()) }
+        for _ in 0..<count { try skipString(field()) }
     }
 
     /// What a `Data` holds without allocating, on 64-bit platforms.
