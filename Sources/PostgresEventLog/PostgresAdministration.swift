@@ -79,7 +79,7 @@ extension PostgresEventLog {
         var poolLogger = Logger(label: "PostgresEventLog.pool")
         poolLogger.logLevel = .warning
         let client = PostgresClient(configuration: configuration(location, options: options), backgroundLogger: poolLogger)
-        let runner = Task { await client.run() }
+        let runner = Task.immediate { await client.run() }
         defer { runner.cancel() }
         let logger = Logger(label: "PostgresEventLog")
         do {

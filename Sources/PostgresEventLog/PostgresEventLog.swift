@@ -75,9 +75,11 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         var poolLogger = Logger(label: "PostgresEventLog.pool")
         poolLogger.logLevel = .warning
         let client = PostgresClient(configuration: configuration(location, options: options), backgroundLogger: poolLogger)
-        var runners = [Task { await client.run() }]
+        // Started at once (up to its first suspension), so that the pool knows it runs before the
+        // first query asks it for a connection (postgres-nio warns of a lease before `run()`).
+        var runners = [Task.immediate { await client.run() }]
         let readClient = location.standby.map { PostgresClient(configuration: configuration($0, options: options), backgroundLogger: poolLogger) }
-        if let readClient { runners.append(Task { await readClient.run() }) }
+        if let readClient { runners.append(Task.immediate { await readClient.run() }) }
         do {
             // Creating the tables may take longer than one operation on a busy server.
             let logID = try await withDeadline(max(options.operationTimeout, .seconds(30)), doing: "open the log at \(location)") {

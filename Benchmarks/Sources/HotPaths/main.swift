@@ -228,7 +228,7 @@ func run() throws -> (count: Int, checksum: Int) {
             configuration.options.maximumConnections = 1
             configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
             let client = PostgresClient(configuration: configuration)
-            let runner = Task { await client.run() }
+            let runner = Task.immediate { await client.run() }
             try await client.query(
                 "CREATE TABLE IF NOT EXISTS hot_paths_raw (position bigserial PRIMARY KEY, stream text NOT NULL, type text NOT NULL, timestamp_us bigint NOT NULL, payload bytea NOT NULL)"
             )
