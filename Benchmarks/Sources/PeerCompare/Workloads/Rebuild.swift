@@ -15,9 +15,10 @@ enum DetailsWorkloads {
     /// 5. Projection rebuild. The log: a `ProjectionStore` with the store's `AccountDetailsProjection`
     /// opened on the log (it builds its first generation; timed as a note), then
     /// `ProjectionStore.rebuild` (blue/green, the figure). Raw LMDB: one pass over the records that
-    /// folds each into a second database (get, decode `AccountState`, apply, encode, put), 4,096
-    /// events per transaction, MDB_NOMETASYNC (as the projections). SQLite: the same fold into the
-    /// accounts table, 4,096 events per transaction, synchronous=NORMAL.
+    /// folds each into a second database (get, decode `AccountState`, apply, encode, put), as many
+    /// events per transaction as a catching-up projection takes (65,536), MDB_NOMETASYNC (as the
+    /// projections). SQLite: the same fold into the accounts table, as many events per
+    /// transaction, synchronous=NORMAL.
     static func rebuild(_ scale: Scale, _ backEnd: BackEnd, in directory: URL) async throws -> [Figure] {
         var watch = Stopwatch()
         var notes: [String: Double] = [:]
@@ -41,10 +42,10 @@ enum DetailsWorkloads {
             await log.close()
         case .raw:
             let raw = try RawLMDB(directory: BulkWorkloads.rawPath(directory), sync: .lastCommitMayRollBack)
-            folded = try watch.time { try fold(raw, batchSize: 4_096) }
+            folded = try watch.time { try fold(raw, batchSize: ProjectionStoreOptions().catchUpBatchSize) }
         case .sqlite:
             let sqlite = try SQLitePeer(directory: BulkWorkloads.sqlitePath(directory), sync: .normal)
-            folded = try watch.time { try sqlite.rebuildAccounts(batchSize: 4_096) }
+            folded = try watch.time { try sqlite.rebuildAccounts(batchSize: ProjectionStoreOptions().catchUpBatchSize) }
         }
         precondition(folded == scale.records, "\(backEnd.title) folded \(folded) of \(scale.records) events")
         var figure = Figure(
