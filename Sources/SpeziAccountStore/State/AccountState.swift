@@ -118,7 +118,6 @@ public struct AccountState: Sendable, Equatable {
         self.updatedAt = time
     }
 
-    /// The state without the personal fields (user id, password hash, values).
     /// Applies an `account.details-modified` payload (plain, at the current key-set version)
     /// straight from its bytes: the same as ``apply(_:version:at:)`` with its decoded event, without
     /// building the event's map of values. A malformed payload throws and changes nothing.
@@ -134,6 +133,7 @@ public struct AccountState: Sendable, Equatable {
         updatedAt = time
     }
 
+    /// The state without the personal fields (user id, password hash, values).
     func withoutPersonalData() -> AccountState {
         var copy = self
         copy.userId = ""
