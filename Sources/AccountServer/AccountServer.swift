@@ -91,9 +91,17 @@ public struct AccountServer: Service {
         )
     }
 
-    /// The methods and paths the server answers, as the OpenAPI document lists them (`/{id}` style).
+    /// The methods and paths the server answers (those under `/admin/` when it has an admin
+    /// credential), as the OpenAPI document lists them (`/{id}` style).
     public static var operations: [(method: String, path: String)] {
         AccountRoutes.operationTable.map { ($0.method.rawValue, $0.path) }
+            + AdminRoutes.table.map { method, path, _ in
+                // `:name` in the router is `{name}` in OpenAPI.
+                let parts = path.split(separator: "/", omittingEmptySubsequences: false).map {
+                    $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
+                }
+                return (method.rawValue, parts.joined(separator: "/"))
+            }
     }
 }
 

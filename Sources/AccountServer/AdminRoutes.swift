@@ -26,7 +26,7 @@ struct AdminRoutes: Sendable {
 
     typealias Handler = @Sendable (AdminRoutes, Request, ServerRequestContext, String) async throws -> Response
 
-    var table: [(HTTPRequest.Method, String, Handler)] {
+    static let table: [(HTTPRequest.Method, String, Handler)] =
         [
             (.get, "/admin/api/whoami", { _, _, _, admin in try AccountRoutes.json(["admin": admin]) }),
             (.get, "/admin/api/accounts", { routes, request, _, _ in try await routes.find(request) }),
@@ -41,10 +41,9 @@ struct AdminRoutes: Sendable {
             // Hummingbird matches `/admin` and `/admin/` alike.
             (.get, "/admin/", { _, _, _, _ in AdminConsole.page() })
         ]
-    }
 
     func register(on router: Router<ServerRequestContext>) {
-        for (method, path, handler) in table {
+        for (method, path, handler) in Self.table {
             router.on(RouterPath(path), method: method) { request, context in
                 await guarded(request, context, handler)
             }

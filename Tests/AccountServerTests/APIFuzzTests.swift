@@ -3,7 +3,9 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AsyncHTTPClient
 import Foundation
+import NIOFoundationCompat
 import Testing
 
 @Suite("The OpenAPI document against the running server (schemathesis)")
@@ -35,21 +37,68 @@ struct APIFuzzTests {
         }
         let token = try #require(signup.body["token"] as? String)
 
+        let text = try await Self.fuzz(
+            server,
+            [
+                "--header", "Authorization: Bearer \(token)", "--exclude-path-regex", "^/admin", "--exclude-path", "/v1/account/events",
+                "--exclude-path", "/v1/sessions/current"
+            ])
+        Self.expectComplete(text, operations: 12, requests: 600)
+        #expect(await server.terminate() == 0)
+    }
+
+    /// The admin API under `/admin/`, in a session the credential opened (its cookie): every
+    /// operation but the live tail (it never ends while the session lasts), on a store with an
+    /// account and its history, and with the jobs the generated requests start.
+    @Test("schemathesis on the admin API: no server error, every answer as documented")
+    func adminAPI() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("fuzz-admin-store-\(UUID().uuidString)")
+        let credential = FileManager.default.temporaryDirectory.appendingPathComponent("fuzz-admin-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: store)
+            try? FileManager.default.removeItem(at: credential)
+        }
+        try "auditor:an auditor's long password\n".write(to: credential, atomically: false, encoding: .utf8)
+        let server = try ServeProcess(store: store, extra: ["--admin-credential-file", credential.path])
+        try await server.start()
+        let signup = try await server.send(
+            "POST", "/v1/accounts", json: #"{"userId":"fuzz@example.org","password":"correct horse battery","name":{"givenName":"Fuzz"}}"#)
+        #expect(signup.status == 201)
+        var request = HTTPClientRequest(url: server.base + "/admin/api/whoami")
+        request.headers.add(name: "Authorization", value: "Basic \(Data("auditor:an auditor's long password".utf8).base64EncodedString())")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        #expect(response.status.code == 200)
+        let cookie = try #require(response.headers["Set-Cookie"].first?.split(separator: ";").first.map(String.init))
+        let text = try await Self.fuzz(
+            server, ["--header", "Cookie: \(cookie)", "--include-path-regex", "^/admin", "--exclude-path", "/admin/api/tail"])
+        Self.expectComplete(text, operations: 10, requests: 300)
+        // The requests got past the session check: the verify jobs they started are in the audit stream.
+        var audit = HTTPClientRequest(url: server.base + "/admin/api/audit")
+        audit.headers.add(name: "Cookie", value: cookie)
+        let answer = try await HTTPClient.shared.execute(audit, timeout: .seconds(60))
+        let entries = try JSONSerialization.jsonObject(with: Data(buffer: try await answer.body.collect(upTo: 16 << 20))) as? [[String: Any]]
+        #expect(answer.status.code == 200)
+        #expect((entries ?? []).contains { $0["action"] as? String == "admin.verified" }, "\(entries ?? [])")
+        #expect(await server.terminate() == 0)
+    }
+
+    /// Runs schemathesis on the server's document with `arguments` and returns its report;
+    /// records an issue unless it passed.
+    static func fuzz(_ server: ServeProcess, _ arguments: [String]) async throws -> String {
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID().uuidString).txt")
         defer { try? FileManager.default.removeItem(at: report) }
         _ = FileManager.default.createFile(atPath: report.path, contents: nil)
         let fuzzer = Process()
         fuzzer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        fuzzer.arguments = [
-            "python3", "-c", "import sys; sys.argv[0] = 'st'; from schemathesis.cli import schemathesis; schemathesis()",
-            "run", "\(server.base)/openapi.yaml",
-            "--checks",
-            "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
-            "--header", "Authorization: Bearer \(token)",
-            "--exclude-path", "/v1/account/events", "--exclude-path", "/v1/sessions/current",
-            "--phases", "examples,coverage,fuzzing", "--max-examples", "60", "--seed", "20261124", "--request-timeout", "20",
-            "--no-color", "--warnings", "off"
-        ]
+        fuzzer.arguments =
+            [
+                "python3", "-c", "import sys; sys.argv[0] = 'st'; from schemathesis.cli import schemathesis; schemathesis()",
+                "run", "\(server.base)/openapi.yaml",
+                "--checks",
+                "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+                "--phases", "examples,coverage,fuzzing", "--max-examples", "60", "--seed", "20261124", "--request-timeout", "20",
+                "--no-color", "--warnings", "off"
+            ] + arguments
         // schemathesis keeps a cache in its working folder: a temporary one, not the package.
         let workFolder = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-work-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: workFolder, withIntermediateDirectories: true)
@@ -64,17 +113,21 @@ struct APIFuzzTests {
         let text = try String(contentsOf: report, encoding: .utf8)
         #expect(
             fuzzer.terminationStatus == 0, "schemathesis reported problems (or is not installed: Tools/run.sh install-test-dependencies):\n\(text)")
-        // Not vacuous: every selected operation was tested, with hundreds of cases.
+        return text
+    }
+
+    /// Not vacuous: every selected operation was tested (at least `operations`), with at least
+    /// `requests` generated requests.
+    static func expectComplete(_ text: String, operations: Int, requests: Int) {
         func number(after label: String) -> Int? {
             text.split(separator: "\n").first { $0.contains(label) }.flatMap { line in
                 Int(line.split(separator: label).last?.split(separator: "/").first?.trimmingCharacters(in: .whitespaces) ?? "")
             }
         }
         #expect(number(after: "Tested:") == number(after: "Selected:"), "\(text)")
-        #expect((number(after: "Tested:") ?? 0) >= 12, "\(text)")
+        #expect((number(after: "Tested:") ?? 0) >= operations, "\(text)")
         let generated = text.split(separator: "\n").first { $0.contains(" generated, ") }
         let count = generated.flatMap { Int($0.split(separator: " ").first { Int($0) != nil } ?? "") } ?? 0
-        #expect(count >= 600, "\(generated ?? "no summary")")
-        #expect(await server.terminate() == 0)
+        #expect(count >= requests, "\(generated ?? "no summary")")
     }
 }
