@@ -114,13 +114,7 @@ struct ProjectionStoreTests {
         defer { fixture.cleanup() }
         let log = try fixture.openLog()
         defer { log.close() }
-        try await append(log, 5_000, stream: { "s\($0 % 5)" })
-        var options = ProjectionStoreOptions()
-        options.batchSize = 250
-        options.catchUpBatchSize = 250
-        let gate = Gate()
-        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [GatedCounts(gate: gate)], options: options)
-        try await store.waitUntilApplied("stream-counts", position: 5_000)
+        let (gate, store) = try await gatedCounts(fixture, log: log, catchUpBatchSize: 250)
         // The rebuild stops inside its batch that applies position 2,500, until the test opens the gate.
         gate.arm(at: 2_500)
         let reports = Mutex<[(UInt64, UInt64)]>([])
@@ -153,13 +147,7 @@ struct ProjectionStoreTests {
         defer { fixture.cleanup() }
         let log = try fixture.openLog()
         defer { log.close() }
-        try await append(log, 5_000, stream: { "s\($0 % 5)" })
-        var options = ProjectionStoreOptions()
-        options.batchSize = 250
-        options.catchUpBatchSize = 100_000
-        let gate = Gate()
-        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [GatedCounts(gate: gate)], options: options)
-        try await store.waitUntilApplied("stream-counts", position: 5_000)
+        let (gate, store) = try await gatedCounts(fixture, log: log, catchUpBatchSize: 100_000)
         let reports = Mutex<[UInt64]>([])
         // Unhindered, the rebuild is one batch of 5,000 records.
         try await store.rebuild("stream-counts") { applied, _ in reports.withLock { $0.append(applied) } }
@@ -238,6 +226,19 @@ struct ProjectionStoreTests {
         await #expect(throws: ProjectionError.unknownProjection("nope")) { try await store.waitUntilApplied("nope", position: 1) }
         await store.close()
     }
+}
+
+/// 5,000 records over five streams in `log`, and a store of ``GatedCounts`` in batches of 250
+/// (and `catchUpBatchSize` while far behind) that has applied them all.
+func gatedCounts(_ fixture: Fixture, log: EventLog, catchUpBatchSize: Int) async throws -> (Gate, ProjectionStore) {
+    try await append(log, 5_000, stream: { "s\($0 % 5)" })
+    var options = ProjectionStoreOptions()
+    options.batchSize = 250
+    options.catchUpBatchSize = catchUpBatchSize
+    let gate = Gate()
+    let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [GatedCounts(gate: gate)], options: options)
+    try await store.waitUntilApplied("stream-counts", position: 5_000)
+    return (gate, store)
 }
 
 /// Holds a projection's apply at one position until the test opens it (blocks the projections'
