@@ -18,15 +18,17 @@ public struct ProgramRun: Sendable {
 /// Runs `executable` to its end and returns what it printed, waiting off the cooperative pool
 /// (``offThePool(_:)``). Its standard output and error are read at the same time, so a program
 /// that fills one pipe while the other is being read does not wait forever. With
-/// `errorsToOutput`, both go into one pipe, in the order they were written.
+/// `errorsToOutput`, both go into one pipe, in the order they were written. It runs in
+/// `directory` when one is given.
 public func runProgram(
-    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, errorsToOutput: Bool = false
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, errorsToOutput: Bool = false, in directory: URL? = nil
 ) async throws -> ProgramRun {
     try await offThePool {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }
+        if let directory { process.currentDirectoryURL = directory }
         let output = Pipe()
         let errors = errorsToOutput ? output : Pipe()
         process.standardOutput = output

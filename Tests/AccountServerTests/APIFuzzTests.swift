@@ -6,6 +6,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOFoundationCompat
+import TestSupport
 import Testing
 
 @Suite("The OpenAPI document against the running server (schemathesis)")
@@ -58,14 +59,15 @@ struct APIFuzzTests {
             try? FileManager.default.removeItem(at: store)
             try? FileManager.default.removeItem(at: credential)
         }
-        try "auditor:an auditor's long password\n".write(to: credential, atomically: false, encoding: .utf8)
+        let admin = "auditor:an auditor's long password"
+        try "\(admin)\n".write(to: credential, atomically: false, encoding: .utf8)
         let server = try ServeProcess(store: store, extra: ["--admin-credential-file", credential.path])
         try await server.start()
         let signup = try await server.send(
             "POST", "/v1/accounts", json: #"{"userId":"fuzz@example.org","password":"correct horse battery","name":{"givenName":"Fuzz"}}"#)
         #expect(signup.status == 201)
         var request = HTTPClientRequest(url: server.base + "/admin/api/whoami")
-        request.headers.add(name: "Authorization", value: "Basic \(Data("auditor:an auditor's long password".utf8).base64EncodedString())")
+        request.headers.add(name: "Authorization", value: "Basic \(Data(admin.utf8).base64EncodedString())")
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         #expect(response.status.code == 200)
         let cookie = try #require(response.headers["Set-Cookie"].first?.split(separator: ";").first.map(String.init))
@@ -85,12 +87,12 @@ struct APIFuzzTests {
     /// Runs schemathesis on the server's document with `arguments` and returns its report;
     /// records an issue unless it passed.
     static func fuzz(_ server: ServeProcess, _ arguments: [String]) async throws -> String {
-        let report = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID().uuidString).txt")
-        defer { try? FileManager.default.removeItem(at: report) }
-        _ = FileManager.default.createFile(atPath: report.path, contents: nil)
-        let fuzzer = Process()
-        fuzzer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        fuzzer.arguments =
+        // schemathesis keeps a cache in its working folder: a temporary one, not the package.
+        let workFolder = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-work-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: workFolder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: workFolder) }
+        let run = try await runProgram(
+            URL(fileURLWithPath: "/usr/bin/env"),
             [
                 "python3", "-c", "import sys; sys.argv[0] = 'st'; from schemathesis.cli import schemathesis; schemathesis()",
                 "run", "\(server.base)/openapi.yaml",
@@ -98,22 +100,10 @@ struct APIFuzzTests {
                 "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
                 "--phases", "examples,coverage,fuzzing", "--max-examples", "60", "--seed", "20261124", "--request-timeout", "20",
                 "--no-color", "--warnings", "off"
-            ] + arguments
-        // schemathesis keeps a cache in its working folder: a temporary one, not the package.
-        let workFolder = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-work-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: workFolder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: workFolder) }
-        fuzzer.currentDirectoryURL = workFolder
-        let output = try FileHandle(forWritingTo: report)
-        fuzzer.standardOutput = output
-        fuzzer.standardError = output
-        try fuzzer.run()
-        while fuzzer.isRunning { try await Task.sleep(for: .milliseconds(200)) }
-        try output.close()
-        let text = try String(contentsOf: report, encoding: .utf8)
+            ] + arguments, errorsToOutput: true, in: workFolder)
         #expect(
-            fuzzer.terminationStatus == 0, "schemathesis reported problems (or is not installed: Tools/run.sh install-test-dependencies):\n\(text)")
-        return text
+            run.status == 0, "schemathesis reported problems (or is not installed: Tools/run.sh install-test-dependencies):\n\(run.output)")
+        return run.output
     }
 
     /// Not vacuous: every selected operation was tested (at least `operations`), with at least
