@@ -18,6 +18,10 @@ func openStore(_ directory: String, log: String? = nil) async throws -> AccountS
     options.logLocation = log
     options.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
     options.allowWeakPasswordParameters = true
+    // Small batches, so that the rounds' few thousand records make the projections catch up in
+    // several large transactions (a rebuild, or a process behind the others), and kills land in them.
+    options.projections.batchSize = 64
+    options.projections.catchUpBatchSize = 512
     return try await AccountStore(directory: directory, options: options)
 }
 

@@ -58,6 +58,9 @@ public struct AccountStoreOptions: Sendable {
     /// the setting it was created with (recorded in its log); turning shredding on for a store
     /// created without it is the migration ``AccountStore/enableCryptoShredding(directory:progress:)``.
     public var cryptoShredding = true
+    /// How the store's projections (the details cache, the external-details view) are kept: batch
+    /// sizes, the catch-up batch of rebuilds and first builds, the read-your-writes timeout.
+    public var projections = ProjectionStoreOptions()
     /// Size limits per operation.
     public var limits = AccountStoreLimits()
     /// Failed logins in a row that lock an account, and for how long.
@@ -162,7 +165,7 @@ public final class AccountStore: Sendable {
                 projections: [
                     AccountDetailsProjection(evolution: options.evolution, vault: vault),
                     ExternalDetailsProjection(evolution: options.evolution, vault: vault)
-                ])
+                ], options: options.projections)
         } catch {
             await log.close()
             lock.release()
