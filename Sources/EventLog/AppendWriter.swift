@@ -73,6 +73,12 @@ final class AppendWriter: @unchecked Sendable {
     private var waitingForReturns = false
     /// How many queued requests wake the thread while it gathers a group.
     private static let gatherStep = 16
+    /// How many requests are queued: `pending.count`, stored under the lock, read by the
+    /// thread while it spins for the next request.
+    private let queuedCount = Atomic<Int>(0)
+    /// How long the thread looks for the next request before it sleeps, after a commit that
+    /// answered a single request.
+    private static let spinBudget: Duration = .microseconds(30)
     /// Tasks waiting, suspended, for the thread to end (``stopAsync()``).
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -142,6 +148,7 @@ final class AppendWriter: @unchecked Sendable {
             request.queuedAt = now
             pending.append(request)
         }
+        queuedCount.store(pending.count, ordering: .releasing)
         returned += requests.count
         // While the thread gathers a group it is woken when every answered appender is back or
         // when a few requests wait (to apply them meanwhile), not for each one: a wake-up per
@@ -178,6 +185,7 @@ final class AppendWriter: @unchecked Sendable {
 
     private func run() {
         while true {
+            if answeredLast == 1 { spinForNextRequest() }
             condition.lock()
             while pending.isEmpty && !stopping { condition.wait() }
             if pending.isEmpty {
@@ -219,6 +227,23 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
+    /// Looks for a queued request for up to ``spinBudget`` without sleeping.
+    ///
+    /// A lone appender answered by a commit usually appends again within microseconds. Asleep,
+    /// the thread needs a wake-up from it (a futex call and a context switch, over 10 µs on a
+    /// virtual machine); spinning, it sees the request at once. On a 2-core virtual machine this
+    /// took relaxed single appends from 18–19 k to 25–28 k per second (`hot-paths single`). Only
+    /// after a commit that answered one request: with many appenders the thread gathers its group
+    /// on the condition instead, and the CPU time is theirs to use.
+    private func spinForNextRequest() {
+        let deadline = ContinuousClock.now + Self.spinBudget
+        var polls = 0
+        while queuedCount.load(ordering: .acquiring) == 0 {
+            polls &+= 1
+            if polls & 255 == 0, ContinuousClock.now >= deadline { return }
+        }
+    }
+
     /// Moves the queue's next requests into `batch` while they fit the batch limits beside
     /// `events` and `bytes` (into an empty batch, the first one always); true when it moved any.
     /// Called with the condition's lock held.
@@ -232,6 +257,7 @@ final class AppendWriter: @unchecked Sendable {
             bytes += next.byteCount
             took = true
         }
+        queuedCount.store(pending.count, ordering: .releasing)
         return took
     }
 

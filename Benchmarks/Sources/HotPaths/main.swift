@@ -9,6 +9,7 @@
 //   objcopy --strip-debug .build/release/hot-paths /tmp/hot-paths   # valgrind 3.19 cannot read Swift 6.3's DWARF
 //   valgrind --tool=callgrind /tmp/hot-paths replay DIR
 //
+// `single` appends COUNT events (default 20,000) one per relaxed commit into DIR/single.
 // `group` appends from 64 durable writers into DIR/group and prints events/s; it waits on the
 // disk, so time it with `perf stat -e task-clock` or `perf record` rather than count instructions.
 // `pg-single URL [COUNT]` appends COUNT events one at a time (durable) to the PostgreSQL log at
@@ -30,7 +31,7 @@ import Projections
 import SpeziAccountStore
 import Synchronization
 
-let usage = "usage: hot-paths scan|replay|fold|rebuild|import|group|details|verify DIR [COUNT] | pg-single URL [COUNT]"
+let usage = "usage: hot-paths scan|replay|fold|rebuild|import|single|group|details|verify DIR [COUNT] | pg-single URL [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
@@ -159,10 +160,37 @@ func run() throws -> (count: Int, checksum: Int) {
         }
         let written = (try? String(contentsOfFile: "/proc/self/io", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("wchar") } ?? ""
         FileHandle.standardError.write(Data("import: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s, \(written)\n".utf8))
+    case "single":
+        // Relaxed single appends (peer-compare's relaxed single row): COUNT events, one per append
+        // and commit, from one writer, into DIR/single. No fsync: what is left is the log's own work.
+        let total = limit == .max ? 20_000 : limit
+        var events: [ProposedEvent] = []
+        try openLog(logPath).scan { record in
+            events.append(
+                ProposedEvent(
+                    eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: record.metadata,
+                    payload: Data(record.payload)))
+            return events.count < total
+        }
+        let target = directory.appendingPathComponent("single")
+        try? FileManager.default.removeItem(at: target)
+        let log = try openLog(target)
+        let batch = events
+        let started = Date()
+        checksum = try blocking {
+            var written = 0
+            for (index, event) in batch.enumerated() {
+                written += try await log.append(event, to: "account-\(index % 100)").positions.count
+            }
+            return written
+        }
+        FileHandle.standardError.write(Data("single: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
+        log.close()
+        count = checksum
     case "group":
         // 64 durable writers, one event per append, each on a stream of its own (peer-compare's
         // group row): COUNT appends per writer, the events taken from the data set.
-        let writers = 64
+        let writers = ProcessInfo.processInfo.environment["HOT_PATHS_WRITERS"].flatMap(Int.init) ?? 64
         let perWriter = limit == .max ? 200 : limit
         var events: [ProposedEvent] = []
         try openLog(logPath).scan { record in
