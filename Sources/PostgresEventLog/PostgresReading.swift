@@ -52,12 +52,20 @@ enum RecordColumns {
 }
 
 /// A subscription's reader: batches by position, then waits for commits (notifications, polling).
+///
+/// While it catches up it reads one batch ahead: after handing out a full batch it starts reading
+/// the next one, so that the server's query, the rows' transfer and their decoding overlap with
+/// the consumer's work on the batch it has (`hot-paths pg-replay` on two cores, alternating builds:
+/// 165–195 k → 180–235 k records/s). Once a batch comes back short the subscription has caught up
+/// and reads only when asked.
 final class PostgresSubscriptionCursor: @unchecked Sendable {
     let log: PostgresEventLog
     /// The position of the last record delivered (or the starting point). Used by one iterator.
     var position: UInt64
     let streamID: String?
     let batchSize: Int
+    /// The read of the batch after `position`, started when the last batch was full.
+    private var ahead: Task<(UInt64, [RecordedEvent]), any Error>?
 
     init(log: PostgresEventLog, position: UInt64, streamID: String?, batchSize: Int) {
         self.log = log
@@ -66,17 +74,38 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
         self.batchSize = batchSize
     }
 
+    deinit {
+        ahead?.cancel()
+    }
+
+    /// The batch after `position`: the one read ahead, if any, else a new read.
+    private func read() async throws -> (UInt64, [RecordedEvent]) {
+        if let pending = ahead {
+            ahead = nil
+            return try await withTaskCancellationHandler {
+                try await pending.value
+            } onCancel: {
+                pending.cancel()
+            }
+        }
+        return try await log.batch(after: position, streamID: streamID, limit: batchSize)
+    }
+
     /// The next non-empty batch; nil once the log is closed or the task cancelled. While the
     /// server cannot be reached the subscription waits and tries again (logging the outage once),
     /// and goes on from the last record it delivered: no gap, no repeat.
     func next() async throws -> [RecordedEvent]? {
         var outage: String?
         while true {
-            if Task.isCancelled || log.notifier.isClosed { return nil }
+            if Task.isCancelled || log.notifier.isClosed {
+                ahead?.cancel()
+                ahead = nil
+                return nil
+            }
             let head: UInt64
             let records: [RecordedEvent]
             do {
-                (head, records) = try await log.batch(after: position, streamID: streamID, limit: batchSize)
+                (head, records) = try await read()
             } catch EventLogError.closed {
                 return nil
             } catch let error as EventLogError {
@@ -100,6 +129,11 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
             }
             if let last = records.last {
                 position = last.position
+                if records.count >= batchSize {
+                    ahead = Task { [log, streamID, batchSize] in
+                        try await log.batch(after: last.position, streamID: streamID, limit: batchSize)
+                    }
+                }
                 return records
             }
             await log.notifier.wait(beyond: Swift.max(head, position))

@@ -244,6 +244,63 @@ func run() throws -> (count: Int, checksum: Int) {
         }
         FileHandle.standardError.write(Data("pg-single: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s\n".utf8))
         count = checksum
+    case "pg-replay":
+        // Replays the PostgreSQL log at URL in batches of 1,000 records, each payload decoded (as
+        // peer-compare's pg-replay row), then through a subscription, three times; first it imports COUNT events (default
+        // 100,000) from the LMDB log in HOT_PATHS_SOURCE (default /tmp/hp2/log) if it has fewer.
+        let wanted = limit == .max ? 100_000 : limit
+        let url = arguments[2]
+        let source = ProcessInfo.processInfo.environment["HOT_PATHS_SOURCE"] ?? "/tmp/hp2/log"
+        var sourceAppends: [StreamAppend] = []
+        try openLog(URL(fileURLWithPath: source)).scan { record in
+            let event = ProposedEvent(
+                eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: record.metadata,
+                payload: Data(record.payload))
+            sourceAppends.append(StreamAppend(streamID: record.streamID, events: [event], expectedVersion: .any))
+            return sourceAppends.count < wanted
+        }
+        let allAppends = sourceAppends
+        checksum = try blocking {
+            let log = try await PostgresEventLog.open(url, options: PostgresLogOptions())
+            let present = Int(try await log.lastPosition())
+            if present < wanted {
+                let appends = Array(allAppends[present...])
+                for start in stride(from: 0, to: appends.count, by: 1_000) {
+                    for outcome in await log.appendBatch(Array(appends[start..<min(start + 1_000, appends.count)])) { _ = try outcome.get() }
+                }
+            }
+            var total = 0
+            for _ in 0..<3 {
+                let started = Date()
+                var next: UInt64 = 1
+                var records = 0
+                while true {
+                    let batch = try await log.read(from: next, direction: .forward, limit: 1_000)
+                    guard let last = batch.last else { break }
+                    for record in batch {
+                        let event = try record.payload.withUnsafeBytes { try AccountEvent.decode(type: record.type, payload: $0) }
+                        if case let .detailsModified(modified, removed) = event { total &+= modified.count &+ removed.count } else { total &+= 1 }
+                    }
+                    records += batch.count
+                    next = last.position + 1
+                }
+                FileHandle.standardError.write(Data("pg-replay: \(Int(Double(records) / Date().timeIntervalSince(started))) events/s\n".utf8))
+                let subscribed = Date()
+                var delivered = 0
+                for try await batch in log.subscribeBatches(after: 0, stream: nil, batchSize: 1_000) {
+                    for record in batch {
+                        let event = try record.payload.withUnsafeBytes { try AccountEvent.decode(type: record.type, payload: $0) }
+                        if case let .detailsModified(modified, removed) = event { total &+= modified.count &+ removed.count } else { total &+= 1 }
+                    }
+                    delivered += batch.count
+                    if delivered >= records { break }
+                }
+                FileHandle.standardError.write(
+                    Data("pg-subscribed: \(Int(Double(delivered) / Date().timeIntervalSince(subscribed))) events/s\n".utf8))
+            }
+            await log.close()
+            return total
+        }
     case "pg-raw":
         // The same appends as plain INSERTs into a table with a bigserial position (peer-compare's
         // raw PostgreSQL baseline), on port PORT of 127.0.0.1 (user postgres, database postgres).
