@@ -73,3 +73,16 @@ public protocol InPlaceScanning: EventLogBackend {
     /// your own, not from Swift's cooperative pool, for long replays.
     func scan(from position: UInt64, batchSize: Int, _ body: (Record) throws -> Bool) throws
 }
+
+/// An in-place scanning backend that can also hand out its records stream by stream (each
+/// stream's records together, in version order; the streams in the order of their ids' bytes).
+/// A projection whose state for a stream depends on that stream's records alone can be built this
+/// way, each stream's state computed once and stored once, in key order.
+public protocol StreamOrderedScanning: InPlaceScanning {
+    /// The last position a stream-ordered scan can reach (records after it are read by position).
+    func streamOrderLimit() throws -> UInt64
+    /// Calls `body` with every record up to position `through`, stream by stream, from the first
+    /// stream whose id's bytes sort after `streamAfter` (from the first stream when nil), until
+    /// it returns false (before the record it was given) or the streams end.
+    func scanStreams(after streamAfter: [UInt8]?, through: UInt64, batchSize: Int, _ body: (Record) throws -> Bool) throws
+}

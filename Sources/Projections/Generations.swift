@@ -20,6 +20,10 @@ struct Generation: Sendable {
 /// - `next/<name>` → u32: the next generation number
 /// - `gen/<name>/<n>/fingerprint` → UTF-8, `gen/<name>/<n>/checkpoint` → u64
 /// - `retired/<name>/<n>` → empty: a replaced generation whose databases are deleted at the next open
+/// - `gen/<name>/<n>/stream-build` → a rebuild applied stream by stream, under way: u64 the last
+///   position it applies, u64 the records applied so far, then the id of the last stream done
+///   (absent before the first). Meanwhile the generation's fingerprint carries
+///   ``streamBuildSuffix``, so that a build that does not know this marker discards the generation.
 ///
 /// A generation's databases are named `<name>#<n>/<database>`.
 enum MetaKeys {
@@ -29,6 +33,9 @@ enum MetaKeys {
     static func next(_ name: String) -> [UInt8] { Array("next/\(name)".utf8) }
     static func fingerprint(_ name: String, _ generation: UInt32) -> [UInt8] { Array("gen/\(name)/\(generation)/fingerprint".utf8) }
     static func checkpoint(_ name: String, _ generation: UInt32) -> [UInt8] { Array("gen/\(name)/\(generation)/checkpoint".utf8) }
+    static func streamBuild(_ name: String, _ generation: UInt32) -> [UInt8] { Array("gen/\(name)/\(generation)/stream-build".utf8) }
+    /// Appended to the fingerprint of a generation being rebuilt stream by stream.
+    static let streamBuildSuffix = " (stream build under way)"
     static func retiredPrefix(_ name: String) -> [UInt8] { Array("retired/\(name)/".utf8) }
     static func retired(_ name: String, _ generation: UInt32) -> [UInt8] { Array("retired/\(name)/\(generation)".utf8) }
     static func databaseName(_ name: String, _ generation: UInt32, _ database: String) -> String { "\(name)#\(generation)/\(database)" }
@@ -79,6 +86,15 @@ struct GenerationCatalog {
         try transaction.get(meta, key: MetaKeys.fingerprint(name, number)).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Whether a generation was built (or is being rebuilt stream by stream) for this
+    /// projection's current fingerprint.
+    func matches(_ projection: any Projection, _ number: UInt32) throws -> Bool {
+        let stored = try fingerprint(projection.name, number)
+        if stored == projection.fingerprint { return true }
+        guard stored == projection.fingerprint + MetaKeys.streamBuildSuffix else { return false }
+        return try transaction.get(meta, key: MetaKeys.streamBuild(projection.name, number)) != nil
+    }
+
     /// Marks a generation as replaced and empties its databases; they are deleted at the next open,
     /// when no reader of this process can still hold their handles.
     func retire(_ name: String, _ generation: Generation) throws {
@@ -107,6 +123,7 @@ struct GenerationCatalog {
             _ = try transaction.delete(meta, key: MetaKeys.retired(projection.name, number))
             _ = try transaction.delete(meta, key: MetaKeys.fingerprint(projection.name, number))
             _ = try transaction.delete(meta, key: MetaKeys.checkpoint(projection.name, number))
+            _ = try transaction.delete(meta, key: MetaKeys.streamBuild(projection.name, number))
         }
     }
 }

@@ -34,6 +34,16 @@ public protocol Projection: Sendable {
     /// Called once per batch, after the last `apply` and before the batch commits with its
     /// checkpoint: writes out what the batch kept in memory.
     func finishBatch(_ batch: inout BatchState, state: ProjectionState) throws
+    /// True when the state of each stream depends on that stream's records alone, applied in
+    /// version order, so that records of different streams may be applied in any interleaving.
+    /// A rebuild of such a projection on a log that can read stream by stream applies the log
+    /// stream after stream, each stream's records together (see ``ProjectionStore``). False by default.
+    var buildsStreamByStream: Bool { get }
+}
+
+extension Projection {
+    /// Records are applied in log order.
+    public var buildsStreamByStream: Bool { false }
 }
 
 extension Projection where BatchState == Void {

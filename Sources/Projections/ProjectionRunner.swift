@@ -94,7 +94,7 @@ extension ProjectionStore {
             return true
         }
         finishAdvance(name, building: building, generation: generation, outcome: outcome, last: last)
-        return outcome.reached > generation.checkpoint
+        return outcome.reached > generation.checkpoint || outcome.streamApplied != nil
     }
 
     /// Reads the next batch for a generation and commits it (see ``commitBatch``).
@@ -102,6 +102,16 @@ extension ProjectionStore {
         _ projection: P, name: String, generation: Generation, building: Bool, last: UInt64
     ) async throws -> BatchOutcome? {
         let batchSize = batchLimit(behind: last - generation.checkpoint)
+        if building, generation.checkpoint == 0, projection.buildsStreamByStream, let ordered = log as? any StreamOrderedScanning {
+            let chunk = try await worker.run { [self] in
+                try streamChunk(projection, from: ordered, name: name, generation: generation, batchSize: batchSize)
+            }
+            switch chunk {
+            case .replaced: return nil
+            case let .committed(outcome): return outcome
+            case .inLogOrder: break
+            }
+        }
         if let scanning = log as? any InPlaceScanning {
             return try await worker.run { [self] in
                 try commitBatch(projection, name: name, generation: generation, building: building, last: last) { start, applier in
@@ -200,9 +210,10 @@ extension ProjectionStore {
         }
         for waiter in ready { waiter.resume() }
         if let failure { for waiter in failed { waiter.resume(throwing: failure) } }
-        progress?(outcome.reached, last)
+        let applied = outcome.streamApplied.map { Swift.min($0, last) } ?? outcome.reached
+        progress?(applied, last)
         if building {
-            metrics.rebuildProgress(name).record(last == 0 ? 1 : Double(outcome.reached) / Double(last))
+            metrics.rebuildProgress(name).record(last == 0 ? 1 : Double(applied) / Double(last))
         } else {
             metrics.lag(name).record(last > outcome.reached ? Double(last - outcome.reached) : 0)
         }
@@ -343,6 +354,8 @@ struct BatchOutcome: Sendable {
     let reached: UInt64
     /// Why the projection stopped, if it did.
     let failure: ProjectionError?
+    /// In a rebuild applied stream by stream: the records applied so far.
+    var streamApplied: UInt64?
 }
 
 /// Folds the records of one batch into a projection's state, with the projection's typed batch

@@ -132,7 +132,7 @@ public final class ProjectionStore: Sendable {
             var rebuilding: Generation?
             if let buildingNumber = MetaKeys.u32(try txn.get(catalog.meta, key: MetaKeys.building(name))) {
                 let candidate = try catalog.open(projection, number: buildingNumber)
-                if try catalog.fingerprint(name, buildingNumber) == projection.fingerprint {
+                if try catalog.matches(projection, buildingNumber) {
                     rebuilding = candidate
                 } else {
                     try catalog.retire(name, candidate)

@@ -85,6 +85,18 @@ func run() throws -> (count: Int, checksum: Int) {
             count += 1
             return count < limit
         }
+    case "streams":
+        // The records stream by stream (the streams index, each record looked up by position),
+        // each payload decoded, as a stream-ordered rebuild reads them.
+        let log = try openLog(logPath)
+        let through = try log.streamOrderLimit()
+        try log.scanStreams(after: nil, through: through) { record in
+            if case let .detailsModified(modified, _) = try AccountEvent.decode(type: record.type, payload: record.payload) {
+                checksum &+= modified.count
+            }
+            count += 1
+            return true
+        }
     case "verify":
         // The whole log's checksums, chain and indexes, as `verify` does them; prints records/s.
         let log = try openLog(logPath)

@@ -34,6 +34,9 @@ public struct AccountDetailsProjection: Projection {
     public var fingerprint: String { "account-details v\(Self.version); keys: \(evolution.fingerprint)" }
     /// The LMDB databases it keeps.
     public var databaseNames: [String] { ["accounts"] }
+    /// An account's state is the fold of its own stream: a rebuild may apply the log account by
+    /// account (each state folded once and written once).
+    public var buildsStreamByStream: Bool { true }
 
     /// Folds one record into its account's state (kept for the batch).
     ///
