@@ -1,0 +1,175 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import Projections
+import Synchronization
+import Testing
+
+/// Keeps, per stream, how many records were applied and the last version, and refuses a record
+/// whose version does not follow the last one: applying a record twice, skipping one, or mixing up
+/// a stream's order stops it. Its streams are independent, so a rebuild may go stream by stream.
+/// Every application is also noted in `applied` (stream, version, position), in order.
+struct StreamHistory: Projection {
+    let gate: Gate
+    let applied = Applications()
+    var name: String { "stream-history" }
+    var fingerprint: String { "stream-history-v1" }
+    var databaseNames: [String] { ["history"] }
+    var buildsStreamByStream: Bool { true }
+
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
+        gate.pass(record.position)
+        let key = record.withStreamIDBytes { Array($0) }
+        let (count, last) = try state.get("history", key: key).map(Self.decode) ?? (0, 0)
+        guard record.streamVersion == last + 1 else {
+            throw TestFailure(message: "\(record.streamID) version \(record.streamVersion) after \(last)")
+        }
+        try state.put("history", key: key, value: BigEndian.bytes(count + 1) + BigEndian.bytes(record.streamVersion))
+        applied.append((record.streamID, record.streamVersion, record.position))
+    }
+
+    /// The applications so far, shared by the copies of the projection.
+    final class Applications: Sendable {
+        let entries = Mutex<[(stream: String, version: UInt64, position: UInt64)]>([])
+        func withLock<T>(_ body: (inout [(stream: String, version: UInt64, position: UInt64)]) -> T) -> T { entries.withLock { body(&$0) } }
+        func append(_ entry: (String, UInt64, UInt64)) { entries.withLock { $0.append(entry) } }
+    }
+
+    static func decode(_ bytes: [UInt8]) -> (UInt64, UInt64) {
+        bytes.withUnsafeBytes { (BigEndian.uint64($0), BigEndian.uint64(UnsafeRawBufferPointer(rebasing: $0[8...]))) }
+    }
+
+    static func read(_ stream: String, in store: ProjectionStore) throws -> (count: UInt64, last: UInt64)? {
+        try store.read("stream-history") { state in try state.get("history", key: Array(stream.utf8)).map(decode) }
+    }
+}
+
+@Suite("Rebuilds stream by stream")
+struct StreamBuildTests {
+    /// 37 streams, named so that their byte order is plain, of uneven lengths, interleaved.
+    static func stream(_ index: Int) -> String { String(format: "s%02d", (index * 7 + index / 37) % 37) }
+
+    /// 3,050 records: the log indexes them in steps of 100, so the last 50 are not in its index.
+    static let total: UInt64 = 3_050
+
+    static func openLog(_ fixture: Fixture) throws -> EventLog {
+        var options = EventLogOptions()
+        options.sync = .relaxed
+        // A short unindexed tail: most records are in the streams index, the last ones are not.
+        options.indexTailLimit = 100
+        return try EventLog(path: fixture.logPath, options: options)
+    }
+
+    static func options() -> ProjectionStoreOptions {
+        var options = ProjectionStoreOptions()
+        options.batchSize = 64
+        options.catchUpBatchSize = 256
+        return options
+    }
+
+    /// The streams' record counts in the log.
+    static func expected(_ log: EventLog) throws -> [String: UInt64] {
+        var counts: [String: UInt64] = [:]
+        try log.scan { record in
+            counts[record.streamID, default: 0] += 1
+            return true
+        }
+        return counts
+    }
+
+    @Test(
+        "a rebuild applies each stream's records together, streams in byte order, then the rest in log order; the state equals the one built in order"
+    )
+    func streamOrder() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try Self.openLog(fixture)
+        defer { log.close() }
+        try await append(log, Int(Self.total), stream: Self.stream)
+        let history = StreamHistory(gate: Gate())
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
+        try await store.waitUntilApplied("stream-history", position: Self.total)
+        // The first build (the serving generation) goes in log order.
+        #expect(history.applied.withLock { $0.map(\.position) } == Array(1...Self.total))
+        history.applied.withLock { $0.removeAll() }
+        let limit = try log.streamOrderLimit()
+        #expect(limit > 2_000 && limit < Self.total, "most records are indexed, the last ones are not (\(limit))")
+
+        let reports = Mutex<[UInt64]>([])
+        try await store.rebuild("stream-history") { applied, _ in reports.withLock { $0.append(applied) } }
+
+        let applied = history.applied.withLock { $0 }
+        #expect(applied.count == Int(Self.total), "every record once")
+        #expect(Set(applied.map(\.position)).count == Int(Self.total))
+        let byStream = applied.prefix { $0.position <= limit }
+        #expect(byStream.count == Int(limit), "the records up to \(limit) come first")
+        // Stream by stream: each stream's records together, in version order, streams ascending.
+        var runs: [String] = []
+        for entry in byStream where runs.last != entry.stream { runs.append(entry.stream) }
+        #expect(runs == runs.sorted() && Set(runs).count == runs.count, "one run per stream, in byte order: \(runs)")
+        #expect(runs.count == 37)
+        #expect(applied.suffix(from: byStream.count).map(\.position) == Array((limit + 1)...Self.total), "then the rest in log order")
+        // Several transactions, each reporting its progress.
+        let progress = reports.withLock { $0 }
+        #expect(progress.filter { $0 < limit }.count >= 3, "the stream pass commits in several chunks: \(progress)")
+
+        let counts = try Self.expected(log)
+        for (stream, count) in counts {
+            let stored = try #require(try StreamHistory.read(stream, in: store))
+            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
+        }
+        let status = try #require(try await store.status().first)
+        #expect(status.failure == nil && status.generation == 2 && status.checkpoint == Self.total)
+        await store.close()
+    }
+
+    @Test("a rebuild stopped halfway through its stream pass goes on after reopening: nothing applied twice or skipped")
+    func resumesFromMarker() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try Self.openLog(fixture)
+        defer { log.close() }
+        try await append(log, Int(Self.total), stream: Self.stream)
+        let gate = Gate()
+        let history = StreamHistory(gate: gate)
+        let first = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
+        try await first.waitUntilApplied("stream-history", position: Self.total)
+
+        // Held at the 3rd record of stream s01 (in the pass's second chunk), then closed.
+        let positions = try Self.expected(log).keys.sorted()
+        #expect(positions.first == "s00")
+        var s01: [UInt64] = []
+        try log.scan { record in
+            if record.streamID == "s01" { s01.append(record.position) }
+            return true
+        }
+        gate.arm(at: s01[2])
+        let rebuild = Task { try await first.rebuild("stream-history") }
+        await gate.waitUntilReached()
+        let closing = Task { await first.close() }
+        gate.open()
+        await closing.value
+        await #expect(throws: ProjectionError.closed) { try await rebuild.value }
+        let halfway = history.applied.withLock { $0.count }
+        #expect(halfway > Int(Self.total) && halfway < Int(Self.total) + 2_000, "the pass stopped early (\(halfway - Int(Self.total)) records)")
+
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
+        let reopened = try #require(try await store.status().first)
+        #expect(reopened.rebuilding?.generation == 2, "the rebuild goes on in the same generation")
+        while try await store.status().first?.generation != 2 { try await Task.sleep(for: .milliseconds(20)) }
+        let status = try #require(try await store.status().first)
+        #expect(status.failure == nil && status.checkpoint == Self.total)
+        for (stream, count) in try Self.expected(log) {
+            let stored = try #require(try StreamHistory.read(stream, in: store))
+            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
+        }
+        // Every record applied exactly once by the rebuild, across both stores.
+        #expect(history.applied.withLock { $0.count } == 2 * Int(Self.total))
+        await store.close()
+    }
+}
