@@ -12,44 +12,6 @@ import Logging
 import Metrics
 import Synchronization
 
-/// One append, validated and sized, on its way to a write transaction. A class: a group of 64
-/// moves through the queue, the batch and the outcomes, and a struct of this many references
-/// was retained and released field by field at every step.
-final class AppendRequest: @unchecked Sendable {
-    let streamID: String
-    let expected: ExpectedVersion
-    let events: [ProposedEvent]
-    let metadataPairs: [[(String, String)]]
-    let sizes: [Int]
-    /// Unique keys this stream takes, and keys it gives up, in the same transaction.
-    let claims: Set<String>
-    let releases: Set<String>
-    /// For imported events: each one's own time (µs since 1970) instead of the log's clock.
-    let timestamps: [Int64]?
-    /// The encoded size of all its records.
-    let byteCount: Int
-    init(
-        streamID: String, expected: ExpectedVersion, events: [ProposedEvent], metadataPairs: [[(String, String)]], sizes: [Int],
-        claims: Set<String>, releases: Set<String>, timestamps: [Int64]?
-    ) {
-        self.streamID = streamID
-        self.expected = expected
-        self.events = events
-        self.metadataPairs = metadataPairs
-        self.sizes = sizes
-        self.byteCount = sizes.reduce(0, +)
-        self.claims = claims
-        self.releases = releases
-        self.timestamps = timestamps
-    }
-
-    /// Called with the outcome after the commit (set when the request is queued, under the
-    /// writer's lock; read by the writer thread only).
-    var completion: (@Sendable (Result<AppendResult, any Error>) -> Void)?
-    /// When it was queued (for the append-duration metric).
-    var queuedAt: ContinuousClock.Instant?
-}
-
 /// The log's single writer, with group commit.
 ///
 /// Every write transaction, and the `fdatasync` of its commit, runs on one dedicated thread: an
@@ -84,7 +46,7 @@ final class AppendWriter: @unchecked Sendable {
 
     let environment: Environment
     let databases: LogDatabases
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
     private let maxBatchEvents: Int
     private let maxBatchBytes: Int
     private let onCommit: @Sendable (UInt64) -> Void
@@ -134,7 +96,9 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ requests: [AppendRequest], completion: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
+    /// Queues `requests` (in this order) and returns; `completion` gets each one's index in
+    /// `requests` and outcome after its commit.
+    func enqueue(_ requests: [AppendRequest], completion: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
         condition.lock()
         if stopping {
             condition.unlock()
@@ -291,7 +255,13 @@ final class AppendWriter: @unchecked Sendable {
         condition.unlock()
         var flushStarted = ContinuousClock.now
         let outcomes = process(&batch) { batch in
-            guard let deadline else { return false }
+            guard let deadline else {
+                // What was queued while the batch was applied joins it (an import's next chunk,
+                // appenders that came meanwhile), without waiting for more.
+                condition.lock()
+                defer { condition.unlock() }
+                return takeQueued(events: &events, bytes: &bytes, into: &batch)
+            }
             return gather(until: deadline, events: &events, bytes: &bytes, into: &batch)
         } committing: {
             flushStarted = ContinuousClock.now
@@ -351,93 +321,5 @@ final class AppendWriter: @unchecked Sendable {
         }
         onCommit(lastPosition)
         return outcomes
-    }
-
-    /// Validates one request against the log (inside the transaction), then writes it.
-    private func apply(_ request: AppendRequest, txn: Transaction, head: inout LogHead, pending: inout PendingIndex) throws -> AppendResult {
-        // An event id already in the log makes this a retry: answer with the original positions.
-        var found: [(index: Int, position: UInt64)] = []
-        for (index, event) in request.events.enumerated() {
-            if let position = try position(of: event.eventID, txn: txn, pending: pending) {
-                found.append((index, position))
-            }
-        }
-        if let firstFound = found.first {
-            let positions = found.map(\.position)
-            guard found.count == request.events.count, let first = positions.first, let last = positions.last,
-                last >= first, positions == Array(first...last)
-            else {
-                throw EventLogError.duplicateEventID(request.events[firstFound.index].eventID, existingPosition: firstFound.position)
-            }
-            let version = try txn.withCursor(databases.records) { cursor -> UInt64 in
-                guard let entry = try cursor.seek(atOrAfter: BigEndian.bytes(last)) else { return 0 }
-                return BigEndian.uint64(entry.value, at: RecordFormat.Offset.streamVersion)
-            }
-            return AppendResult(positions: first...last, streamVersion: version, wasDuplicate: true)
-        }
-
-        let current =
-            try pending.lastVersion(of: request.streamID)
-            ?? tail.withState { $0.lastVersion(of: request.streamID, upTo: .max) }
-            ?? LogDatabases.streamVersion(request.streamID, in: txn, streams: databases.streams)
-        switch request.expected {
-        case .any:
-            break
-        case .noStream:
-            guard current == 0 else {
-                throw EventLogError.wrongExpectedVersion(stream: request.streamID, expected: request.expected, actual: current)
-            }
-        case let .exact(expected):
-            guard current == expected else {
-                throw EventLogError.wrongExpectedVersion(stream: request.streamID, expected: request.expected, actual: current == 0 ? nil : current)
-            }
-        }
-
-        // Claims: unique keys (such as user ids) owned by one stream at a time.
-        for claim in request.claims.sorted() {
-            if let owner = try txn.get(databases.claims, key: Array(claim.utf8)), owner != Array(request.streamID.utf8) {
-                throw EventLogError.claimTaken(claim, owner: String(decoding: owner, as: UTF8.self))
-            }
-        }
-        for release in request.releases where !request.claims.contains(release) {
-            if try txn.get(databases.claims, key: Array(release.utf8)) == Array(request.streamID.utf8) {
-                _ = try txn.delete(databases.claims, key: Array(release.utf8))
-            }
-        }
-        for claim in request.claims {
-            try txn.put(databases.claims, key: Array(claim.utf8), value: Array(request.streamID.utf8))
-        }
-
-        let now = Int64((clock().timeIntervalSince1970 * 1_000_000).rounded())
-        let firstPosition = head.position + 1
-        var version = current
-        for (index, event) in request.events.enumerated() {
-            // Never earlier than the record before it, so times never decrease along positions.
-            let timestamp = max(request.timestamps?[index] ?? now, head.timestampMicros)
-            let position = head.position + 1
-            version += 1
-            let positionKey = BigEndian.bytes(position)
-            var hash = head.hash
-            try positionKey.withUnsafeBytes { key in
-                try txn.reserve(databases.records, key: key, count: request.sizes[index], flags: .append) { buffer in
-                    hash = RecordFormat.write(
-                        into: buffer, position: position, streamVersion: version, timestampMicros: timestamp,
-                        streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
-                }
-            }
-            pending.add(TailItem(stream: request.streamID, version: version, position: position, eventID: event.eventID))
-            head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
-        }
-        return AppendResult(positions: firstPosition...head.position, streamVersion: version, wasDuplicate: false)
-    }
-
-    /// Where the event with this id is: this transaction's appends, the unindexed tail, then the
-    /// index.
-    private func position(of eventID: UUID, txn: Transaction, pending: PendingIndex) throws -> UInt64? {
-        if let position = pending.position(of: eventID) ?? tail.withState({ $0.position(of: eventID, upTo: .max) }) {
-            return position
-        }
-        guard let stored = try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(eventID)), stored.count == 8 else { return nil }
-        return stored.withUnsafeBytes { BigEndian.uint64($0) }
     }
 }

@@ -278,17 +278,23 @@ extension ProjectionStore {
             return (active, building)
         }
         guard let (old, new) = pair else { return }
-        let tookOver = try environment.write { txn -> Bool in
+        let tookOver = try environment.write { txn -> Bool? in
             // Another process may have taken over (or replaced the rebuild) already.
             guard MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) == old.number,
                 MetaKeys.u32(try txn.get(meta, key: MetaKeys.building(name))) == new.number
             else { return false }
+            // A generation halfway through its stream-by-stream pass has not caught up, whatever
+            // its checkpoint (still 0) says: it may only serve once the pass is over. (This
+            // process's copy of the serving checkpoint may be 0 and stale while another process
+            // advances it.)
+            guard try txn.get(meta, key: MetaKeys.streamBuild(name, new.number)) == nil else { return nil }
             let catalog = GenerationCatalog(transaction: txn, meta: meta)
             try txn.put(meta, key: MetaKeys.active(name), value: MetaKeys.u32(new.number))
             _ = try txn.delete(meta, key: MetaKeys.building(name))
             try catalog.retire(name, old)
             return true
         }
+        guard let tookOver else { return }
         guard tookOver else {
             try refreshGenerations()
             return
@@ -345,76 +351,5 @@ extension ProjectionStore {
         }
         for waiter in done { waiter.resume() }
         for waiter in ready { waiter.resume() }
-    }
-}
-
-/// What one batch reached.
-struct BatchOutcome: Sendable {
-    /// The last position applied (the stored checkpoint when nothing was).
-    let reached: UInt64
-    /// Why the projection stopped, if it did.
-    let failure: ProjectionError?
-    /// In a rebuild applied stream by stream: the records applied so far.
-    var streamApplied: UInt64?
-}
-
-/// Folds the records of one batch into a projection's state, with the projection's typed batch
-/// state, and keeps apart the two ways a record can fail.
-struct BatchApplier<P: Projection> {
-    let projection: P
-    let name: String
-    let state: ProjectionState
-    var batch: P.BatchState
-    /// The last position applied.
-    var reached: UInt64
-    var count = 0
-    /// The projection threw: it stops at this record.
-    var failure: ProjectionError?
-    /// The projections' own storage failed: the batch is abandoned and retried.
-    var storageFailure: LMDBError?
-
-    init(projection: P, name: String, state: ProjectionState, reached: UInt64) {
-        self.projection = projection
-        self.name = name
-        self.state = state
-        self.batch = projection.makeBatchState()
-        self.reached = reached
-    }
-
-    /// Applies one record; false when the batch must end here.
-    mutating func apply(_ record: some LogRecord) -> Bool {
-        do {
-            try projection.apply(record, to: state, batch: &batch)
-        } catch let error as LMDBError {
-            storageFailure = error
-            return false
-        } catch {
-            failure = .failed(projection: name, position: record.position, reason: "\(error)")
-            return false
-        }
-        reached = record.position
-        count += 1
-        return true
-    }
-
-    /// Writes out what the batch kept in memory.
-    mutating func finish() throws {
-        try projection.finishBatch(&batch, state: state)
-    }
-}
-
-/// What the projection runner reports through swift-metrics, per projection (dimension
-/// `projection`) and store (dimension `path`).
-struct RunnerMetrics: Sendable {
-    let path: String
-
-    /// Log records the serving generation has still to apply, after each batch.
-    func lag(_ projection: String) -> Gauge {
-        Gauge(label: "projection_lag", dimensions: [("projection", projection), ("path", path)])
-    }
-
-    /// How far a rebuild has come, 0 to 1, after each batch.
-    func rebuildProgress(_ projection: String) -> Gauge {
-        Gauge(label: "projection_rebuild_progress", dimensions: [("projection", projection), ("path", path)])
     }
 }

@@ -139,6 +139,8 @@ func run() throws -> (count: Int, checksum: Int) {
     case "import":
         // Copies the log into DIR/import, five events per append (the data set's commits), as an import does.
         let source = try openLog(logPath)
+        // A fresh copy each run (into a copy that holds them, every append would be a retry).
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("import"))
         let target = try openLog(directory.appendingPathComponent("import"))
         var pending: [(String, [ProposedEvent], UInt64)] = []
         var current: (stream: String, events: [ProposedEvent], first: UInt64)?
