@@ -47,6 +47,16 @@ extension ProjectionStore {
         let failure: ProjectionError
     }
 
+    /// Whether the serving generation of `name` is empty (checkpoint 0) while a generation is
+    /// built beside it stream by stream: a first build, whose result takes over once built.
+    func firstBuildsByStream(_ name: String) -> Bool {
+        guard let projection = projections[name], projection.buildsStreamByStream, log is any StreamOrderedScanning else { return false }
+        return state.withLock { state in
+            guard let active = state.active[name], let building = state.building[name] else { return false }
+            return active.checkpoint == 0 && building.checkpoint == 0
+        }
+    }
+
     /// One write transaction of a rebuild applied stream by stream.
     ///
     /// A rebuilt generation of a projection whose streams are independent

@@ -71,8 +71,10 @@ extension ProjectionStore {
         try await worker.run { [self] in try startRequestedRebuilds() }
         let last = try await log.lastPosition()
         for name in order {
-            // The serving generation first, so that reads stay fresh during a rebuild.
-            if try await advance(name, building: false, upTo: last) { worked = true }
+            // The serving generation first, so that reads stay fresh during a rebuild; but an
+            // empty one is not built in log order while a generation is built stream by stream
+            // beside it (a first build: that generation takes over once built).
+            if !firstBuildsByStream(name), try await advance(name, building: false, upTo: last) { worked = true }
             if try await advance(name, building: true, upTo: last) { worked = true }
             try await worker.run { [self] in try takeOverIfCaughtUp(name) }
         }

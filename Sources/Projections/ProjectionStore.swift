@@ -94,8 +94,12 @@ public final class ProjectionStore: Sendable {
         do {
             meta = try environment.openDatabase(MetaKeys.database)
             let meta = meta
+            // A first build on a log longer than a catch-up batch goes stream by stream where it can.
+            let streamOrderLimit = try (log as? any StreamOrderedScanning)?.streamOrderLimit() ?? 0
+            let firstBuildByStream = streamOrderLimit > UInt64(max(options.batchSize, options.catchUpBatchSize))
             let (active, building) = try environment.write { txn in
-                try Self.openGenerations(projections, catalog: GenerationCatalog(transaction: txn, meta: meta))
+                try Self.openGenerations(
+                    projections, catalog: GenerationCatalog(transaction: txn, meta: meta), firstBuildByStream: firstBuildByStream)
             }
             state.withLock {
                 $0.active = active
@@ -110,8 +114,12 @@ public final class ProjectionStore: Sendable {
         runner.withLock { $0 = task }
     }
 
+    /// The serving and rebuilding generations of each projection. A projection new to the store
+    /// gets an empty serving generation; with `firstBuildByStream`, one whose streams are
+    /// independent also gets a generation built beside it stream by stream, which takes over once
+    /// built (the empty one is not advanced meanwhile: see `step`).
     private static func openGenerations(
-        _ projections: [any Projection], catalog: GenerationCatalog
+        _ projections: [any Projection], catalog: GenerationCatalog, firstBuildByStream: Bool
     )
         throws -> (active: [String: Generation], building: [String: Generation])
     {
@@ -125,6 +133,11 @@ public final class ProjectionStore: Sendable {
                 let fresh = try catalog.create(projection)
                 try txn.put(catalog.meta, key: MetaKeys.active(name), value: MetaKeys.u32(fresh.number))
                 active[name] = fresh
+                if firstBuildByStream && projection.buildsStreamByStream {
+                    let built = try catalog.create(projection)
+                    try txn.put(catalog.meta, key: MetaKeys.building(name), value: MetaKeys.u32(built.number))
+                    building[name] = built
+                }
                 continue
             }
             let current = try catalog.open(projection, number: activeNumber)

@@ -82,8 +82,31 @@ struct StreamBuildTests {
         return counts
     }
 
+    /// Checks that `applied` holds every record once: those up to `limit` stream by stream (each
+    /// stream's records together, in version order, the streams in byte order), then the rest in
+    /// log order.
+    static func checkStreamOrder(_ applied: [(stream: String, version: UInt64, position: UInt64)], limit: UInt64) {
+        #expect(applied.count == Int(total), "every record once")
+        #expect(Set(applied.map(\.position)).count == Int(total))
+        let byStream = applied.prefix { $0.position <= limit }
+        #expect(byStream.count == Int(limit), "the records up to \(limit) come first")
+        var runs: [String] = []
+        for entry in byStream where runs.last != entry.stream { runs.append(entry.stream) }
+        #expect(runs == runs.sorted() && Set(runs).count == runs.count, "one run per stream, in byte order: \(runs)")
+        #expect(runs.count == 37)
+        #expect(applied.suffix(from: byStream.count).map(\.position) == Array((limit + 1)...total), "then the rest in log order")
+    }
+
+    /// Checks every stream's stored count and last version against the log.
+    static func checkStates(_ store: ProjectionStore, log: EventLog) throws {
+        for (stream, count) in try expected(log) {
+            let stored = try #require(try StreamHistory.read(stream, in: store))
+            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
+        }
+    }
+
     @Test(
-        "a rebuild applies each stream's records together, streams in byte order, then the rest in log order; the state equals the one built in order"
+        "a first build and a rebuild apply each stream's records together, streams in byte order, then the rest in log order; the states are right"
     )
     func streamOrder() async throws {
         let fixture = Fixture()
@@ -91,40 +114,28 @@ struct StreamBuildTests {
         let log = try Self.openLog(fixture)
         defer { log.close() }
         try await append(log, Int(Self.total), stream: Self.stream)
-        let history = StreamHistory(gate: Gate())
-        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
-        try await store.waitUntilApplied("stream-history", position: Self.total)
-        // The first build (the serving generation) goes in log order.
-        #expect(history.applied.withLock { $0.map(\.position) } == Array(1...Self.total))
-        history.applied.withLock { $0.removeAll() }
         let limit = try log.streamOrderLimit()
         #expect(limit > 2_000 && limit < Self.total, "most records are indexed, the last ones are not (\(limit))")
 
+        // A first build: built beside the empty serving generation (which is not advanced), then it serves.
+        let history = StreamHistory(gate: Gate())
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
+        try await store.waitUntilApplied("stream-history", position: Self.total)
+        Self.checkStreamOrder(history.applied.withLock { $0 }, limit: limit)
+        try Self.checkStates(store, log: log)
+        var status = try #require(try await store.status().first)
+        #expect(status.failure == nil && status.generation == 2 && status.checkpoint == Self.total)
+        history.applied.withLock { $0.removeAll() }
+
+        // A rebuild, reporting its progress after each of its transactions.
         let reports = Mutex<[UInt64]>([])
         try await store.rebuild("stream-history") { applied, _ in reports.withLock { $0.append(applied) } }
-
-        let applied = history.applied.withLock { $0 }
-        #expect(applied.count == Int(Self.total), "every record once")
-        #expect(Set(applied.map(\.position)).count == Int(Self.total))
-        let byStream = applied.prefix { $0.position <= limit }
-        #expect(byStream.count == Int(limit), "the records up to \(limit) come first")
-        // Stream by stream: each stream's records together, in version order, streams ascending.
-        var runs: [String] = []
-        for entry in byStream where runs.last != entry.stream { runs.append(entry.stream) }
-        #expect(runs == runs.sorted() && Set(runs).count == runs.count, "one run per stream, in byte order: \(runs)")
-        #expect(runs.count == 37)
-        #expect(applied.suffix(from: byStream.count).map(\.position) == Array((limit + 1)...Self.total), "then the rest in log order")
-        // Several transactions, each reporting its progress.
+        Self.checkStreamOrder(history.applied.withLock { $0 }, limit: limit)
         let progress = reports.withLock { $0 }
         #expect(progress.filter { $0 < limit }.count >= 3, "the stream pass commits in several chunks: \(progress)")
-
-        let counts = try Self.expected(log)
-        for (stream, count) in counts {
-            let stored = try #require(try StreamHistory.read(stream, in: store))
-            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
-        }
-        let status = try #require(try await store.status().first)
-        #expect(status.failure == nil && status.generation == 2 && status.checkpoint == Self.total)
+        try Self.checkStates(store, log: log)
+        status = try #require(try await store.status().first)
+        #expect(status.failure == nil && status.generation == 3 && status.checkpoint == Self.total)
         await store.close()
     }
 
@@ -140,7 +151,7 @@ struct StreamBuildTests {
         let first = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
         try await first.waitUntilApplied("stream-history", position: Self.total)
 
-        // Held at the 3rd record of stream s01 (in the pass's second chunk), then closed.
+        // The rebuild held at the 3rd record of stream s01 (in the pass's second chunk), then closed.
         let positions = try Self.expected(log).keys.sorted()
         #expect(positions.first == "s00")
         var s01: [UInt64] = []
@@ -160,15 +171,12 @@ struct StreamBuildTests {
 
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
         let reopened = try #require(try await store.status().first)
-        #expect(reopened.rebuilding?.generation == 2, "the rebuild goes on in the same generation")
-        while try await store.status().first?.generation != 2 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(reopened.rebuilding?.generation == 3, "the rebuild goes on in the same generation")
+        while try await store.status().first?.generation != 3 { try await Task.sleep(for: .milliseconds(20)) }
         let status = try #require(try await store.status().first)
         #expect(status.failure == nil && status.checkpoint == Self.total)
-        for (stream, count) in try Self.expected(log) {
-            let stored = try #require(try StreamHistory.read(stream, in: store))
-            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
-        }
-        // Every record applied exactly once by the rebuild, across both stores.
+        try Self.checkStates(store, log: log)
+        // Every record applied exactly once by the first build and once by the rebuild, across both stores.
         #expect(history.applied.withLock { $0.count } == 2 * Int(Self.total))
         await store.close()
     }
