@@ -69,8 +69,12 @@ extension ProjectionStore {
     /// another) goes on from there. When the streams end, the generation's checkpoint becomes the
     /// pass's last position and the records after it follow in log order. The projection failing
     /// rolls back the chunk it failed in.
+    ///
+    /// With `givesWay`, a chunk also ends early, after 1,024 records, while a command waits for the
+    /// serving generation; a first build does not (the serving generation is not advanced until
+    /// the build takes over).
     func streamChunk<Log: StreamOrderedScanning, P: Projection>(
-        _ projection: P, from log: Log, name: String, generation: Generation, batchSize: Int
+        _ projection: P, from log: Log, name: String, generation: Generation, batchSize: Int, givesWay: Bool
     ) throws -> StreamChunk {
         do {
             return try environment.write { txn -> StreamChunk in
@@ -103,7 +107,7 @@ extension ProjectionStore {
                             if current != nil { finished = current }
                             // Between two streams: end the chunk when it is full, or early for a
                             // command waiting for the serving generation (it waits for this thread).
-                            if applier.count >= batchSize || (applier.count >= 1_024 && state.withLock { !$0.appliedWaiters.isEmpty }) {
+                            if applier.count >= batchSize || (givesWay && applier.count >= 1_024 && state.withLock { !$0.appliedWaiters.isEmpty }) {
                                 ended = false
                                 return false
                             }

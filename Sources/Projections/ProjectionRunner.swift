@@ -105,8 +105,9 @@ extension ProjectionStore {
     ) async throws -> BatchOutcome? {
         let batchSize = batchLimit(behind: last - generation.checkpoint)
         if building, generation.checkpoint == 0, projection.buildsStreamByStream, let ordered = log as? any StreamOrderedScanning {
+            let givesWay = !firstBuildsByStream(name)
             let chunk = try await worker.run { [self] in
-                try streamChunk(projection, from: ordered, name: name, generation: generation, batchSize: batchSize)
+                try streamChunk(projection, from: ordered, name: name, generation: generation, batchSize: batchSize, givesWay: givesWay)
             }
             switch chunk {
             case .replaced: return nil
