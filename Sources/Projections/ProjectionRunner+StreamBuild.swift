@@ -86,7 +86,12 @@ extension ProjectionStore {
                 let fingerprintKey = MetaKeys.fingerprint(name, generation.number)
                 var marker: StreamBuildMarker
                 if let stored = try txn.get(meta, key: markerKey) {
-                    guard let decoded = StreamBuildMarker(stored) else { return .inLogOrder }
+                    // Records in log order on top of a half-built generation would be applied twice.
+                    guard let decoded = StreamBuildMarker(stored) else {
+                        throw ChunkFailed(
+                            failure: .failed(
+                                projection: name, position: 1, reason: "its stream-by-stream build marker has \(stored.count) bytes; rebuild it"))
+                    }
                     marker = decoded
                 } else {
                     let through = try log.streamOrderLimit()

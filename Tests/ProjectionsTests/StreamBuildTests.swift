@@ -180,4 +180,42 @@ struct StreamBuildTests {
         #expect(history.applied.withLock { $0.count } == 2 * Int(Self.total))
         await store.close()
     }
+    @Test("a damaged stream-build marker stops the projection with a clear error instead of applying records twice")
+    func damagedMarker() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try Self.openLog(fixture)
+        defer { log.close() }
+        try await append(log, Int(Self.total), stream: Self.stream)
+        let gate = Gate()
+        let history = StreamHistory(gate: gate)
+        // A first build, held in its first chunk and closed: generation 2 has a marker.
+        gate.arm(at: 1)
+        let first = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
+        await gate.waitUntilReached()
+        let closing = Task { await first.close() }
+        gate.open()
+        await closing.value
+
+        var options = EnvironmentOptions()
+        options.maxDatabases = 16
+        let environment = try Environment(path: fixture.projectionsPath, options: options)
+        try environment.write { txn in
+            let meta = try txn.openDatabase("projections-meta", create: false)
+            let key = Array("gen/stream-history/2/stream-build".utf8)
+            #expect(try txn.get(meta, key: key) != nil, "the first chunk left a marker")
+            try txn.put(meta, key: key, value: [1, 2, 3])
+        }
+        environment.close()
+
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [history], options: Self.options())
+        var status = try #require(try await store.status().first)
+        while status.failure == nil {
+            try await Task.sleep(for: .milliseconds(10))
+            status = try #require(try await store.status().first)
+        }
+        #expect(status.failure?.contains("stream-by-stream build marker has 3 bytes") == true, "\(status.failure ?? "")")
+        #expect(status.rebuilding?.checkpoint == 0 && status.checkpoint == 0)
+        await store.close()
+    }
 }

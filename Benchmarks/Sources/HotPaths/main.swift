@@ -63,6 +63,19 @@ func openLog(_ path: URL, readOnly: Bool = false) throws -> EventLog {
     return try EventLog(path: path.path, options: options)
 }
 
+/// The first `count` records of the log at `path`, as events to append again.
+func proposedEvents(from path: URL, count: Int) throws -> [ProposedEvent] {
+    var events: [ProposedEvent] = []
+    try openLog(path).scan { record in
+        events.append(
+            ProposedEvent(
+                eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: record.metadata,
+                payload: Data(record.payload)))
+        return events.count < count
+    }
+    return events
+}
+
 /// Runs the chosen path; locals, not globals, so that no access to a global is checked in the loops.
 func run() throws -> (count: Int, checksum: Int) {
     var checksum = 0
@@ -177,15 +190,7 @@ func run() throws -> (count: Int, checksum: Int) {
     case "single":
         // Relaxed single appends (peer-compare's relaxed single row): COUNT events, one per append
         // and commit, from one writer, into DIR/single. No fsync: what is left is the log's own work.
-        let total = limit == .max ? 20_000 : limit
-        var events: [ProposedEvent] = []
-        try openLog(logPath).scan { record in
-            events.append(
-                ProposedEvent(
-                    eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: record.metadata,
-                    payload: Data(record.payload)))
-            return events.count < total
-        }
+        let events = try proposedEvents(from: logPath, count: limit == .max ? 20_000 : limit)
         let target = directory.appendingPathComponent("single")
         try? FileManager.default.removeItem(at: target)
         let log = try openLog(target)
@@ -206,14 +211,7 @@ func run() throws -> (count: Int, checksum: Int) {
         // group row): COUNT appends per writer, the events taken from the data set.
         let writers = ProcessInfo.processInfo.environment["HOT_PATHS_WRITERS"].flatMap(Int.init) ?? 64
         let perWriter = limit == .max ? 200 : limit
-        var events: [ProposedEvent] = []
-        try openLog(logPath).scan { record in
-            events.append(
-                ProposedEvent(
-                    eventID: record.eventID, type: record.type, schemaVersion: record.schemaVersion, metadata: record.metadata,
-                    payload: Data(record.payload)))
-            return events.count < writers * perWriter
-        }
+        let events = try proposedEvents(from: logPath, count: writers * perWriter)
         let target = directory.appendingPathComponent("group")
         try? FileManager.default.removeItem(at: target)
         var options = EventLogOptions()
