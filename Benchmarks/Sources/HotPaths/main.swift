@@ -9,11 +9,15 @@
 //   objcopy --strip-debug .build/release/hot-paths /tmp/hot-paths   # valgrind 3.19 cannot read Swift 6.3's DWARF
 //   valgrind --tool=callgrind /tmp/hot-paths replay DIR
 //
+// `streams` reads the log stream by stream (as a stream-ordered rebuild does) and decodes each
+// payload. `rebuild` builds the details table (a first build), then rebuilds it.
 // `single` appends COUNT events (default 20,000) one per relaxed commit into DIR/single.
-// `group` appends from 64 durable writers into DIR/group and prints events/s; it waits on the
-// disk, so time it with `perf stat -e task-clock` or `perf record` rather than count instructions.
+// `group` appends from 64 durable writers (HOT_PATHS_WRITERS sets how many) into DIR/group and
+// prints events/s; it waits on the disk, so time it with `perf stat -e task-clock` or `perf record`
+// rather than count instructions.
 // `pg-single URL [COUNT]` appends COUNT events one at a time (durable) to the PostgreSQL log at
-// URL (`postgres://user@host:port/db?schema=name`), as peer-compare's pg-single row does.
+// URL (`postgres://user@host:port/db?schema=name`), as peer-compare's pg-single row does;
+// `pg-replay URL [COUNT]` replays it (importing COUNT events first when it holds fewer).
 //
 // `import` prints the bytes the process wrote (`wchar` of /proc/self/io) beside its rate; the
 // environment variable HOT_PATHS_INDEX_TAIL_LIMIT sets the logs' `indexTailLimit` to compare flush sizes.
@@ -31,7 +35,8 @@ import Projections
 import SpeziAccountStore
 import Synchronization
 
-let usage = "usage: hot-paths scan|replay|fold|rebuild|import|single|group|details|verify DIR [COUNT] | pg-single URL [COUNT]"
+let usage =
+    "usage: hot-paths scan|replay|streams|fold|rebuild|import|single|group|details|verify DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
