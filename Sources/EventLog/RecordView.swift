@@ -39,17 +39,21 @@ public struct RecordView: LogRecord {
         let storedPosition = BigEndian.uint64(record, at: RecordFormat.Offset.position)
         guard storedPosition == position else { throw corrupt("the record says position \(storedPosition) but is stored under \(position)") }
         // The variable part, read with plain loads (this runs for every record a reader sees).
+        // `offset` never passes `count` and lengths are at most 2^32, so the arithmetic cannot
+        // overflow and goes unchecked.
         let count = record.count
         var offset = RecordFormat.fixedSize
         @inline(__always) func u16() -> Int? {
-            guard count - offset >= 2 else { return nil }
-            defer { offset += 2 }
-            return Int(UInt16(bigEndian: record.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+            guard count &- offset >= 2 else { return nil }
+            let value = Int(UInt16(bigEndian: record.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+            offset &+= 2
+            return value
         }
         @inline(__always) func skip(_ length: Int) -> Range<Int>? {
-            guard count - offset >= length else { return nil }
-            defer { offset += length }
-            return offset..<(offset + length)
+            guard count &- offset >= length else { return nil }
+            let start = offset
+            offset &+= length
+            return Range(uncheckedBounds: (start, offset))
         }
         guard let streamLength = u16(), let stream = skip(streamLength), let typeLength = u16(), let type = skip(typeLength) else {
             throw corrupt("the record ends inside its header")
