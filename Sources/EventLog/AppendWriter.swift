@@ -96,9 +96,7 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
-    /// Queues `requests` (in this order) and returns; `completion` gets each one's index in
-    /// `requests` and outcome after its commit.
-    func enqueue(_ requests: [AppendRequest], completion: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
+    private func enqueue(_ requests: [AppendRequest], completion: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
         condition.lock()
         if stopping {
             condition.unlock()

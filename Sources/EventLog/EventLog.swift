@@ -244,40 +244,28 @@ public final class EventLog: Sendable {
     /// that fails writes nothing and holds back none of the others). Returns each one's outcome, in
     /// order. Imports and moves between backends use it.
     public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
-        guard !appends.isEmpty else { return [] }
-        guard let writer else {
-            let error = readOnlyError("append to")
-            return appends.map { _ in .failure(error) }
-        }
-        // Checked and queued a chunk at a time: the writer thread applies the first chunks while
-        // this thread checks the next ones, and the chunks that arrive meanwhile join its commit.
-        return await withCheckedContinuation { continuation in
-            let collector = AppendOutcomes(count: appends.count, continuation: continuation)
-            for start in stride(from: 0, to: appends.count, by: Self.appendBatchChunk) {
-                var requests: [AppendRequest] = []
-                var indexes: [Int] = []
-                for index in start..<min(start + Self.appendBatchChunk, appends.count) {
-                    let append = appends[index]
-                    do {
-                        let micros = append.timestamps?.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) }
-                        requests.append(
-                            try makeRequest(
-                                append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
-                                releases: append.releases, timestamps: micros))
-                        indexes.append(index)
-                    } catch {
-                        collector.set(index, .failure(error))
-                    }
-                }
-                if !requests.isEmpty {
-                    writer.enqueue(requests) { [indexes] position, outcome in collector.set(indexes[position], outcome) }
-                }
+        var outcomes: [Result<AppendResult, any Error>?] = Array(repeating: nil, count: appends.count)
+        var requests: [AppendRequest] = []
+        var queuedIndexes: [Int] = []
+        for (index, append) in appends.enumerated() {
+            do {
+                let micros = append.timestamps?.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) }
+                requests.append(
+                    try makeRequest(
+                        append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
+                        releases: append.releases, timestamps: micros))
+                queuedIndexes.append(index)
+            } catch {
+                outcomes[index] = .failure(error)
             }
         }
+        guard let writer else {
+            let error = readOnlyError("append to")
+            return appends.indices.map { outcomes[$0] ?? .failure(error) }
+        }
+        for (index, outcome) in zip(queuedIndexes, await writer.appendAll(requests)) { outcomes[index] = outcome }
+        return outcomes.map { $0! }
     }
-
-    /// How many appends of an `appendBatch` call are checked and queued at a time.
-    static let appendBatchChunk = 64
 
     /// The error for a write to a log opened read-only.
     func readOnlyError(_ operation: String) -> EventLogError {
