@@ -253,13 +253,7 @@ final class AppendWriter: @unchecked Sendable {
         condition.unlock()
         var flushStarted = ContinuousClock.now
         let outcomes = process(&batch) { batch in
-            guard let deadline else {
-                // What was queued while the batch was applied joins it (an import's next chunk,
-                // appenders that came meanwhile), without waiting for more.
-                condition.lock()
-                defer { condition.unlock() }
-                return takeQueued(events: &events, bytes: &bytes, into: &batch)
-            }
+            guard let deadline else { return false }
             return gather(until: deadline, events: &events, bytes: &bytes, into: &batch)
         } committing: {
             flushStarted = ContinuousClock.now

@@ -28,6 +28,7 @@ struct CrashTests {
         var acknowledged: [Ack] = []
         var crashes = 0
         var tailsAfterCrash = 0
+        var wroteBeforeKill = 0
         for run in 0..<20 {
             // Let it open the log and append for a random while, then kill it without warning. A
             // small index tail: index flushes happen between kills, and kills land in the middle of them.
@@ -42,12 +43,17 @@ struct CrashTests {
 
             let log = try EventLog(path: path)
             _ = try await Self.expectSurvived(acknowledged, in: log, after: "run \(run)")
-            if try log.indexedThrough() < log.lastPosition() { tailsAfterCrash += 1 }
+            // A child killed before its first commit (a slow start on a busy machine) cannot leave a tail.
+            if !child.acknowledged.isEmpty {
+                wroteBeforeKill += 1
+                if try log.indexedThrough() < log.lastPosition() { tailsAfterCrash += 1 }
+            }
             await log.close()
         }
         #expect(crashes == 20)
-        // Most crashes leave records the indexes do not hold yet: the rebuilt tail was exercised.
-        #expect(tailsAfterCrash > 10)
+        // Most crashes of a child that had committed leave records the indexes do not hold yet:
+        // the rebuilt tail was exercised.
+        #expect(tailsAfterCrash * 2 > wroteBeforeKill && tailsAfterCrash >= 5, "\(tailsAfterCrash) tails after \(wroteBeforeKill) kills")
         // The runs must have done real work for the test to mean anything.
         #expect(acknowledged.count > 100)
         #expect(Set(acknowledged.map(\.position)).count == acknowledged.count)
