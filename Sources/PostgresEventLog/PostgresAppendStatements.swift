@@ -59,6 +59,9 @@ enum PostgresAppendStatements {
         _ decision: GroupDecision, beliefs: AppendBeliefs, channel: String, client: PostgresClient, logger: Logger
     ) async throws -> AppendSnapshot? {
         // A prepared statement: each connection parses and plans it once.
+        if let one = LogAppendOneStatement(decision: decision, beliefs: beliefs, channel: channel) {
+            return try await report(client.execute(one, logger: logger))
+        }
         let rows = try await client.execute(LogAppendStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger)
         return try await report(rows)
     }
@@ -138,6 +141,59 @@ private struct LogAppendStatement: PostgresPreparedStatement {
         bindings.append(taken.map(\.owner))
         bindings.append(ByteBuffer(bytes: head.hash.bytes))
         bindings.append(head.timestamp)
+        bindings.append(channel)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
+    }
+}
+
+/// `log_append_one` as a prepared statement: a group that writes one record and changes no claim,
+/// the shape of nearly every single append.
+private struct LogAppendOneStatement: PostgresPreparedStatement {
+    typealias Row = PostgresAppendStatements.ReportRow
+
+    static let name = "spezi_log_append_one"
+
+    static let sql = """
+        SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_append_one(
+            $1, $2, $3, $4, $5, $6, $7, $8::uuid, $9, $10::integer, $11::bytea, $12::bytea, $13::integer, $14::bytea, $15)
+        """
+
+    let decision: GroupDecision
+    let beliefs: AppendBeliefs
+    let channel: String
+
+    /// Nil unless the group has that shape: one record, written, on the one stream and with the
+    /// one event id it believes about (believed absent), no claim taken, released or believed.
+    init?(decision: GroupDecision, beliefs: AppendBeliefs, channel: String) {
+        let rows = decision.rows
+        guard rows.positions.count == 1, decision.writes, decision.released.isEmpty, decision.taken.isEmpty,
+            beliefs.freeClaims.isEmpty, beliefs.ownedClaims.isEmpty, beliefs.knownIDs == 0,
+            beliefs.streams == rows.streams, beliefs.ids == rows.ids, UInt64(rows.positions[0]) == decision.head.position
+        else { return nil }
+        (self.decision, self.beliefs, self.channel) = (decision, beliefs, channel)
+    }
+
+    func makeBindings() throws -> PostgresBindings {
+        let rows = decision.rows
+        var bindings = PostgresBindings(capacity: 15)
+        bindings.append(beliefs.head)
+        bindings.append(ByteBuffer(bytes: beliefs.headHash.bytes))
+        bindings.append(rows.streams[0])
+        bindings.append(beliefs.versions[0])
+        bindings.append(rows.positions[0])
+        bindings.append(rows.versions[0])
+        bindings.append(rows.timestamps[0])
+        bindings.append(rows.ids[0])
+        bindings.append(rows.types[0])
+        bindings.append(rows.schemaVersions[0])
+        bindings.append(rows.metadata[0])
+        bindings.append(rows.payloads[0])
+        bindings.append(rows.crcs[0])
+        bindings.append(rows.hashes[0])
         bindings.append(channel)
         return bindings
     }

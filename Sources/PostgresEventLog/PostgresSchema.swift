@@ -90,7 +90,7 @@ enum PostgresSchema {
         // Each statement of a PL/pgSQL function takes a new snapshot, so those after the lock see
         // every append committed before it was granted. One round trip instead of four.
         //
-        // The two functions' statements are planned once per connection (a generic plan), not
+        // The functions' statements are planned once per connection (a generic plan), not
         // for each call: planning log_append's checks cost more than running them. Every one of
         // them is a lookup by key, and with sequential scans disabled the plan uses the indexes
         // even when it is made while the tables are empty (it would otherwise scan `log_claims`
@@ -162,6 +162,34 @@ enum PostgresSchema {
                 END IF;
             END IF;
             RETURN QUERY SELECT * FROM log_prepare(p_ids, p_streams, p_free || p_owned);
+        END
+        $body$
+        """,
+        // log_append for the most common group, one record and no claims, with scalar
+        // parameters: the same checks and writes, without building and unpacking eleven arrays
+        // (a third less server time per call in pgbench). The head moves to the record.
+        """
+        CREATE OR REPLACE FUNCTION log_append_one(
+            p_head bigint, p_head_hash bytea, p_stream text, p_version bigint,
+            r_pos bigint, r_ver bigint, r_ts bigint, r_id uuid, r_type text, r_schema integer, r_meta bytea, r_payload bytea,
+            r_crc integer, r_hash bytea, p_channel text)
+        RETURNS TABLE (o_kind integer, o_pos bigint, o_hash bytea, o_num bigint, o_id uuid, o_name text, o_owner text)
+        LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $body$
+        BEGIN
+            IF p_version = coalesce((SELECT max(r.stream_version) FROM log_records r WHERE r.stream_id = p_stream), 0)
+                AND NOT EXISTS (SELECT 1 FROM log_records r WHERE r.event_id = r_id) THEN
+                UPDATE log_head SET position = r_pos, hash = r_hash, timestamp_us = r_ts
+                    WHERE position = p_head AND hash = p_head_hash;
+                IF FOUND THEN
+                    INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
+                        VALUES (r_pos, p_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
+                    PERFORM pg_notify(p_channel, r_pos::text);
+                    o_kind := 9;
+                    RETURN NEXT;
+                    RETURN;
+                END IF;
+            END IF;
+            RETURN QUERY SELECT * FROM log_prepare(ARRAY[r_id], ARRAY[p_stream], ARRAY[]::text[]);
         END
         $body$
         """,

@@ -21,15 +21,38 @@ struct BeliefTests {
     func loneWriter() async throws {
         let server = try await PostgresServer.start(name: "belief-lone")
         defer { server.remove() }
+        // Count calls of the log's functions (new sessions read the setting).
+        _ = try await server.psql("ALTER DATABASE postgres SET track_functions = 'pl'")
         let log = try await PostgresEventLog.open(server.url(schema: "lone"))
         for index in 0..<30 {
             _ = try await log.append([Self.event()], to: "stream-\(index % 5)", expectedVersion: .any, claims: [], releases: [])
         }
+        // Two events in one append, then one that takes a claim: the general function.
+        _ = try await log.append([Self.event(), Self.event()], to: "stream-0", expectedVersion: .any, claims: [], releases: [])
+        _ = try await log.append([Self.event()], to: "stream-1", expectedVersion: .any, claims: ["user:one"], releases: [])
         // The first group has no belief to go on and locks the head; the others go on belief.
-        #expect(log.appendPaths == AppendPaths(believed: 29, corrected: 0, locked: 1))
+        #expect(log.appendPaths == AppendPaths(believed: 31, corrected: 0, locked: 1))
         #expect(try await log.streamVersion("stream-4") == 6)
+        #expect(try await log.streamVersion("stream-0") == 8)
         #expect(try await log.verify(progress: nil).isIntact)
         await log.close()
+
+        // The single-record appends on belief took log_append_one, the other two log_append. A
+        // server process reports its counts when its connection ends: wait until they are in.
+        let query = "SELECT funcname, calls FROM pg_stat_user_functions WHERE schemaname = 'lone' ORDER BY funcname"
+        var calls: [String: Int] = [:]
+        for _ in 0..<200 {
+            let printed = try await server.psql(query)
+            calls = Dictionary(
+                uniqueKeysWithValues: printed.split(separator: "\n").map { line in
+                    let fields = line.split(separator: "|")
+                    return (String(fields[0]), Int(fields.last ?? "") ?? -1)
+                })
+            if calls["log_append_one"] == 29, calls["log_append"] == 2 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(calls["log_append_one"] == 29, "\(calls)")
+        #expect(calls["log_append"] == 2, "\(calls)")
     }
 
     @Test("two nodes take turns on the same streams and claims: every expected version, claim and retry is decided on what is stored")
