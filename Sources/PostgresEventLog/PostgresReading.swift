@@ -53,19 +53,25 @@ enum RecordColumns {
 
 /// A subscription's reader: batches by position, then waits for commits (notifications, polling).
 ///
-/// While it catches up it reads one batch ahead: after handing out a full batch it starts reading
-/// the next one, so that the server's query, the rows' transfer and their decoding overlap with
-/// the consumer's work on the batch it has (`hot-paths pg-replay` on two cores, alternating builds:
-/// 165–195 k → 180–235 k records/s). Once a batch comes back short the subscription has caught up
-/// and reads only when asked.
+/// While it catches up it reads ahead: after handing out a full batch it starts reading the next
+/// one, so that the server's query, the rows' transfer and their decoding overlap with the
+/// consumer's work on the batch it has (`hot-paths pg-replay` on two cores, alternating builds:
+/// 165–195 k → 180–235 k records/s). A subscription to the whole log reads two batches ahead, on
+/// two connections: positions have no gaps, so the batch after next starts `batchSize` positions
+/// after the next one. A batch read ahead is used only if it is full and starts right after the
+/// last record delivered; otherwise the reads ahead are dropped and the batch is read afresh. Once
+/// a batch comes back short the subscription has caught up and reads only when asked.
 final class PostgresSubscriptionCursor: @unchecked Sendable {
     let log: PostgresEventLog
     /// The position of the last record delivered (or the starting point). Used by one iterator.
     var position: UInt64
     let streamID: String?
     let batchSize: Int
-    /// The read of the batch after `position`, started when the last batch was full.
-    private var ahead: Task<(UInt64, [RecordedEvent]), any Error>?
+    /// The reads of the batches after `position`, oldest first, started when the last batch was full.
+    private var ahead: [Task<(UInt64, [RecordedEvent]), any Error>] = []
+    /// How many batches are read ahead: two for the whole log, one for a stream (whose positions
+    /// have gaps, so where the batch after next starts is not known).
+    private var depth: Int { streamID == nil ? 2 : 1 }
 
     init(log: PostgresEventLog, position: UInt64, streamID: String?, batchSize: Int) {
         self.log = log
@@ -75,20 +81,41 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
     }
 
     deinit {
-        ahead?.cancel()
+        for task in ahead { task.cancel() }
     }
 
-    /// The batch after `position`: the one read ahead, if any, else a new read.
+    private func dropAhead() {
+        for task in ahead { task.cancel() }
+        ahead = []
+    }
+
+    /// The batch after `position`: the oldest read ahead, if there is one and it can be used
+    /// (see the type's description), else a new read.
     private func read() async throws -> (UInt64, [RecordedEvent]) {
-        if let pending = ahead {
-            ahead = nil
-            return try await withTaskCancellationHandler {
+        if !ahead.isEmpty {
+            let pending = ahead.removeFirst()
+            let result = try await withTaskCancellationHandler {
                 try await pending.value
             } onCancel: {
                 pending.cancel()
             }
+            if depth == 1 { return result }
+            if result.1.count >= batchSize, result.1.first?.position == position + 1 { return result }
+            dropAhead()
         }
         return try await log.batch(after: position, streamID: streamID, limit: batchSize)
+    }
+
+    /// Starts reads so that `depth` batches after the full batch just delivered are under way.
+    private func readAhead(after last: UInt64) {
+        var after = last + UInt64(ahead.count * batchSize)
+        while ahead.count < depth {
+            ahead.append(
+                Task { [log, streamID, batchSize, after] in
+                    try await log.batch(after: after, streamID: streamID, limit: batchSize)
+                })
+            after += UInt64(batchSize)
+        }
     }
 
     /// The next non-empty batch; nil once the log is closed or the task cancelled. While the
@@ -98,8 +125,7 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
         var outage: String?
         while true {
             if Task.isCancelled || log.notifier.isClosed {
-                ahead?.cancel()
-                ahead = nil
+                dropAhead()
                 return nil
             }
             let head: UInt64
@@ -129,11 +155,7 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
             }
             if let last = records.last {
                 position = last.position
-                if records.count >= batchSize {
-                    ahead = Task { [log, streamID, batchSize] in
-                        try await log.batch(after: last.position, streamID: streamID, limit: batchSize)
-                    }
-                }
+                if records.count >= batchSize { readAhead(after: last.position) } else { dropAhead() }
                 return records
             }
             await log.notifier.wait(beyond: Swift.max(head, position))
