@@ -11,14 +11,15 @@ import Logging
 /// `streams` and `event-ids` databases, and how.
 extension AppendWriter {
     /// How many records the tail may hold after a commit of `events` events. Commits of many
-    /// events (imports, bulk appends) let it grow to 32 times the limit: with an index much larger
+    /// events (imports, bulk appends) let it grow to the bulk limit (at least 32 times the
+    /// limit): with an index much larger
     /// than the tail, nearly every entry written lands on a page of its own, so a flush costs a
     /// page write per entry however few there are, and fewer, larger flushes share more pages
     /// (an import of 1 M events wrote 4.3 GB with flushes every 2,048 records and 1.4 GB with
     /// flushes every 65,536). Small commits keep the limit, so a durable commit never carries a
     /// flush that large unless an import came just before it.
     func tailLimit(forCommitOf events: Int) -> Int {
-        events >= Self.bulkCommitEvents ? indexTailLimit * 32 : indexTailLimit
+        events >= Self.bulkCommitEvents ? max(indexTailLimit * 32, bulkIndexTailLimit) : indexTailLimit
     }
 
     /// The commit size from which a commit counts as a bulk append.
@@ -42,6 +43,7 @@ extension AppendWriter {
                 return left.stream == right.stream ? left.version < right.version : left.stream.utf8.lexicographicallyPrecedes(right.stream.utf8)
             }
             var key: [UInt8] = []
+            var streams = try IndexAppender(txn, databases.streams)
             for entry in order {
                 let item = items[entry.index]
                 key.removeAll(keepingCapacity: true)
@@ -50,17 +52,18 @@ extension AppendWriter {
                 withUnsafeBytes(of: item.version.bigEndian) { key.append(contentsOf: $0) }
                 var value = item.position.bigEndian
                 try key.withUnsafeBytes { key in
-                    try withUnsafeBytes(of: &value) { value in try txn.put(databases.streams, key: key, value: value, flags: .noOverwrite) }
+                    try withUnsafeBytes(of: &value) { value in try streams.put(key: key, value: value) }
                 }
             }
             order = items.indices.map { SortKey(leading: items[$0].eventIDOrder, index: $0) }
             order.sort { $0.leading < $1.leading }
+            var eventIDs = try IndexAppender(txn, databases.eventIDs)
             for entry in order {
                 let item = items[entry.index]
                 var key = item.eventID.uuid
                 var value = item.position.bigEndian
                 try withUnsafeBytes(of: &key) { key in
-                    try withUnsafeBytes(of: &value) { value in try txn.put(databases.eventIDs, key: key, value: value, flags: .noOverwrite) }
+                    try withUnsafeBytes(of: &value) { value in try eventIDs.put(key: key, value: value) }
                 }
             }
         }
@@ -85,5 +88,42 @@ extension AppendWriter {
             return
         }
         if let flushedThrough { tail.flushed(through: flushedThrough) }
+    }
+}
+
+/// Puts an index's entries, in key order, in one write transaction. A key after every key the
+/// database holds goes in with `MDB_APPEND`: no search from the root, and the pages it fills are
+/// filled whole instead of split in halves. An import into a new log, and the event ids the log
+/// makes (time-ordered), put nearly all their keys that way. Any other key is put as usual,
+/// refused if present. Which way a key goes is decided on its bytes, in LMDB's own order, so a
+/// sort that disagreed with it could only cost speed, never an `MDB_APPEND` error.
+struct IndexAppender {
+    private let txn: Transaction
+    private let database: Database
+    /// The greatest key in the database, or nil while it is empty.
+    private var last: [UInt8]?
+
+    init(_ txn: Transaction, _ database: Database) throws {
+        self.txn = txn
+        self.database = database
+        last = try txn.withCursor(database) { cursor in try cursor.last().map { [UInt8]($0.key) } }
+    }
+
+    mutating func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        if let last, !IndexAppender.precedes(last, key) {
+            try txn.put(database, key: key, value: value, flags: .noOverwrite)
+            return
+        }
+        try txn.put(database, key: key, value: value, flags: .append)
+        if last == nil { last = [] }
+        last!.removeAll(keepingCapacity: true)
+        last!.append(contentsOf: key)
+    }
+
+    /// LMDB's default order: bytes compared up to the shorter length, then the shorter first.
+    private static func precedes(_ lhs: [UInt8], _ rhs: UnsafeRawBufferPointer) -> Bool {
+        let common = min(lhs.count, rhs.count)
+        let order = lhs.withUnsafeBytes { memcmp($0.baseAddress!, rhs.baseAddress!, common) }
+        return order != 0 ? order < 0 : lhs.count < rhs.count
     }
 }

@@ -54,16 +54,24 @@ final class AppendWriter: @unchecked Sendable {
     private let metrics: WriterMetrics
     let tail: IndexTail
     let indexTailLimit: Int
+    let bulkIndexTailLimit: Int
+    private let idleIndexFlushDelay: Duration
+    /// True after a bulk commit left more than ``indexTailLimit`` records unindexed: the thread
+    /// writes them into the indexes once it has been idle for ``idleIndexFlushDelay``.
+    private var flushWhenIdle = false
     let logger: Logger
 
     init(
         environment: Environment, databases: LogDatabases, tail: IndexTail, clock: @escaping @Sendable () -> Date,
-        maxBatchEvents: Int, maxBatchBytes: Int, indexTailLimit: Int, onCommit: @escaping @Sendable (UInt64) -> Void
+        maxBatchEvents: Int, maxBatchBytes: Int, indexTailLimit: Int, bulkIndexTailLimit: Int, idleIndexFlushDelay: Duration,
+        onCommit: @escaping @Sendable (UInt64) -> Void
     ) {
         self.environment = environment
         self.databases = databases
         self.tail = tail
         self.indexTailLimit = max(indexTailLimit, 0)
+        self.bulkIndexTailLimit = max(bulkIndexTailLimit, 0)
+        self.idleIndexFlushDelay = idleIndexFlushDelay
         self.logger = Logger(label: "EventLog.writer")
         self.clock = clock
         self.maxBatchEvents = maxBatchEvents
@@ -149,7 +157,21 @@ final class AppendWriter: @unchecked Sendable {
         while true {
             if answeredLast == 1 { spinForNextRequest() }
             condition.lock()
-            while pending.isEmpty && !stopping { condition.wait() }
+            while pending.isEmpty && !stopping {
+                guard flushWhenIdle else {
+                    condition.wait()
+                    continue
+                }
+                let idle = condition.wait(until: Date(timeIntervalSinceNow: Double(nanoseconds(idleIndexFlushDelay)) / 1e9))
+                if !idle && pending.isEmpty && !stopping {
+                    // Idle after bulk commits: write their tail now rather than in the next
+                    // small commit (or at close).
+                    flushWhenIdle = false
+                    condition.unlock()
+                    flushIndex()
+                    condition.lock()
+                }
+            }
             if pending.isEmpty {
                 condition.unlock()
                 // A log closed cleanly is indexed through its last record.
@@ -175,13 +197,16 @@ final class AppendWriter: @unchecked Sendable {
             let started = ContinuousClock.now
             let (batch, outcomes, flushStarted) = process(gatheringUntil: gathering)
             let done = ContinuousClock.now
+            let events = batch.reduce(0) { $0 + $1.events.count }
+            let unindexed = tail.withState { $0.count }
             condition.lock()
             answeredLast = batch.count
             returned = 0
             lastCommit = done - flushStarted
+            flushWhenIdle = (flushWhenIdle || events >= Self.bulkCommitEvents) && unindexed > indexTailLimit
             condition.unlock()
             metrics.commitDuration.recordNanoseconds(nanoseconds(done - started))
-            metrics.groupEvents.record(batch.reduce(0) { $0 + $1.events.count })
+            metrics.groupEvents.record(events)
             for (request, outcome) in zip(batch, outcomes) {
                 if let queuedAt = request.queuedAt { metrics.appendDuration.recordNanoseconds(nanoseconds(done - queuedAt)) }
                 request.completion?(outcome)

@@ -22,9 +22,12 @@ struct DeferredIndexTests {
         return options
     }()
 
+    /// A tail limit of `tail`, 32 times that after bulk commits, and no flush when idle.
     private func options(tail: Int) -> EventLogOptions {
         var options = relaxed
         options.indexTailLimit = tail
+        options.bulkIndexTailLimit = tail * 32
+        options.idleIndexFlushDelay = .seconds(3_600)
         return options
     }
 
@@ -120,6 +123,41 @@ struct DeferredIndexTests {
         #expect(indexedAfter == [0, 512, 512, 769])
         try expectLookups(log, expected, "after the small commit")
         #expect(try await log.verify().isIntact)
+    }
+
+    @Test("a writer left idle after bulk commits writes their tail into the indexes on its own; one told to wait an hour does not")
+    func idleFlushAfterBulkCommits() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        var eager = options(tail: 16)
+        eager.bulkIndexTailLimit = 100_000
+        eager.idleIndexFlushDelay = .milliseconds(20)
+        var patient = eager
+        patient.idleIndexFlushDelay = .seconds(3_600)
+        let logs = try [EventLog(path: directory.path("eager"), options: eager), EventLog(path: directory.path("patient"), options: patient)]
+        var expected: [String: [UUID]] = [:]
+        let appends = (0..<150).map { index in
+            let events = [event(), event()]
+            expected["s\(index)", default: []] += events.map(\.eventID)
+            return StreamAppend(streamID: "s\(index)", events: events, expectedVersion: .noStream)
+        }
+        for log in logs {
+            for outcome in await log.appendBatch(appends) { _ = try outcome.get() }
+        }
+        // One bulk commit of 300 events each, under the bulk limit: nothing flushed it. The eager
+        // writer does once it has been idle for 20 ms, without another commit.
+        var flushed: UInt64 = 0
+        for _ in 0..<500 where flushed != 300 {
+            try await Task.sleep(for: .milliseconds(20))
+            flushed = try logs[0].indexedThrough()
+        }
+        #expect(flushed == 300)
+        #expect(try logs[1].indexedThrough() == 0)
+        for log in logs {
+            try expectLookups(log, expected, "after the bulk commit")
+            #expect(try await log.verify().isIntact)
+            await log.close()
+        }
     }
 
     @Test("a copy taken while the log is open (a crash image) has an unindexed tail that every reader rebuilds")

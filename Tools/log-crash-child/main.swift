@@ -58,7 +58,12 @@ func acknowledge(_ events: [ProposedEvent], of stream: String, _ result: AppendR
 do {
     var options = EventLogOptions()
     if relaxedMode { options.sync = .relaxed }
-    if let indexTailLimit { options.indexTailLimit = indexTailLimit }
+    if let indexTailLimit {
+        // Bulk commits may then leave 32 times the limit unindexed (the rule before the bulk limit
+        // had an option of its own), so that kills land on tails of every length.
+        options.indexTailLimit = indexTailLimit
+        options.bulkIndexTailLimit = indexTailLimit * 32
+    }
     let log = try EventLog(path: arguments[1], options: options)
     report("ready \(try log.lastPosition())")
     if bulkMode {

@@ -20,7 +20,8 @@
 // `pg-replay URL [COUNT]` replays it (importing COUNT events first when it holds fewer).
 //
 // `import` prints the bytes the process wrote (`wchar` of /proc/self/io) beside its rate; the
-// environment variable HOT_PATHS_INDEX_TAIL_LIMIT sets the logs' `indexTailLimit` to compare flush sizes.
+// environment variable HOT_PATHS_INDEX_TAIL_LIMIT sets the logs' `indexTailLimit` to compare flush sizes,
+// and HOT_PATHS_BULK_TAIL_LIMIT their `bulkIndexTailLimit`.
 //
 // DIR is a data directory that `peer-compare` wrote (its `log` folder is read; `rebuild` and
 // `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
@@ -65,6 +66,7 @@ func openLog(_ path: URL, readOnly: Bool = false) throws -> EventLog {
     options.sync = .relaxed
     options.initialMapSize = 2 << 30
     if let limit = ProcessInfo.processInfo.environment["HOT_PATHS_INDEX_TAIL_LIMIT"].flatMap(Int.init) { options.indexTailLimit = limit }
+    if let limit = ProcessInfo.processInfo.environment["HOT_PATHS_BULK_TAIL_LIMIT"].flatMap(Int.init) { options.bulkIndexTailLimit = limit }
     return try EventLog(path: path.path, options: options)
 }
 
@@ -188,6 +190,8 @@ func run() throws -> (count: Int, checksum: Int) {
                     written += try outcome.get().positions.count
                 }
             }
+            // Closing writes the tail the last commits left into the indexes: part of the import.
+            await target.close()
             return written
         }
         let written = (try? String(contentsOfFile: "/proc/self/io", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("wchar") } ?? ""
