@@ -11,9 +11,9 @@ import Logging
 /// `streams` and `event-ids` databases, and how.
 extension AppendWriter {
     /// How many records the tail may hold after a commit of `events` events. Commits of many
-    /// events (imports, bulk appends) let it grow to the bulk limit (at least 32 times the
-    /// limit): with an index much larger
-    /// than the tail, nearly every entry written lands on a page of its own, so a flush costs a
+    /// events (imports, bulk appends) let it grow to the bulk limit (at least 32 times the limit):
+    /// with an index much larger than the tail, nearly every entry written lands on a page of its
+    /// own, so a flush costs a
     /// page write per entry however few there are, and fewer, larger flushes share more pages
     /// (an import of 1 M events wrote 4.3 GB with flushes every 2,048 records and 1.4 GB with
     /// flushes every 65,536). Small commits keep the limit, so a durable commit never carries a
@@ -70,7 +70,8 @@ extension AppendWriter {
         try databases.setIndexedThrough(txn, position)
     }
 
-    /// Writes the whole tail into the indexes in a commit of its own (when the log closes).
+    /// Writes the whole tail into the indexes in a commit of its own (when the log closes, and
+    /// when the writer has been idle for a while after bulk commits).
     func flushIndex() {
         var flushedThrough: UInt64?
         do {
@@ -84,7 +85,7 @@ extension AppendWriter {
             }
         } catch {
             // Nothing is lost: the tail is rebuilt from the records when the log is next opened.
-            logger.error("could not write the index tail when closing", metadata: ["log": "\(path)", "error": "\(error)"])
+            logger.error("could not write the index tail", metadata: ["log": "\(path)", "error": "\(error)"])
             return
         }
         if let flushedThrough { tail.flushed(through: flushedThrough) }

@@ -198,12 +198,14 @@ final class AppendWriter: @unchecked Sendable {
             let (batch, outcomes, flushStarted) = process(gatheringUntil: gathering)
             let done = ContinuousClock.now
             let events = batch.reduce(0) { $0 + $1.events.count }
-            let unindexed = tail.withState { $0.count }
+            // Only the writer thread sets the flag, so it is read here without the lock; the
+            // tail's lock is taken only after a bulk commit or while a flush is due.
+            let idleFlushDue = (flushWhenIdle || events >= Self.bulkCommitEvents) && tail.withState { $0.count } > indexTailLimit
             condition.lock()
             answeredLast = batch.count
             returned = 0
             lastCommit = done - flushStarted
-            flushWhenIdle = (flushWhenIdle || events >= Self.bulkCommitEvents) && unindexed > indexTailLimit
+            flushWhenIdle = idleFlushDue
             condition.unlock()
             metrics.commitDuration.recordNanoseconds(nanoseconds(done - started))
             metrics.groupEvents.record(events)

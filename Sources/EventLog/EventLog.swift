@@ -38,7 +38,8 @@ public struct EventLogOptions: Sendable {
     /// (`hot-paths import` of 1 M events, the closing flush included: 160–167 k events/s with
     /// 65,536, 188–189 k with 262,144, 199–204 k with 524,288, 204–216 k with one flush at the
     /// end), at about 250 bytes of memory per record in the tail while it lasts (the import of
-    /// `peer-compare` peaked at 113 MiB of heap with 65,536 and 244 MiB with 524,288). A writer left idle for ``idleIndexFlushDelay`` after bulk commits writes the tail
+    /// `peer-compare` peaked at 113 MiB of heap with 65,536, 189 MiB with 262,144 and 244 MiB with
+    /// 524,288). A writer left idle for ``idleIndexFlushDelay`` after bulk commits writes the tail
     /// then, so that the next small commit does not carry it.
     public var bulkIndexTailLimit: Int = 262_144
     /// How long the writer waits, idle, after bulk commits before it writes their tail into the
