@@ -97,6 +97,65 @@ struct DecoderFuzzTests {
         #expect(accepted + refused == 65_000)
     }
 
+    @Test("account event views: 65,000 mutated inputs, each refused with decoding's error or read as decoding reads it")
+    func accountEventViews() throws {
+        var mutator = Mutator(generator: SplitMix64(seed: 0x0E7E_71E3))
+        var (accepted, refused) = (0, 0)
+        for event in Self.events {
+            let seed = event.encodedPayload()
+            for attempt in 0..<5_000 {
+                let input = attempt == 0 ? seed : mutator.mutate(seed)
+                guard let kind = AccountEvent.Kind(name: event.typeName) else {
+                    Issue.record("no kind for \(event.typeName)")
+                    return
+                }
+                let decoded = Result { try input.withUnsafeBytes { try AccountEvent.decode(kind, payload: $0) } }
+                try input.withUnsafeBytes { bytes in
+                    switch (decoded, Result { try AccountEventView(kind, payload: bytes) }) {
+                    case let (.success(event), .success(view)):
+                        try Self.expect(view, reads: event)
+                        accepted += 1
+                    case let (.failure(expected), .failure(actual)):
+                        #expect(actual as? PayloadDecodingError == expected as? PayloadDecodingError)
+                        refused += 1
+                    case let (expected, actual):
+                        Issue.record("decoding gave \(expected), the view \(actual)")
+                    }
+                }
+            }
+        }
+        print("account event views: \(accepted) read, \(refused) refused")
+        #expect(accepted + refused == 65_000 && accepted > 13 && refused > 30_000)
+    }
+
+    /// Checks that every field a view offers equals the decoded event's.
+    static func expect(_ view: AccountEventView, reads event: AccountEvent) throws {
+        #expect(try view.event() == event)
+        #expect(view.kind.name == event.typeName)
+        let (userId, values, removed): (String?, EncodedAccountValues, [String]) =
+            switch event {
+            case let .accountCreated(userId, _, _, values), let .anonymousAccountUpgraded(userId, _, values): (userId, values, [])
+            case let .detailsModified(values, removed), let .externalDetailsModified(values, removed): (nil, values, removed)
+            case let .userIdChanged(_, new): (new, [:], [])
+            default: (nil, [:], [])
+            }
+        #expect(view.userId == userId)
+        #expect(view.removedIdentifiers == removed)
+        #expect(view.values.dictionary() == values)
+        #expect(view.values.isEmpty == values.isEmpty)
+        // An identifier written twice counts as two entries; the last one's value is the map's.
+        let identifiers = view.values.identifiers
+        #expect(identifiers.count == view.values.count && Set(identifiers) == Set(values.keys))
+        for identifier in identifiers { #expect(view.values[identifier] == values[identifier]) }
+        #expect(view.values["not an identifier"] == nil)
+        var entries = 0
+        view.values.forEachEntry { identifier, value in
+            entries += 1
+            #expect(values[String(decoding: identifier, as: UTF8.self)] != nil && value.count <= 1_000)
+        }
+        #expect(entries == view.values.count)
+    }
+
     @Test(
         "a details-modified payload applied straight from its bytes: the state of decoding it first, or the same error and no change (20,000 mutated inputs)"
     )

@@ -37,7 +37,7 @@ import SpeziAccountStore
 import Synchronization
 
 let usage =
-    "usage: hot-paths scan|replay|streams|fold|rebuild|import|single|group|details|verify DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
+    "usage: hot-paths scan|replay|view|streams|fold|rebuild|import|single|group|details|verify DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
@@ -102,6 +102,17 @@ func run() throws -> (count: Int, checksum: Int) {
             if case let .detailsModified(modified, _) = try AccountEvent.decode(type: record.type, payload: record.payload) {
                 checksum &+= modified.count
             }
+            count += 1
+            return count < limit
+        }
+    case "view":
+        // The same records read through views: checked in place, each entry's identifier and
+        // value length read without a copy.
+        let log = try openLog(logPath)
+        try log.scan { record in
+            guard let kind = AccountEvent.Kind(nameBytes: record.typeBytes) else { throw PayloadDecodingError.unknownEventType(record.type) }
+            let view = try AccountEventView(kind, payload: record.payload)
+            view.values.forEachEntry { identifier, value in checksum &+= identifier.count &+ value.count }
             count += 1
             return count < limit
         }

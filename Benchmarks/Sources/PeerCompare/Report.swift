@@ -8,7 +8,7 @@ import Foundation
 /// The order of the rows.
 let workloadOrder = [
     "single-durable", "single-relaxed", "group-1", "group-8", "group-8-batched", "group-64", "group-64-batched", "bulk", "import", "scan", "replay",
-    "replay-copied",
+    "replay-decoded", "replay-copied",
     "rebuild", "point", "point-details", "mix"
 ]
 
@@ -114,7 +114,9 @@ func targets(_ figures: [Figure], records: Int) -> [Target] {
         target("64 writers ≥ 3× SQLite", ratio("group-64", .sqlite), { $0 >= 3 }, times),
         target("64 writers ≥ 0.7× raw LMDB committing 64 events per flush", batchedRatio(64), { $0 >= 0.7 }, times),
         target("8 writers ≥ 0.7× raw LMDB committing 8 events per flush", batchedRatio(8), { $0 >= 0.7 }, times),
-        target("replay ≥ 2,000,000 events/s", find("replay")?.perSecond, { $0 >= 2_000_000 }, { "\(grouped($0)) events/s" }),
+        target(
+            "replay ≥ 2,000,000 events/s (read in place through views)", find("replay")?.perSecond, { $0 >= 2_000_000 },
+            { "\(grouped($0)) events/s (every value decoded: \(find("replay-decoded").map { grouped($0.perSecond) } ?? "—") events/s)" }),
         target("replay ≥ 5× SQLite", ratio("replay", .sqlite), { $0 >= 5 }, times),
         target("rebuild of \(count(records)) events < 10 s", rebuild?.seconds, { $0 < 10 }, { String(format: "%.2f s", $0) }),
         target(

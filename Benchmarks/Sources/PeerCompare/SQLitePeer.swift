@@ -200,6 +200,24 @@ final class SQLitePeer: Sendable {
         }
     }
 
+    /// Reads every event in position order and checks its payload in place through an
+    /// `AccountEventView`; `body` sees each. Returns the count.
+    func replayViews(_ body: (Int64, AccountEventView) -> Void) throws -> Int {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT position, stream, version, type, payload FROM events ORDER BY position"))
+            var records = 0
+            while let row = try rows.next() {
+                let type: String = row[3]
+                guard let kind = AccountEvent.Kind(name: type) else { throw PayloadDecodingError.unknownEventType(type) }
+                try row.withUnsafeData(atIndex: 4) { data in
+                    try (data ?? Data()).withUnsafeBytes { body(row[0], try AccountEventView(kind, payload: $0)) }
+                }
+                records += 1
+            }
+            return records
+        }
+    }
+
     /// Steps through every event in position order, reading the same columns as `replay` but
     /// decoding nothing; returns the payloads' total size.
     func payloadBytes() throws -> Int {

@@ -133,6 +133,12 @@ struct PayloadReader {
         offset = 1
     }
 
+    /// A reader at `offset` of bytes already checked (an ``AccountEventView``'s payload).
+    init(checked bytes: UnsafeRawBufferPointer, at offset: Int) {
+        self.bytes = bytes
+        self.offset = offset
+    }
+
     mutating func byte(_ field: @autoclosure () -> String) throws -> UInt8 {
         guard offset < bytes.count else {
             throw PayloadDecodingError.truncated(field: field(), offset: offset)
@@ -197,9 +203,7 @@ struct PayloadReader {
         // when they were valid UTF-8. (Cheaper than `String(validating:)`, which is not specialized.)
         guard let base = units.baseAddress, count > 0 else { return "" }
         // ASCII (ids, key identifiers, hashes: nearly every string here) needs no check afterwards.
-        var high: UInt8 = 0
-        for unit in units { high |= unit }
-        if high < 0x80 { return String(decoding: units, as: UTF8.self) }
+        if Self.isASCII(UnsafeRawBufferPointer(units)) { return String(decoding: units, as: UTF8.self) }
         let string = String(decoding: units, as: UTF8.self)
         var same = string.utf8.count == count
         if same {
@@ -254,8 +258,10 @@ struct PayloadReader {
         }
     }
 
-    /// Checks a map of values as ``values(_:)`` reads it, and moves past it.
-    mutating func skipValues(_ field: @autoclosure () -> String) throws {
+    /// Checks a map of values as ``values(_:)`` reads it, and moves past it; returns its number
+    /// of entries.
+    @discardableResult
+    mutating func skipValues(_ field: @autoclosure () -> String) throws -> Int {
         let count = try length(field())
         for _ in 0..<count {
             let identifier = try skipString("\(field()) identifier")
@@ -263,6 +269,7 @@ struct PayloadReader {
             let bytes = bytes
             _ = take(try length("\(field())[\(String(decoding: bytes[identifier], as: UTF8.self))]"))
         }
+        return count
     }
 
     /// Checks a string as ``string(_:)`` reads it, and moves past it; an ASCII one is checked
@@ -272,10 +279,24 @@ struct PayloadReader {
         var copy = self
         let count = try copy.length(field())
         let start = copy.offset
-        var high: UInt8 = 0
-        for unit in copy.take(count) { high |= unit }
-        if high >= 0x80 { _ = try string(field()) } else { self = copy }
+        if Self.isASCII(UnsafeRawBufferPointer(copy.take(count))) { self = copy } else { _ = try string(field()) }
         return start..<offset
+    }
+
+    /// Whether every byte is below 0x80, eight at a time.
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        var high: UInt64 = 0
+        while index + 8 <= bytes.count {
+            high |= bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        var last: UInt8 = 0
+        while index < bytes.count {
+            last |= bytes[index]
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0 && last < 0x80
     }
 
     /// One entry of a map of values: a value of up to 14 bytes inline, a longer one a slice of
