@@ -9,12 +9,15 @@ internal import LMDB
 import LogRecordFormat
 
 extension AppendWriter {
-    /// Validates one request against the log (inside the transaction), then writes it.
-    func apply(_ request: AppendRequest, txn: Transaction, head: inout LogHead, pending: inout PendingIndex) throws -> AppendResult {
+    /// Validates one request against the log (inside the transaction), then writes it; the
+    /// records' index entries go into the tail at once (``IndexTail/beginWrite(_:)``).
+    /// `lastEventID` is the greatest key of the `event-ids` database when the transaction began.
+    func apply(_ request: AppendRequest, txn: Transaction, head: inout LogHead, lastEventID: (UInt64, UInt64)?) throws -> AppendResult {
         // An event id already in the log makes this a retry: answer with the original positions.
+        let inTail = tail.withState { state in request.events.map { state.position(of: $0.eventID, upTo: .max) } }
         var found: [(index: Int, position: UInt64)] = []
         for (index, event) in request.events.enumerated() {
-            if let position = try position(of: event.eventID, txn: txn, pending: pending) {
+            if let position = try inTail[index] ?? indexedPosition(of: event.eventID, txn: txn, lastEventID: lastEventID) {
                 found.append((index, position))
             }
         }
@@ -33,8 +36,7 @@ extension AppendWriter {
         }
 
         let current =
-            try pending.lastVersion(of: request.streamID)
-            ?? tail.withState { $0.lastVersion(of: request.streamID, upTo: .max) }
+            try tail.withState { $0.lastVersion(of: request.streamID, upTo: .max) }
             ?? LogDatabases.streamVersion(request.streamID, in: txn, streams: databases.streams)
         switch request.expected {
         case .any:
@@ -66,6 +68,7 @@ extension AppendWriter {
 
         let now = Int64((clock().timeIntervalSince1970 * 1_000_000).rounded())
         let firstPosition = head.position + 1
+        let firstVersion = current + 1
         var version = current
         for (index, event) in request.events.enumerated() {
             // Never earlier than the record before it, so times never decrease along positions.
@@ -81,19 +84,28 @@ extension AppendWriter {
                         streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
                 }
             }
-            pending.add(TailItem(stream: request.streamID, version: version, position: position, eventID: event.eventID))
             head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
         }
+        tail.add(stream: request.streamID, firstVersion: firstVersion, firstPosition: firstPosition, eventIDs: request.events.lazy.map(\.eventID))
         return AppendResult(positions: firstPosition...head.position, streamVersion: version, wasDuplicate: false)
     }
 
-    /// Where the event with this id is: this transaction's appends, the unindexed tail, then the
-    /// index.
-    func position(of eventID: UUID, txn: Transaction, pending: PendingIndex) throws -> UInt64? {
-        if let position = pending.position(of: eventID) ?? tail.withState({ $0.position(of: eventID, upTo: .max) }) {
-            return position
-        }
+    /// Where the event with this id is in the `event-ids` database, or nil. An id after the
+    /// database's greatest key when the transaction began (as the log's own time-ordered ids
+    /// are) cannot be there: it is answered without a search.
+    func indexedPosition(of eventID: UUID, txn: Transaction, lastEventID: (UInt64, UInt64)?) throws -> UInt64? {
+        guard let lastEventID, !(lastEventID < TailItem.order(of: eventID)) else { return nil }
         guard let stored = try txn.get(databases.eventIDs, key: LogDatabases.eventIDKey(eventID)), stored.count == 8 else { return nil }
         return stored.withUnsafeBytes { BigEndian.uint64($0) }
     }
+
+    /// The greatest key of the `event-ids` database in `txn`, in ``TailItem/order(of:)``, or nil
+    /// when it is empty.
+    func lastEventID(_ txn: Transaction) throws -> (UInt64, UInt64)? {
+        try txn.withCursor(databases.eventIDs) { cursor in
+            guard let entry = try cursor.last(), entry.key.count == 16 else { return nil }
+            return (BigEndian.uint64(entry.key, at: 0), BigEndian.uint64(entry.key, at: 8))
+        }
+    }
+
 }

@@ -25,16 +25,15 @@ extension AppendWriter {
     /// The commit size from which a commit counts as a bulk append.
     static let bulkCommitEvents = 256
 
-    /// Writes the tail's and `pending`'s entries into the indexes, in the write transaction, each
+    /// Writes the tail's entries (with those of the transaction's own records) into the indexes, in the write transaction, each
     /// index in its key order: consecutive puts then walk the B-tree from left to right, and the
     /// pages they change are still in the CPU's caches, where positions order them at random.
     ///
     /// The items stay where they are: the sorts move small plain values that lead to them (moving
     /// the items would retain and release their strings at every step), and each key is built in
     /// one reused buffer.
-    func writeIndex(_ txn: Transaction, pending: PendingIndex, through position: UInt64) throws {
-        var items = tail.withState { $0.items }
-        items += pending.items
+    func writeIndex(_ txn: Transaction, through position: UInt64) throws {
+        let items = tail.withState { $0.items }
         try items.withUnsafeBufferPointer { items in
             var order = items.indices.map { SortKey(leading: items[$0].streamLeadingBytes, index: $0) }
             order.sort { lhs, rhs in
@@ -78,9 +77,9 @@ extension AppendWriter {
             try environment.write { txn in
                 flushedThrough = nil
                 let head = try databases.lastPosition(txn)
-                let tailCount = try tail.withSnapshot(txn) { state, _ in state.count }
+                let (_, tailCount) = try tail.beginWrite(txn)
                 guard tailCount > 0 else { return }
-                try writeIndex(txn, pending: PendingIndex(), through: head)
+                try writeIndex(txn, through: head)
                 flushedThrough = head
             }
         } catch {

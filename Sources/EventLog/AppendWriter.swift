@@ -295,34 +295,37 @@ final class AppendWriter: @unchecked Sendable {
     ) -> [Result<AppendResult, any Error>] {
         var outcomes: [Result<AppendResult, any Error>] = []
         var lastPosition: UInt64 = 0
-        var pending = PendingIndex()
-        var tailBase: UInt64 = 0
+        var committed: UInt64?
         var flushedThrough: UInt64?
         do {
             try environment.write { txn in
                 outcomes.removeAll(keepingCapacity: true)
-                pending = PendingIndex()
                 flushedThrough = nil
                 var head = try LogHead.read(txn, records: databases.records, path: path)
-                let (base, tailCount) = try tail.withSnapshot(txn) { state, _ in (state.base, state.count) }
-                tailBase = base
+                // (An attempt that did not commit may have left entries in the tail: this drops them.)
+                committed = head.position
+                let (_, tailCount) = try tail.beginWrite(txn)
+                let lastEventID = try lastEventID(txn)
                 repeat {
                     for request in batch[outcomes.count...] {
                         do {
-                            outcomes.append(.success(try apply(request, txn: txn, head: &head, pending: &pending)))
+                            outcomes.append(.success(try apply(request, txn: txn, head: &head, lastEventID: lastEventID)))
                         } catch let error as EventLogError {
                             outcomes.append(.failure(error))
                         }
                     }
                 } while more(&batch)
                 lastPosition = head.position
-                if tailCount + pending.items.count >= tailLimit(forCommitOf: pending.items.count) {
-                    try writeIndex(txn, pending: pending, through: head.position)
+                let added = Int(head.position - (committed ?? head.position))
+                if tailCount + added >= tailLimit(forCommitOf: added) {
+                    try writeIndex(txn, through: head.position)
                     flushedThrough = head.position
                 }
                 committing()
             }
         } catch {
+            // The records of the transaction are gone, and so must their entries be.
+            if let committed { tail.discardUncommitted(after: committed) }
             if batch.count > 1 && !(error is EventLogError) && !((error as? LMDBError)?.isDiskFull ?? false) {
                 // One request may be at fault (e.g. a transaction too large): retry each alone.
                 return batch.flatMap { request in
@@ -333,11 +336,7 @@ final class AppendWriter: @unchecked Sendable {
             let wrapped = EventLogError.wrapping(error, path: path)
             return batch.map { _ in .failure(wrapped) }
         }
-        if let flushedThrough {
-            tail.flushed(through: flushedThrough)
-        } else if !pending.isEmpty {
-            tail.extend(with: pending, base: tailBase)
-        }
+        if let flushedThrough { tail.flushed(through: flushedThrough) }
         onCommit(lastPosition)
         return outcomes
     }

@@ -35,7 +35,10 @@ struct TailItem: Sendable {
 
     /// The event id's place in the `event-ids` database's order (its bytes, compared as two
     /// big-endian words).
-    var eventIDOrder: (UInt64, UInt64) {
+    var eventIDOrder: (UInt64, UInt64) { Self.order(of: eventID) }
+
+    /// An event id's place in the `event-ids` database's order.
+    static func order(of eventID: UUID) -> (UInt64, UInt64) {
         withUnsafeBytes(of: eventID.uuid) {
             (UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)), UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
@@ -108,6 +111,18 @@ struct TailState: Sendable {
         let start = entries.firstIndex(where: { $0.version >= version }) ?? entries.endIndex
         let end = entries.lastIndex(where: { $0.position <= head }).map { $0 + 1 } ?? entries.startIndex
         return start < end ? entries[start..<end] : []
+    }
+
+    /// Drops the entries of the records after `position` (a write transaction's, when it did not
+    /// commit).
+    mutating func truncate(after position: UInt64) {
+        while let last = order.last, last.position > position {
+            order.removeLast()
+            streams[last.stream]?.removeLast()
+            if streams[last.stream]?.isEmpty == true { streams[last.stream] = nil }
+            ids[last.eventID] = nil
+        }
+        through = max(base, min(through, position))
     }
 
     /// Each stream's first entry in the tail.
@@ -188,42 +203,57 @@ final class IndexTail: Sendable {
     }
 
     /// Calls `body` with the shared tail (the writer's read of it, inside its write transaction,
-    /// after ``withSnapshot(_:_:)`` brought it up to date).
+    /// after ``beginWrite(_:)`` brought it up to date).
     func withState<Result>(_ body: (borrowing TailState) throws -> Result) rethrows -> Result {
         try state.withLock { tail in try body(tail) }
     }
 
-    /// After a commit that wrote no index entries: adds the committed records' entries unless a
-    /// reader added them already.
-    func extend(with pending: PendingIndex, base: UInt64) {
+    /// Starts a write transaction's use of the tail: brings it to exactly the records `txn` sees
+    /// (dropping any entries a transaction that did not commit left), and returns its base and
+    /// how many records it holds.
+    ///
+    /// The writer adds each record's entries as it writes the record (``add(stream:firstVersion:firstPosition:eventIDs:)``),
+    /// before the commit, so that its later appends in the same transaction find them, and a
+    /// commit costs no second pass over its records. Readers never see those entries: every
+    /// lookup is bounded by the last position of the reader's snapshot, and no snapshot reaches
+    /// past the last commit.
+    func beginWrite(_ txn: Transaction) throws -> (base: UInt64, count: Int) {
+        let head = try databases.lastPosition(txn)
+        let indexed = try databases.indexedThrough(txn, head: head, path: path)
+        return try state.withLock { tail in
+            if !tail.loaded || indexed != tail.base { tail.reset(base: indexed) }
+            if tail.through > head { tail.truncate(after: head) }
+            if tail.through < head {
+                do {
+                    try tail.scan(txn, records: databases.records, upTo: head, path: path)
+                } catch {
+                    tail = TailState()
+                    throw error
+                }
+            }
+            return (tail.base, tail.count)
+        }
+    }
+
+    /// Adds the entries of one append's records (consecutive positions and versions), written
+    /// in the writer's open transaction.
+    func add(stream: String, firstVersion: UInt64, firstPosition: UInt64, eventIDs: some Sequence<UUID>) {
         state.withLock { tail in
-            guard tail.loaded, tail.base == base else { return }
-            for item in pending.items where item.position == tail.through + 1 {
-                tail.add(stream: item.stream, version: item.version, position: item.position, eventID: item.eventID)
+            for (offset, eventID) in eventIDs.enumerated() {
+                tail.add(
+                    stream: stream, version: firstVersion + UInt64(offset), position: firstPosition + UInt64(offset), eventID: eventID)
             }
         }
+    }
+
+    /// After a write transaction that did not commit: drops the entries of its records (those
+    /// after `committed`, the last position of the log).
+    func discardUncommitted(after committed: UInt64) {
+        state.withLock { tail in tail.truncate(after: committed) }
     }
 
     /// After a commit that wrote the index up to `indexedThrough`.
     func flushed(through indexedThrough: UInt64) {
         state.withLock { tail in tail.reset(base: indexedThrough) }
     }
-}
-
-/// The index entries of one write transaction, before its commit.
-struct PendingIndex {
-    private(set) var items: [TailItem] = []
-    private var lastVersions: [String: UInt64] = [:]
-    private var ids: [UUID: UInt64] = [:]
-
-    var isEmpty: Bool { items.isEmpty }
-
-    mutating func add(_ item: TailItem) {
-        items.append(item)
-        lastVersions[item.stream] = item.version
-        ids[item.eventID] = item.position
-    }
-
-    func lastVersion(of stream: String) -> UInt64? { lastVersions[stream] }
-    func position(of eventID: UUID) -> UInt64? { ids[eventID] }
 }

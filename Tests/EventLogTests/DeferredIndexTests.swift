@@ -125,6 +125,55 @@ struct DeferredIndexTests {
         #expect(try await log.verify().isIntact)
     }
 
+    @Test("a transaction that does not commit leaves no entries in the tail: batches that fill the map are retried in a larger one")
+    func uncommittedEntriesDropped() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        var options = options(tail: 4_096)
+        options.initialMapSize = 128 << 10
+        let log = try EventLog(path: directory.path("log"), options: options)
+        let mapBefore = try log.statistics().mapBytes
+        var expected: [String: [UUID]] = [:]
+        let payload = String(repeating: "x", count: 1_000)
+        // Each batch is 8 appends of 10 events of 1 kB: the map fills in the middle of a batch,
+        // after the first appends' entries went into the tail, and the whole batch runs again.
+        for round in 0..<6 {
+            let appends = (0..<8).map { index in
+                let events = (0..<10).map { _ in event("e", payload) }
+                expected["m\(index)", default: []] += events.map(\.eventID)
+                return StreamAppend(streamID: "m\(index)", events: events, expectedVersion: round == 0 ? .noStream : .exact(UInt64(round * 10)))
+            }
+            var positions: [ClosedRange<UInt64>] = []
+            for outcome in await log.appendBatch(appends) { positions.append(try outcome.get().positions) }
+            let first = UInt64(round * 80 + 1)
+            let wanted: [ClosedRange<UInt64>] = (0..<8).map { (index: Int) -> ClosedRange<UInt64> in
+                let start = first + UInt64(index * 10)
+                return start...(start + 9)
+            }
+            #expect(positions == wanted)
+        }
+        #expect(try log.statistics().mapBytes > mapBefore, "the map never filled: no transaction was retried")
+        // A time-ordered id (after every key of `event-ids`) is found in the tail, and after the
+        // close in the index: each retry writes nothing.
+        let ordered = event(id: .timeOrdered())
+        _ = try await log.append(ordered, to: "m0", expectedVersion: .exact(60))
+        expected["m0", default: []].append(ordered.eventID)
+        let retried = try await log.append(ordered, to: "m0")
+        #expect(retried.wasDuplicate && retried.positions == 481...481)
+        #expect(try log.indexedThrough() == 0)
+        try expectLookups(log, expected, "with the tail")
+        #expect(try await log.verify().isIntact)
+        await log.close()
+        let reopened = try EventLog(path: directory.path("log"), options: options)
+        defer { reopened.close() }
+        #expect(try reopened.indexedThrough() == 481)
+        try expectLookups(reopened, expected, "after the close wrote the tail")
+        let again = try await reopened.append(ordered, to: "m0")
+        #expect(again.wasDuplicate && again.positions == 481...481)
+        #expect(try reopened.lastPosition() == 481)
+        #expect(try await reopened.verify().isIntact)
+    }
+
     @Test("a writer left idle after bulk commits writes their tail into the indexes on its own; one told to wait an hour does not")
     func idleFlushAfterBulkCommits() async throws {
         let directory = TemporaryDirectory()

@@ -21,7 +21,8 @@
 //
 // `import` prints the bytes the process wrote (`wchar` of /proc/self/io) beside its rate; the
 // environment variable HOT_PATHS_INDEX_TAIL_LIMIT sets the logs' `indexTailLimit` to compare flush sizes,
-// and HOT_PATHS_BULK_TAIL_LIMIT their `bulkIndexTailLimit`.
+// HOT_PATHS_BULK_TAIL_LIMIT their `bulkIndexTailLimit`, and HOT_PATHS_IDLE_FLUSH_MS their
+// `idleIndexFlushDelay` (set it high under valgrind, where the writer idles between batches).
 //
 // DIR is a data directory that `peer-compare` wrote (its `log` folder is read; `rebuild` and
 // `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
@@ -67,6 +68,9 @@ func openLog(_ path: URL, readOnly: Bool = false) throws -> EventLog {
     options.initialMapSize = 2 << 30
     if let limit = ProcessInfo.processInfo.environment["HOT_PATHS_INDEX_TAIL_LIMIT"].flatMap(Int.init) { options.indexTailLimit = limit }
     if let limit = ProcessInfo.processInfo.environment["HOT_PATHS_BULK_TAIL_LIMIT"].flatMap(Int.init) { options.bulkIndexTailLimit = limit }
+    if let delay = ProcessInfo.processInfo.environment["HOT_PATHS_IDLE_FLUSH_MS"].flatMap(Int.init) {
+        options.idleIndexFlushDelay = .milliseconds(delay)
+    }
     return try EventLog(path: path.path, options: options)
 }
 
