@@ -203,7 +203,14 @@ struct PayloadReader {
         // when they were valid UTF-8. (Cheaper than `String(validating:)`, which is not specialized.)
         guard let base = units.baseAddress, count > 0 else { return "" }
         // ASCII (ids, key identifiers, hashes: nearly every string here) needs no check afterwards.
-        if Self.isASCII(UnsafeRawBufferPointer(units)) { return String(decoding: units, as: UTF8.self) }
+        if Self.isASCII(UnsafeRawBufferPointer(units)) {
+            // Up to 15 bytes fit in the String itself: copied in, with nothing more to check.
+            guard count <= 15 else { return String(decoding: units, as: UTF8.self) }
+            return String(unsafeUninitializedCapacity: count) { target in
+                UnsafeMutableRawBufferPointer(target).copyMemory(from: UnsafeRawBufferPointer(units))
+                return count
+            }
+        }
         let string = String(decoding: units, as: UTF8.self)
         var same = string.utf8.count == count
         if same {
