@@ -89,7 +89,32 @@ run_tests() {
             return 1
         fi
     done
-    wait "$pid"
+    if wait "$pid"; then return 0; fi
+    if [ ${#flags[@]} -gt 0 ]; then salvage_coverage "$log"; else return 1; fi
+}
+
+# After a coverage run whose tests all passed but whose profile merge failed: the crash tests
+# kill child processes on purpose, and one killed while it wrote its profile at exit leaves a
+# truncated .profraw file that makes SwiftPM's merge fail. Such files are dropped (each named)
+# and the rest merged. Any failed test, or any other cause, still fails the run.
+salvage_coverage() {
+    local log="$1"
+    grep -q 'invalid instrumentation profile data' "$log" || return 1
+    grep -q '✔ Test run with .* passed' "$log" || return 1
+    if grep -q '✘ Test run' "$log" || grep -qE 'Executed [0-9]+ tests?, with [1-9]' "$log"; then return 1; fi
+    local bin directory profdata file
+    bin="$(swift build --show-bin-path)"
+    directory="$bin/codecov"
+    profdata="$(dirname "$(readlink -f "$(command -v swift)")")/llvm-profdata"
+    [ -x "$profdata" ] || profdata=llvm-profdata
+    for file in "$directory"/*.profraw; do
+        if ! "$profdata" show "$file" > /dev/null 2>&1; then
+            echo "==> coverage: dropping $(basename "$file"), a truncated profile (a process killed while writing it)"
+            rm -f "$file"
+        fi
+    done
+    "$profdata" merge -sparse "$directory"/*.profraw -o "$directory/default.profdata"
+    echo "==> coverage: the other profiles merged; every test passed"
 }
 
 # What a test run (its output in $1, its limit $2) that did not end was doing: the tests started and never reported, then the
