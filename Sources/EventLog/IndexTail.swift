@@ -137,6 +137,18 @@ struct TailState: Sendable {
     /// Every entry, oldest first: what a flush writes into the databases.
     var items: [TailItem] { order }
 
+    /// Adds the entries of the records up to `head` that it lacks. On a failure it forgets
+    /// everything (the next reader builds it again from the records) and rethrows.
+    mutating func catchUp(_ txn: Transaction, records: Database, upTo head: UInt64, path: String) throws {
+        guard through < head else { return }
+        do {
+            try scan(txn, records: records, upTo: head, path: path)
+        } catch {
+            self = TailState()
+            throw error
+        }
+    }
+
     /// Reads the records `through + 1 ... head` in `txn` and adds their entries.
     mutating func scan(_ txn: Transaction, records: Database, upTo head: UInt64, path: String) throws {
         guard head > through else { return }
@@ -190,14 +202,7 @@ final class IndexTail: Sendable {
                 try older.scan(txn, records: databases.records, upTo: head, path: path)
                 return try body(older, head)
             }
-            if tail.through < head {
-                do {
-                    try tail.scan(txn, records: databases.records, upTo: head, path: path)
-                } catch {
-                    tail = TailState()
-                    throw error
-                }
-            }
+            try tail.catchUp(txn, records: databases.records, upTo: head, path: path)
             return try body(tail, head)
         }
     }
@@ -223,14 +228,7 @@ final class IndexTail: Sendable {
         return try state.withLock { tail in
             if !tail.loaded || indexed != tail.base { tail.reset(base: indexed) }
             if tail.through > head { tail.truncate(after: head) }
-            if tail.through < head {
-                do {
-                    try tail.scan(txn, records: databases.records, upTo: head, path: path)
-                } catch {
-                    tail = TailState()
-                    throw error
-                }
-            }
+            try tail.catchUp(txn, records: databases.records, upTo: head, path: path)
             return (tail.base, tail.count)
         }
     }
