@@ -104,8 +104,7 @@ extension AppendWriter {
     func lastEventID(_ txn: Transaction) throws -> (UInt64, UInt64)? {
         try txn.withCursor(databases.eventIDs) { cursor in
             guard let entry = try cursor.last(), entry.key.count == 16 else { return nil }
-            return (BigEndian.uint64(entry.key, at: 0), BigEndian.uint64(entry.key, at: 8))
+            return TailItem.order(ofKey: entry.key)
         }
     }
-
 }

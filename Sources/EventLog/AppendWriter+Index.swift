@@ -13,11 +13,10 @@ extension AppendWriter {
     /// How many records the tail may hold after a commit of `events` events. Commits of many
     /// events (imports, bulk appends) let it grow to the bulk limit (at least 32 times the limit):
     /// with an index much larger than the tail, nearly every entry written lands on a page of its
-    /// own, so a flush costs a
-    /// page write per entry however few there are, and fewer, larger flushes share more pages
-    /// (an import of 1 M events wrote 4.3 GB with flushes every 2,048 records and 1.4 GB with
-    /// flushes every 65,536). Small commits keep the limit, so a durable commit never carries a
-    /// flush that large unless an import came just before it.
+    /// own, so a flush costs a page write per entry however few there are, and fewer, larger
+    /// flushes share more pages (an import of 1 M events wrote 4.3 GB with flushes every 2,048
+    /// records and 1.4 GB with flushes every 65,536). Small commits keep the limit, so a durable
+    /// commit never carries a flush that large unless an import came just before it.
     func tailLimit(forCommitOf events: Int) -> Int {
         events >= Self.bulkCommitEvents ? max(indexTailLimit * 32, bulkIndexTailLimit) : indexTailLimit
     }
@@ -25,9 +24,10 @@ extension AppendWriter {
     /// The commit size from which a commit counts as a bulk append.
     static let bulkCommitEvents = 256
 
-    /// Writes the tail's entries (with those of the transaction's own records) into the indexes, in the write transaction, each
-    /// index in its key order: consecutive puts then walk the B-tree from left to right, and the
-    /// pages they change are still in the CPU's caches, where positions order them at random.
+    /// Writes the tail's entries (with those of the transaction's own records) into the indexes,
+    /// in the write transaction, each index in its key order: consecutive puts then walk the
+    /// B-tree from left to right, and the pages they change are still in the CPU's caches, where
+    /// positions order them at random.
     ///
     /// The items stay where they are: the sorts move small plain values that lead to them (moving
     /// the items would retain and release their strings at every step), and each key is built in
@@ -77,7 +77,7 @@ extension AppendWriter {
             try environment.write { txn in
                 flushedThrough = nil
                 let head = try databases.lastPosition(txn)
-                let (_, tailCount) = try tail.beginWrite(txn)
+                let tailCount = try tail.beginWrite(txn)
                 guard tailCount > 0 else { return }
                 try writeIndex(txn, through: head)
                 flushedThrough = head

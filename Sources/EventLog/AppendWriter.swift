@@ -302,9 +302,10 @@ final class AppendWriter: @unchecked Sendable {
                 outcomes.removeAll(keepingCapacity: true)
                 flushedThrough = nil
                 var head = try LogHead.read(txn, records: databases.records, path: path)
+                let start = head.position
+                committed = start
                 // (An attempt that did not commit may have left entries in the tail: this drops them.)
-                committed = head.position
-                let (_, tailCount) = try tail.beginWrite(txn)
+                let tailCount = try tail.beginWrite(txn)
                 let lastEventID = try lastEventID(txn)
                 repeat {
                     for request in batch[outcomes.count...] {
@@ -316,7 +317,7 @@ final class AppendWriter: @unchecked Sendable {
                     }
                 } while more(&batch)
                 lastPosition = head.position
-                let added = Int(head.position - (committed ?? head.position))
+                let added = Int(head.position - start)
                 if tailCount + added >= tailLimit(forCommitOf: added) {
                     try writeIndex(txn, through: head.position)
                     flushedThrough = head.position

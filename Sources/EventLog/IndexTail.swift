@@ -39,9 +39,12 @@ struct TailItem: Sendable {
 
     /// An event id's place in the `event-ids` database's order.
     static func order(of eventID: UUID) -> (UInt64, UInt64) {
-        withUnsafeBytes(of: eventID.uuid) {
-            (UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)), UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-        }
+        withUnsafeBytes(of: eventID.uuid) { order(ofKey: $0) }
+    }
+
+    /// The place of an `event-ids` key (16 bytes) in that database's order.
+    static func order(ofKey key: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        (BigEndian.uint64(key, at: 0), BigEndian.uint64(key, at: 8))
     }
 }
 
@@ -214,22 +217,22 @@ final class IndexTail: Sendable {
     }
 
     /// Starts a write transaction's use of the tail: brings it to exactly the records `txn` sees
-    /// (dropping any entries a transaction that did not commit left), and returns its base and
-    /// how many records it holds.
+    /// (dropping any entries a transaction that did not commit left), and returns how many
+    /// records it holds.
     ///
     /// The writer adds each record's entries as it writes the record (``add(stream:firstVersion:firstPosition:eventIDs:)``),
     /// before the commit, so that its later appends in the same transaction find them, and a
     /// commit costs no second pass over its records. Readers never see those entries: every
     /// lookup is bounded by the last position of the reader's snapshot, and no snapshot reaches
     /// past the last commit.
-    func beginWrite(_ txn: Transaction) throws -> (base: UInt64, count: Int) {
+    func beginWrite(_ txn: Transaction) throws -> Int {
         let head = try databases.lastPosition(txn)
         let indexed = try databases.indexedThrough(txn, head: head, path: path)
         return try state.withLock { tail in
             if !tail.loaded || indexed != tail.base { tail.reset(base: indexed) }
             if tail.through > head { tail.truncate(after: head) }
             try tail.catchUp(txn, records: databases.records, upTo: head, path: path)
-            return (tail.base, tail.count)
+            return tail.count
         }
     }
 
