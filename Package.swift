@@ -50,7 +50,7 @@ let package = Package(
         // map growth, the single writer thread. Shared by the log and the projections.
         .target(
             name: "LMDB",
-            dependencies: ["CLMDB"]
+            dependencies: ["CLMDB", .product(name: "Logging", package: "swift-log")]
         ),
         // Argon2, the reference C library (Debian: libargon2-dev), for Argon2id password hashes.
         .systemLibrary(

@@ -1,0 +1,103 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import LMDB
+import Testing
+
+/// The data file written ahead of LMDB's last page (`EnvironmentOptions.writesAhead`).
+@Suite("Writing the data file ahead")
+struct FileHeadroomTests {
+    /// The bytes of `file` from `offset` to its end.
+    private func tail(of file: String, from offset: Int) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        return try handle.readToEnd() ?? Data()
+    }
+
+    /// Writes `commits` transactions of one 3 kB value each into `environment`; after each
+    /// one, `check` gets the used size before it and the file's size.
+    private func commitValues(_ environment: Environment, commits: Int, check: (Int, Int) throws -> Void) throws {
+        let database = try environment.openDatabase("values")
+        for index in 0..<commits {
+            let usedBefore = environment.usedSize
+            try environment.write { txn in
+                try txn.put(database, key: Array("key-\(index)".utf8), value: [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 3_000))
+            }
+            try check(usedBefore, environment.fileSize)
+        }
+    }
+
+    @Test("a flushing environment keeps zeros written past its last page; its values survive a reopen")
+    func durableWritesAhead() throws {
+        let directory = TemporaryDirectory("headroom")
+        defer { directory.cleanup() }
+        let path = directory.path("env")
+        var sizes: Set<Int> = []
+        do {
+            let environment = try Environment(path: path)
+            defer { environment.close() }
+            try commitValues(environment, commits: 600) { usedBefore, fileSize in
+                // Extended at the start of the transaction whenever less than half the target was left.
+                #expect(fileSize >= usedBefore + 512 << 10, "file \(fileSize), used \(usedBefore) before the commit")
+                sizes.insert(fileSize)
+            }
+            let used = environment.usedSize
+            let fileSize = environment.fileSize
+            #expect(used > 2 << 20, "the values outgrew the first extension (\(used) bytes used)")
+            #expect(fileSize > used)
+            #expect(fileSize <= used + 1 << 20 + 4096, "no more than the target ahead (\(fileSize) for \(used))")
+            // What is ahead is zeros, never a page.
+            let ahead = try tail(of: path + "/data.mdb", from: used)
+            #expect(ahead.count == fileSize - used)
+            #expect(ahead.allSatisfy { $0 == 0 })
+        }
+        // One extension per half megabyte or more, not one per commit: the file took few sizes.
+        #expect(sizes.count >= 2 && sizes.count <= 8, "\(sizes.count) file sizes over 600 commits")
+
+        let reopened = try Environment(path: path)
+        defer { reopened.close() }
+        let database = try reopened.openDatabase("values")
+        try reopened.read { txn in
+            for index in [0, 299, 599] {
+                let value = try #require(try txn.get(database, key: Array("key-\(index)".utf8)))
+                #expect(value == [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 3_000))
+            }
+        }
+    }
+
+    @Test("relaxed environments, and those opened with writesAhead off, end at their last page", arguments: [true, false])
+    func noHeadroom(relaxed: Bool) throws {
+        let directory = TemporaryDirectory("headroom")
+        defer { directory.cleanup() }
+        var options = EnvironmentOptions()
+        if relaxed { options.sync = .relaxed } else { options.writesAhead = false }
+        let environment = try Environment(path: directory.path("env"), options: options)
+        defer { environment.close() }
+        try commitValues(environment, commits: 50) { _, _ in }
+        #expect(environment.usedSize > 150_000)
+        #expect(environment.fileSize == environment.usedSize)
+    }
+
+    @Test("a durable log's appends land in the written-ahead part of its file")
+    func logWritesAhead() async throws {
+        let directory = TemporaryDirectory("headroom")
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        let log = try EventLog(path: path)
+        let payload = String(repeating: "p", count: 500)
+        for batch in 0..<20 {
+            _ = try await log.append((0..<10).map { _ in event("e", payload) }, to: "s\(batch)")
+        }
+        let statistics = try log.statistics()
+        await log.close()
+        let environment = try Environment(path: path)
+        defer { environment.close() }
+        #expect(statistics.records == 200)
+        #expect(statistics.fileBytes >= environment.usedSize + 512 << 10, "\(statistics.fileBytes) bytes for \(environment.usedSize) used")
+    }
+}
