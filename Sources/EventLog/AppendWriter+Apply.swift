@@ -13,31 +13,24 @@ extension AppendWriter {
     /// records' index entries go into the tail at once (``IndexTail/beginWrite(_:)``).
     /// `lastEventID` is the greatest key of the `event-ids` database when the transaction began.
     func apply(_ request: AppendRequest, txn: Transaction, head: inout LogHead, lastEventID: (UInt64, UInt64)?) throws -> AppendResult {
-        // An event id already in the log makes this a retry: answer with the original positions.
-        let inTail = tail.withState { state in request.events.map { state.position(of: $0.eventID, upTo: .max) } }
-        var found: [(index: Int, position: UInt64)] = []
-        for (index, event) in request.events.enumerated() {
-            if let position = try inTail[index] ?? indexedPosition(of: event.eventID, txn: txn, lastEventID: lastEventID) {
-                found.append((index, position))
+        // One look at the tail answers both questions: is an event id already in the log (then
+        // this is a retry), and what is the stream's last version among the unindexed records.
+        let (inTail, tailVersion) = tail.withState { state in
+            (
+                request.events.contains { state.position(of: $0.eventID, upTo: .max) != nil },
+                state.lastVersion(of: request.streamID, upTo: .max)
+            )
+        }
+        var isRetry = inTail
+        if !isRetry {
+            for event in request.events where try indexedPosition(of: event.eventID, txn: txn, lastEventID: lastEventID) != nil {
+                isRetry = true
+                break
             }
         }
-        if let firstFound = found.first {
-            let positions = found.map(\.position)
-            guard found.count == request.events.count, let first = positions.first, let last = positions.last,
-                last >= first, positions == Array(first...last)
-            else {
-                throw EventLogError.duplicateEventID(request.events[firstFound.index].eventID, existingPosition: firstFound.position)
-            }
-            let version = try txn.withCursor(databases.records) { cursor -> UInt64 in
-                guard let entry = try cursor.seek(atOrAfter: BigEndian.bytes(last)) else { return 0 }
-                return BigEndian.uint64(entry.value, at: RecordFormat.Offset.streamVersion)
-            }
-            return AppendResult(positions: first...last, streamVersion: version, wasDuplicate: true)
-        }
+        if isRetry, let answer = try answerRetry(request, txn: txn, lastEventID: lastEventID) { return answer }
 
-        let current =
-            try tail.withState { $0.lastVersion(of: request.streamID, upTo: .max) }
-            ?? LogDatabases.streamVersion(request.streamID, in: txn, streams: databases.streams)
+        let current = try tailVersion ?? LogDatabases.streamVersion(request.streamID, in: txn, streams: databases.streams)
         switch request.expected {
         case .any:
             break
@@ -50,8 +43,59 @@ extension AppendWriter {
                 throw EventLogError.wrongExpectedVersion(stream: request.streamID, expected: request.expected, actual: current == 0 ? nil : current)
             }
         }
+        if !request.claims.isEmpty || !request.releases.isEmpty { try applyClaims(request, txn: txn) }
 
-        // Claims: unique keys (such as user ids) owned by one stream at a time.
+        let now = Int64((clock().timeIntervalSince1970 * 1_000_000).rounded())
+        let firstPosition = head.position + 1
+        let firstVersion = current + 1
+        var version = current
+        for (index, event) in request.events.enumerated() {
+            // Never earlier than the record before it, so times never decrease along positions.
+            let timestamp = max(request.timestamps?[index] ?? now, head.timestampMicros)
+            let position = head.position + 1
+            version += 1
+            var positionKey = position.bigEndian
+            var hash = head.hash
+            try withUnsafeBytes(of: &positionKey) { key in
+                try txn.reserve(databases.records, key: key, count: request.sizes[index], flags: .append) { buffer in
+                    hash = RecordFormat.write(
+                        into: buffer, position: position, streamVersion: version, timestampMicros: timestamp,
+                        streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
+                }
+            }
+            head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
+        }
+        tail.add(stream: request.streamID, firstVersion: firstVersion, firstPosition: firstPosition, eventIDs: request.events.lazy.map(\.eventID))
+        return AppendResult(positions: firstPosition...head.position, streamVersion: version, wasDuplicate: false)
+    }
+
+    /// A request some of whose event ids are in the log already: when all of them are, at
+    /// consecutive positions, the original positions (nothing is written); otherwise a
+    /// `duplicateEventID` error. Nil when none is.
+    private func answerRetry(_ request: AppendRequest, txn: Transaction, lastEventID: (UInt64, UInt64)?) throws -> AppendResult? {
+        let inTail = tail.withState { state in request.events.map { state.position(of: $0.eventID, upTo: .max) } }
+        var found: [(index: Int, position: UInt64)] = []
+        for (index, event) in request.events.enumerated() {
+            if let position = try inTail[index] ?? indexedPosition(of: event.eventID, txn: txn, lastEventID: lastEventID) {
+                found.append((index, position))
+            }
+        }
+        guard let firstFound = found.first else { return nil }
+        let positions = found.map(\.position)
+        guard found.count == request.events.count, let first = positions.first, let last = positions.last,
+            last >= first, positions == Array(first...last)
+        else {
+            throw EventLogError.duplicateEventID(request.events[firstFound.index].eventID, existingPosition: firstFound.position)
+        }
+        let version = try txn.withCursor(databases.records) { cursor -> UInt64 in
+            guard let entry = try cursor.seek(atOrAfter: BigEndian.bytes(last)) else { return 0 }
+            return BigEndian.uint64(entry.value, at: RecordFormat.Offset.streamVersion)
+        }
+        return AppendResult(positions: first...last, streamVersion: version, wasDuplicate: true)
+    }
+
+    /// Claims: unique keys (such as user ids) owned by one stream at a time.
+    private func applyClaims(_ request: AppendRequest, txn: Transaction) throws {
         for claim in request.claims.sorted() {
             if let owner = try txn.get(databases.claims, key: Array(claim.utf8)), owner != Array(request.streamID.utf8) {
                 throw EventLogError.claimTaken(claim, owner: String(decoding: owner, as: UTF8.self))
@@ -65,29 +109,6 @@ extension AppendWriter {
         for claim in request.claims {
             try txn.put(databases.claims, key: Array(claim.utf8), value: Array(request.streamID.utf8))
         }
-
-        let now = Int64((clock().timeIntervalSince1970 * 1_000_000).rounded())
-        let firstPosition = head.position + 1
-        let firstVersion = current + 1
-        var version = current
-        for (index, event) in request.events.enumerated() {
-            // Never earlier than the record before it, so times never decrease along positions.
-            let timestamp = max(request.timestamps?[index] ?? now, head.timestampMicros)
-            let position = head.position + 1
-            version += 1
-            let positionKey = BigEndian.bytes(position)
-            var hash = head.hash
-            try positionKey.withUnsafeBytes { key in
-                try txn.reserve(databases.records, key: key, count: request.sizes[index], flags: .append) { buffer in
-                    hash = RecordFormat.write(
-                        into: buffer, position: position, streamVersion: version, timestampMicros: timestamp,
-                        streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
-                }
-            }
-            head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
-        }
-        tail.add(stream: request.streamID, firstVersion: firstVersion, firstPosition: firstPosition, eventIDs: request.events.lazy.map(\.eventID))
-        return AppendResult(positions: firstPosition...head.position, streamVersion: version, wasDuplicate: false)
     }
 
     /// Where the event with this id is in the `event-ids` database, or nil. An id after the

@@ -95,11 +95,29 @@ struct TailState: Sendable {
 
     /// Adds the entries of the record at `through + 1`.
     mutating func add(stream: String, version: UInt64, position: UInt64, eventID: UUID) {
-        precondition(position == through + 1, "the tail grows one position at a time")
-        streams[stream, default: []].append(TailStreamEntry(version: version, position: position))
-        ids[eventID] = position
-        order.append(TailItem(stream: stream, version: version, position: position, eventID: eventID))
-        through = position
+        add(stream: stream, firstVersion: version, firstPosition: position, eventIDs: CollectionOfOne(eventID))
+    }
+
+    /// Adds the entries of consecutive records of one stream, from `through + 1` on (the stream's
+    /// entries are looked up once for all of them).
+    mutating func add(stream: String, firstVersion: UInt64, firstPosition: UInt64, eventIDs: some Sequence<UUID>) {
+        precondition(firstPosition == through + 1, "the tail grows one position at a time")
+        var position = firstPosition
+        var version = firstVersion
+        Self.appending(to: &streams[stream, default: []]) { entries in
+            for eventID in eventIDs {
+                entries.append(TailStreamEntry(version: version, position: position))
+                ids[eventID] = position
+                order.append(TailItem(stream: stream, version: version, position: position, eventID: eventID))
+                position += 1
+                version += 1
+            }
+        }
+        through = position - 1
+    }
+
+    private static func appending(to entries: inout [TailStreamEntry], _ body: (inout [TailStreamEntry]) -> Void) {
+        body(&entries)
     }
 
     /// The stream's last version among the records up to `head`, or nil when the tail holds none.
@@ -239,12 +257,7 @@ final class IndexTail: Sendable {
     /// Adds the entries of one append's records (consecutive positions and versions), written
     /// in the writer's open transaction.
     func add(stream: String, firstVersion: UInt64, firstPosition: UInt64, eventIDs: some Sequence<UUID>) {
-        state.withLock { tail in
-            for (offset, eventID) in eventIDs.enumerated() {
-                tail.add(
-                    stream: stream, version: firstVersion + UInt64(offset), position: firstPosition + UInt64(offset), eventID: eventID)
-            }
-        }
+        state.withLock { tail in tail.add(stream: stream, firstVersion: firstVersion, firstPosition: firstPosition, eventIDs: eventIDs) }
     }
 
     /// After a write transaction that did not commit: drops the entries of its records (those
