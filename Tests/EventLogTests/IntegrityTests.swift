@@ -175,8 +175,11 @@ struct IntegrityTests {
         #expect(CRC32C.checksum([]) == 0)
         #expect(CRC32C.checksum((0...255).map { UInt8($0) }) == 0x9C44_184B)
         var generator = SplitMix64(seed: 7)
-        // Around the three-stream blocks of the hardware path (3 × 64 bytes) as well.
-        for length in [0, 1, 7, 8, 9, 63, 64, 65, 191, 192, 193, 200, 383, 384, 385, 450, 577, 1_000, 4_099] {
+        // Around the three-chain blocks of the hardware path (3 × 128 and 3 × 2,048 bytes) as well.
+        for length in [
+            0, 1, 7, 8, 9, 63, 64, 65, 191, 192, 193, 200, 383, 384, 385, 450, 577, 767, 768, 769, 1_000, 4_099, 6_143, 6_144, 6_145, 6_535, 12_672,
+            20_000
+        ] {
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             #expect(CRC32C.checksum(bytes) == CRC32C.portableChecksum(bytes), "length \(length)")
         }
