@@ -184,10 +184,20 @@ public final class ProjectionStore: Sendable {
 
     /// Runs `body` on the serving generation of the named projection, in one read transaction
     /// (so a take-over by a rebuilt generation never shows a mix of the two).
+    @inlinable
     public func read<T>(_ name: String, _ body: (ProjectionState) throws -> T) throws -> T {
+        // Inlinable over a core that is not generic (see `Environment.read`).
+        var result: T?
+        try withServingState(name) { state in result = try body(state) }
+        return result!
+    }
+
+    /// Calls `body` once with the serving generation's state of `name`, in a read transaction.
+    @usableFromInline
+    func withServingState(_ name: String, _ body: (ProjectionState) throws -> Void) throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
         for attempt in 0..<2 {
-            let result: T? = try environment.read { txn in
+            let served = try environment.read { txn -> Bool in
                 guard let number = MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) else {
                     throw ProjectionError.unknownProjection(name)
                 }
@@ -196,10 +206,11 @@ public final class ProjectionStore: Sendable {
                     if let building = state.building[name], building.number == number { return building.databases }
                     return nil
                 }
-                guard let databases else { return nil }
-                return try body(ProjectionState(transaction: txn, databases: databases))
+                guard let databases else { return false }
+                try body(ProjectionState(transaction: txn, databases: databases))
+                return true
             }
-            if let result { return result }
+            if served { return }
             // A generation made by another process serves now: open it, then read again.
             if attempt == 0 { try refreshGenerations() }
         }

@@ -49,6 +49,28 @@ struct PlainJSONValueTests {
         #expect(read(AccountDetails.__Key_email.self, #""ada@example.org""#) == .success("ada@example.org"))
     }
 
+    @Test("strings checked eight bytes at a time: each special byte, at each place of strings up to 40 bytes, read as JSONDecoder reads it")
+    func stringsByWord() {
+        // Control bytes, the quote and the backslash, a byte above ASCII, and the plain
+        // neighbours of each (space, `!`, `#`, `[`, `]`, DEL).
+        let specials: [[UInt8]] = [[0x01], [0x1F], [0x22], [0x5C], [0xC3, 0xA9], [0x20], [0x21], [0x23], [0x5B], [0x5D], [0x7F]]
+        var mismatches: [String] = []
+        for length in 1...40 {
+            let plain = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            for place in 0..<length {
+                for special in specials {
+                    var inner = plain
+                    inner.replaceSubrange(place..<(place + 1), with: special)
+                    let json = String(decoding: [0x22] + inner + [0x22], as: UTF8.self)
+                    if read(AccountDetails.__Key_email.self, json) != reference(String.self, json) { mismatches.append(json) }
+                }
+            }
+            let json = String(decoding: [0x22] + plain + [0x22], as: UTF8.self)
+            #expect(read(AccountDetails.__Key_email.self, json) == .success(String(decoding: plain, as: UTF8.self)))
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+    }
+
     @Test("dates (seconds since 2001) read as JSONDecoder reads them, edge cases of the number grammar included")
     func dates() {
         let inputs = [

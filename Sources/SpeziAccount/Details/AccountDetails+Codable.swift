@@ -85,7 +85,7 @@ extension AccountDetails: Codable {
                 storage[identifier] = Entry(key: key, value: try key.decodeData(data, with: decoder))
             } else {
                 unknownValues[identifier] =
-                    try PlainJSONValue.decode(RawAccountValue.self, from: data, decoder: decoder) ?? decoder.decode(RawAccountValue.self, from: data)
+                    try PlainJSONValue.rawValue(data) ?? decoder.decode(RawAccountValue.self, from: data)
             }
         }
     }

@@ -13,29 +13,20 @@ import Foundation
 /// anything else (escapes, non-ASCII text, whitespace, other types, a decoder with another date
 /// strategy) returns nil and goes to `JSONDecoder`, which also reports every malformed value.
 enum PlainJSONValue {
-    static func decode<Value>(_ type: Value.Type, from data: Data, decoder: JSONDecoder) -> Value? {
-        if Value.self == String.self {
-            return string(data).map { unsafeBitCast($0, to: Value.self) }
-        }
-        if Value.self == GenderIdentity.self {
-            return string(data).flatMap(GenderIdentity.init(rawValue:)).map { unsafeBitCast($0, to: Value.self) }
-        }
+    /// The value, type-erased, or nil. Erased rather than `Value?`: in a generic context the
+    /// metadata of `Optional<Value>` is looked up at run time on every call, which cost more than
+    /// reading a short string.
+    static func decode<Value>(_ type: Value.Type, from data: Data, decoder: JSONDecoder) -> (any Sendable)? {
+        if Value.self == String.self { return string(data) }
+        if Value.self == GenderIdentity.self { return string(data).flatMap(GenderIdentity.init(rawValue:)) }
         if Value.self == Date.self {
             guard case .deferredToDate = decoder.dateDecodingStrategy else { return nil }
-            return number(data).map { unsafeBitCast(Date(timeIntervalSinceReferenceDate: $0), to: Value.self) }
+            return number(data).map { Date(timeIntervalSinceReferenceDate: $0) }
         }
-        if Value.self == Double.self {
-            return number(data).map { unsafeBitCast($0, to: Value.self) }
-        }
-        if Value.self == Bool.self {
-            return boolean(data).map { unsafeBitCast($0, to: Value.self) }
-        }
-        if Value.self == PersonNameComponents.self {
-            return personName(data).map { unsafeBitCast($0, to: Value.self) }
-        }
-        if Value.self == RawAccountValue.self {
-            return rawValue(data).map { unsafeBitCast($0, to: Value.self) }
-        }
+        if Value.self == Double.self { return number(data) }
+        if Value.self == Bool.self { return boolean(data) }
+        if Value.self == PersonNameComponents.self { return personName(data) }
+        if Value.self == RawAccountValue.self { return rawValue(data) }
         return nil
     }
 
@@ -48,40 +39,52 @@ enum PlainJSONValue {
         return nil
     }
 
+    /// The keys of the name parts, as bytes: a key is matched on its bytes, and each part may
+    /// appear once (a bit per part).
+    private static let namePartKeys: [[UInt8]] = ["namePrefix", "givenName", "middleName", "familyName", "nameSuffix", "nickname"].map {
+        Array($0.utf8)
+    }
+
+    private static func setNamePart(_ part: Int, of name: inout PersonNameComponents, to value: String) {
+        switch part {
+        case 0: name.namePrefix = value
+        case 1: name.givenName = value
+        case 2: name.middleName = value
+        case 3: name.familyName = value
+        case 4: name.nameSuffix = value
+        default: name.nickname = value
+        }
+    }
+
     /// A name as the encoder writes it: a flat object without whitespace whose members are
     /// distinct name parts with plain string values, e.g. `{"familyName":"Lovelace","givenName":"Ada"}`.
     static func personName(_ data: Data) -> PersonNameComponents? {
         data.withUnsafeBytes { bytes -> PersonNameComponents? in
             guard bytes.count >= 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return nil }
             var name = PersonNameComponents()
-            var seen = Set<String>()
+            var seen: UInt8 = 0
             var index = 1
-            /// The next plain string from `index` on (its quotes included), or nil.
-            func nextString() -> String? {
+            /// The next plain string's bytes from `index` on, quotes included, or nil.
+            func nextString() -> UnsafeRawBufferPointer? {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
                 var end = index + 1
                 while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += 1 }
-                guard end < bytes.count, let text = string(UnsafeRawBufferPointer(rebasing: bytes[index...end])) else { return nil }
-                index = end + 1
-                return text
+                guard end < bytes.count else { return nil }
+                defer { index = end + 1 }
+                return UnsafeRawBufferPointer(rebasing: bytes[index...end])
             }
             while index < bytes.count - 1 {
-                if !seen.isEmpty {
+                if seen != 0 {
                     guard bytes[index] == UInt8(ascii: ","), index + 1 < bytes.count - 1 else { return nil }
                     index += 1
                 }
-                guard let key = nextString(), seen.insert(key).inserted, index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+                guard let key = nextString(), index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+                let inner = UnsafeRawBufferPointer(rebasing: key[1..<(key.count - 1)])
+                guard let part = namePartKeys.firstIndex(where: { $0.elementsEqual(inner) }), seen & (1 << part) == 0 else { return nil }
+                seen |= 1 << part
                 index += 1
-                guard let value = nextString() else { return nil }
-                switch key {
-                case "namePrefix": name.namePrefix = value
-                case "givenName": name.givenName = value
-                case "middleName": name.middleName = value
-                case "familyName": name.familyName = value
-                case "nameSuffix": name.nameSuffix = value
-                case "nickname": name.nickname = value
-                default: return nil
-                }
+                guard let valueBytes = nextString(), let value = string(valueBytes) else { return nil }
+                setNamePart(part, of: &name, to: value)
             }
             return index == bytes.count - 1 ? name : nil
         }
@@ -96,10 +99,33 @@ enum PlainJSONValue {
     static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
         let inner = UnsafeRawBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
-        for byte in inner where byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-            return nil
-        }
+        guard isPlain(inner) else { return nil }
         return String(decoding: inner, as: UTF8.self)
+    }
+
+    /// True when every byte is printable ASCII other than `"` and `\`, checked eight bytes at a
+    /// time: a word passes when no byte has its high bit set, none is below 0x20, and none equals
+    /// `"` or `\` (the classic test for a zero byte, applied to the word XORed with each).
+    static func isPlain(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highs != 0 }
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            if word & highs != 0 { return false }
+            // A byte below 0x20 (the word has no high bits, so subtracting 0x20 from each byte
+            // borrows into its high bit exactly there).
+            if (word &- 0x20 &* ones) & highs != 0 { return false }
+            if hasZeroByte(word ^ (0x22 &* ones)) || hasZeroByte(word ^ (0x5C &* ones)) { return false }
+            offset += 8
+        }
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            offset += 1
+        }
+        return true
     }
 
     /// A JSON number, by the grammar `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, at most 32 bytes.
