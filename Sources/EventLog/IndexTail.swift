@@ -102,22 +102,15 @@ struct TailState: Sendable {
     /// entries are looked up once for all of them).
     mutating func add(stream: String, firstVersion: UInt64, firstPosition: UInt64, eventIDs: some Sequence<UUID>) {
         precondition(firstPosition == through + 1, "the tail grows one position at a time")
-        var position = firstPosition
-        var version = firstVersion
-        Self.appending(to: &streams[stream, default: []]) { entries in
-            for eventID in eventIDs {
-                entries.append(TailStreamEntry(version: version, position: position))
-                ids[eventID] = position
-                order.append(TailItem(stream: stream, version: version, position: position, eventID: eventID))
-                position += 1
-                version += 1
-            }
+        var count: UInt64 = 0
+        for eventID in eventIDs {
+            ids[eventID] = firstPosition + count
+            order.append(TailItem(stream: stream, version: firstVersion + count, position: firstPosition + count, eventID: eventID))
+            count += 1
         }
-        through = position - 1
-    }
-
-    private static func appending(to entries: inout [TailStreamEntry], _ body: (inout [TailStreamEntry]) -> Void) {
-        body(&entries)
+        streams[stream, default: []].append(
+            contentsOf: (0..<count).lazy.map { TailStreamEntry(version: firstVersion + $0, position: firstPosition + $0) })
+        through = firstPosition + count - 1
     }
 
     /// The stream's last version among the records up to `head`, or nil when the tail holds none.

@@ -71,6 +71,8 @@ public final class Environment: @unchecked Sendable {
     /// Keeps the file written ahead of its last page (``EnvironmentOptions/writesAhead``); nil when
     /// off, read-only or not flushing.
     private let headroom: FileHeadroom?
+    /// LMDB's page size for this environment.
+    private let pageSize: Int
 
     private static let openPaths = Mutex<Set<String>>([])
 
@@ -100,11 +102,10 @@ public final class Environment: @unchecked Sendable {
         try Self.openEnvironment(&envPointer, path: url.path, options: options, mapSize: options.initialMapSize)
         guard let envPointer else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create", path: url.path) }
         // A data file shorter than its own metadata says would make reads fault (SIGBUS): refuse it.
-        var info = MDB_envinfo()
         var stat = MDB_stat()
-        mdb_env_info(envPointer, &info)
         mdb_env_stat(envPointer, &stat)
-        let expectedBytes = (Int(info.me_last_pgno) + 1) * Int(stat.ms_psize)
+        let pageSize = Int(stat.ms_psize)
+        let expectedBytes = Self.usedBytes(envPointer, pageSize: pageSize)
         let dataFile = url.appendingPathComponent("data.mdb").path
         let actualBytes = ((try? FileManager.default.attributesOfItem(atPath: dataFile))?[.size] as? NSNumber)?.intValue ?? 0
         if actualBytes < expectedBytes {
@@ -119,8 +120,9 @@ public final class Environment: @unchecked Sendable {
         self.options = options
         self.registryKey = key
         self.staleReadersCleared = Int(dead)
+        self.pageSize = pageSize
         self.headroom =
-            options.writesAhead && !options.readOnly && options.sync != .relaxed ? FileHeadroom(pageSize: Int(stat.ms_psize)) : nil
+            options.writesAhead && !options.readOnly && options.sync != .relaxed ? FileHeadroom(pageSize: pageSize) : nil
         success = true
     }
 
@@ -372,12 +374,15 @@ public final class Environment: @unchecked Sendable {
     public var usedSize: Int {
         lock.withShared {
             guard !closed else { return 0 }
-            var info = MDB_envinfo()
-            var stat = MDB_stat()
-            mdb_env_info(pointer, &info)
-            mdb_env_stat(pointer, &stat)
-            return (Int(info.me_last_pgno) + 1) * Int(stat.ms_psize)
+            return Self.usedBytes(pointer, pageSize: pageSize)
         }
+    }
+
+    /// The bytes of `environment`'s pages through the last page of its last commit.
+    static func usedBytes(_ environment: OpaquePointer, pageSize: Int) -> Int {
+        var info = MDB_envinfo()
+        mdb_env_info(environment, &info)
+        return (Int(info.me_last_pgno) + 1) * pageSize
     }
 
     /// The bytes the data file takes on disk.

@@ -49,9 +49,7 @@ final class FileHeadroom: Sendable {
     /// Extends the file if fewer than half of ``target(used:)`` bytes are written past LMDB's last
     /// page. Call it with LMDB's write lock held (in a write transaction, before the commit).
     func extendIfNeeded(_ environment: OpaquePointer, path: String) {
-        var info = MDB_envinfo()
-        mdb_env_info(environment, &info)
-        let used = (Int(info.me_last_pgno) + 1) * pageSize
+        let used = Environment.usedBytes(environment, pageSize: pageSize)
         let wanted = Self.target(used: used)
         if knownSize.load(ordering: .relaxed) >= used + wanted / 2 { return }
         if used < retryAfterUsed.load(ordering: .relaxed) { return }
