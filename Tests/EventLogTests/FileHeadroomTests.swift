@@ -100,4 +100,42 @@ struct FileHeadroomTests {
         #expect(statistics.records == 200)
         #expect(statistics.fileBytes >= environment.usedSize + 512 << 10, "\(statistics.fileBytes) bytes for \(environment.usedSize) used")
     }
+
+    @Test("three writer processes killed mid-work: their extensions never cover a page, and every acknowledged append survives")
+    func processesWriteAhead() async throws {
+        let directory = TemporaryDirectory("headroom-processes")
+        defer { directory.cleanup() }
+        let path = directory.path("log")
+        try await EventLog(path: path).close()
+        let sizeAtCreation = try Environment(path: path, options: readOnlyEnvironment).fileSize
+        async let first = ChildRun.run(path: path, run: 0, writers: 3, environment: [:], milliseconds: 1_500)
+        async let second = ChildRun.run(path: path, run: 1, writers: 3, environment: [:], milliseconds: 1_500)
+        async let third = ChildRun.run(path: path, run: 2, writers: 3, environment: [:], milliseconds: 1_500)
+        let runs = try await [first, second, third]
+        #expect(runs.allSatisfy { $0.killed })
+        #expect(runs.allSatisfy { $0.acknowledged.count > 100 }, "\(runs.map(\.acknowledged.count))")
+
+        let environment = try Environment(path: path, options: readOnlyEnvironment)
+        let used = environment.usedSize
+        let fileSize = environment.fileSize
+        environment.close()
+        print("headroom, 3 processes: \(runs.map(\.acknowledged.count)) appends, \(used) bytes used, file \(sizeAtCreation) -> \(fileSize)")
+        // The children extended the file while the others wrote (it outgrew what creation wrote).
+        #expect(fileSize > sizeAtCreation, "\(fileSize) bytes, \(sizeAtCreation) at creation, \(used) used")
+        #expect(fileSize >= used)
+        let ahead = try tail(of: path + "/data.mdb", from: used)
+        #expect(ahead.count == fileSize - used && ahead.allSatisfy { $0 == 0 })
+        let log = try EventLog(path: path)
+        defer { log.close() }
+        #expect(try await log.verify().isIntact)
+        for ack in runs.flatMap(\.acknowledged) {
+            #expect(try log.record(at: ack.position)?.eventID == ack.eventID)
+        }
+    }
+
+    private var readOnlyEnvironment: EnvironmentOptions {
+        var options = EnvironmentOptions()
+        options.readOnly = true
+        return options
+    }
 }
