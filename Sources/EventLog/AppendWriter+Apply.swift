@@ -13,17 +13,28 @@ extension AppendWriter {
     /// records' index entries go into the tail at once (``IndexTail/beginWrite(_:)``).
     /// `lastEventID` is the greatest key of the `event-ids` database when the transaction began.
     func apply(_ request: AppendRequest, txn: Transaction, head: inout LogHead, lastEventID: (UInt64, UInt64)?) throws -> AppendResult {
+        // The events are read through a buffer pointer, field by field: iterating the array
+        // copied each whole event (retaining and releasing its strings, payload and metadata).
+        try request.events.withUnsafeBufferPointer { events in
+            try apply(request, events: events, txn: txn, head: &head, lastEventID: lastEventID)
+        }
+    }
+
+    private func apply(
+        _ request: AppendRequest, events: UnsafeBufferPointer<ProposedEvent>, txn: Transaction, head: inout LogHead,
+        lastEventID: (UInt64, UInt64)?
+    ) throws -> AppendResult {
         // One look at the tail answers both questions: is an event id already in the log (then
         // this is a retry), and what is the stream's last version among the unindexed records.
         let (inTail, tailVersion) = tail.withState { state in
             (
-                request.events.contains { state.position(of: $0.eventID, upTo: .max) != nil },
+                events.indices.contains { state.position(of: events[$0].eventID, upTo: .max) != nil },
                 state.lastVersion(of: request.streamID, upTo: .max)
             )
         }
         var isRetry = inTail
         if !isRetry {
-            for event in request.events where try indexedPosition(of: event.eventID, txn: txn, lastEventID: lastEventID) != nil {
+            for index in events.indices where try indexedPosition(of: events[index].eventID, txn: txn, lastEventID: lastEventID) != nil {
                 isRetry = true
                 break
             }
@@ -49,7 +60,7 @@ extension AppendWriter {
         let firstPosition = head.position + 1
         let firstVersion = current + 1
         var version = current
-        for (index, event) in request.events.enumerated() {
+        for index in events.indices {
             // Never earlier than the record before it, so times never decrease along positions.
             let timestamp = max(request.timestamps?[index] ?? now, head.timestampMicros)
             let position = head.position + 1
@@ -60,12 +71,14 @@ extension AppendWriter {
                 try txn.reserve(databases.records, key: key, count: request.sizes[index], flags: .append) { buffer in
                     hash = RecordFormat.write(
                         into: buffer, position: position, streamVersion: version, timestampMicros: timestamp,
-                        streamID: request.streamID, event: event, pairs: request.metadataPairs[index], previous: head.hash)
+                        streamID: request.streamID, event: events[index], pairs: request.metadataPairs[index], previous: head.hash)
                 }
             }
             head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
         }
-        tail.add(stream: request.streamID, firstVersion: firstVersion, firstPosition: firstPosition, eventIDs: request.events.lazy.map(\.eventID))
+        tail.add(
+            stream: request.streamID, firstVersion: firstVersion, firstPosition: firstPosition,
+            eventIDs: events.indices.lazy.map { events[$0].eventID })
         return AppendResult(positions: firstPosition...head.position, streamVersion: version, wasDuplicate: false)
     }
 

@@ -195,7 +195,7 @@ final class AppendWriter: @unchecked Sendable {
                 ? ContinuousClock.now + min(lastCommit, .milliseconds(1)) : nil
             condition.unlock()
             let started = ContinuousClock.now
-            let (batch, outcomes, flushStarted) = process(gatheringUntil: gathering)
+            var (batch, outcomes, flushStarted) = process(gatheringUntil: gathering)
             let done = ContinuousClock.now
             let events = batch.reduce(0) { $0 + $1.events.count }
             // Only the writer thread sets the flag, so it is read here without the lock; the
@@ -209,10 +209,18 @@ final class AppendWriter: @unchecked Sendable {
             condition.unlock()
             metrics.commitDuration.recordNanoseconds(nanoseconds(done - started))
             metrics.groupEvents.record(events)
-            for (request, outcome) in zip(batch, outcomes) {
-                if let queuedAt = request.queuedAt { metrics.appendDuration.recordNanoseconds(nanoseconds(done - queuedAt)) }
-                request.completion?(outcome)
+            // The thread lets go of the requests before it resumes their appenders, so that each
+            // request (its events, payloads and arrays) is freed by its appender's task, which
+            // still holds it, rather than here, between two commits.
+            let completions = batch.map { request in
+                (request.completion, request.queuedAt.map { done - $0 })
             }
+            batch = []
+            for ((completion, waited), outcome) in zip(completions, outcomes) {
+                if let waited { metrics.appendDuration.recordNanoseconds(nanoseconds(waited)) }
+                completion?(outcome)
+            }
+            outcomes = []
         }
     }
 
