@@ -124,6 +124,7 @@ enum AppendWorkloads {
                         Figure(
                             "group-\(writers)-batched", "durable append, \(writers) events per commit (raw loop, perfect groups)", .raw,
                             operations: total, seconds: batchWatch.seconds))
+                    figures.append(try await handoff(writers: writers, perWriter: perWriter, frames: frames, in: directory))
                 }
             case .sqlite:
                 let sqlite = try SQLitePeer(directory: place, durable: true)
@@ -145,5 +146,28 @@ enum AppendWorkloads {
                     operations: total, seconds: watch.seconds))
         }
         return figures
+    }
+
+    /// The raw loop's records from `writers` concurrent tasks through ``RawHandoff``: every task
+    /// suspends until the durable commit that holds its append, as the log's appenders do.
+    static func handoff(writers: Int, perWriter: Int, frames: [[UInt8]], in directory: URL) async throws -> Figure {
+        let place = directory.appendingPathComponent("group-\(writers)-handoff")
+        let handoff = RawHandoff(raw: try RawLMDB(directory: place, durable: true), writers: writers)
+        var watch = Stopwatch()
+        try await watch.timeAsync {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for index in 0..<perWriter { try await handoff.append(frames[writer * perWriter + index]) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        handoff.finish()
+        try? FileManager.default.removeItem(at: place)
+        return Figure(
+            "group-\(writers)-handoff", "durable append, \(writers) concurrent writers, async hand-off (raw loop, no log work)", .raw,
+            operations: writers * perWriter, seconds: watch.seconds)
     }
 }
