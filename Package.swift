@@ -206,7 +206,8 @@ let package = Package(
             path: "Tools/accountctl"
         ),
         .testTarget(
-            name: "EventLogTests", dependencies: ["EventLog", "LMDB", "log-crash-child", "TestSupport", "EventLogConformance"]),
+            name: "EventLogTests",
+            dependencies: ["EventLog", "LMDB", "LogRecordFormat", "log-crash-child", "TestSupport", "EventLogConformance"]),
         .testTarget(
             name: "PostgresEventLogTests",
             dependencies: ["PostgresEventLog", "EventLog", "EventLogConformance", "TestSupport"]),

@@ -13,7 +13,9 @@ final class AppendRequest: @unchecked Sendable {
     let streamID: String
     let expected: ExpectedVersion
     let events: [ProposedEvent]
-    let metadataPairs: [[(String, String)]]
+    /// The records, encoded by the appender but for the fields the writer adds (position, stream
+    /// version, timestamp, chain hash, CRC): `sizes[0]` bytes for the first event, then the next.
+    let templates: [UInt8]
     let sizes: [Int]
     /// Unique keys this stream takes, and keys it gives up, in the same transaction.
     let claims: Set<String>
@@ -23,13 +25,13 @@ final class AppendRequest: @unchecked Sendable {
     /// The encoded size of all its records.
     let byteCount: Int
     init(
-        streamID: String, expected: ExpectedVersion, events: [ProposedEvent], metadataPairs: [[(String, String)]], sizes: [Int],
+        streamID: String, expected: ExpectedVersion, events: [ProposedEvent], templates: [UInt8], sizes: [Int],
         claims: Set<String>, releases: Set<String>, timestamps: [Int64]?
     ) {
         self.streamID = streamID
         self.expected = expected
         self.events = events
-        self.metadataPairs = metadataPairs
+        self.templates = templates
         self.sizes = sizes
         self.byteCount = sizes.reduce(0, +)
         self.claims = claims

@@ -60,21 +60,27 @@ extension AppendWriter {
         let firstPosition = head.position + 1
         let firstVersion = current + 1
         var version = current
-        for index in events.indices {
-            // Never earlier than the record before it, so times never decrease along positions.
-            let timestamp = max(request.timestamps?[index] ?? now, head.timestampMicros)
-            let position = head.position + 1
-            version += 1
-            var positionKey = position.bigEndian
-            var hash = head.hash
-            try withUnsafeBytes(of: &positionKey) { key in
-                try txn.reserve(databases.records, key: key, count: request.sizes[index], flags: .append) { buffer in
-                    hash = RecordFormat.write(
-                        into: buffer, position: position, streamVersion: version, timestampMicros: timestamp,
-                        streamID: request.streamID, event: events[index], pairs: request.metadataPairs[index], previous: head.hash)
+        // The appender encoded the records; the writer copies each and seals it (position,
+        // version, time, chain hash, CRC): the only part that must wait for the record before it.
+        try request.templates.withUnsafeBytes { templates in
+            var offset = 0
+            for index in events.indices {
+                // Never earlier than the record before it, so times never decrease along positions.
+                let timestamp = max(request.timestamps?[index] ?? now, head.timestampMicros)
+                let position = head.position + 1
+                let size = request.sizes[index]
+                version += 1
+                var positionKey = position.bigEndian
+                var hash = head.hash
+                try withUnsafeBytes(of: &positionKey) { key in
+                    try txn.reserve(databases.records, key: key, count: size, flags: .append) { buffer in
+                        buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: templates[offset..<(offset + size)]))
+                        hash = RecordFormat.seal(buffer, position: position, streamVersion: version, timestampMicros: timestamp, previous: head.hash)
+                    }
                 }
+                offset += size
+                head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
             }
-            head = LogHead(position: position, hash: hash, timestampMicros: timestamp)
         }
         tail.add(
             stream: request.streamID, firstVersion: firstVersion, firstPosition: firstPosition,

@@ -297,7 +297,7 @@ public final class EventLog: Sendable {
             maxPayload: options.maxPayloadBytes)
         return AppendRequest(
             streamID: streamID, expected: expectedVersion, events: events,
-            metadataPairs: checked.metadataPairs, sizes: checked.sizes, claims: claims, releases: releases, timestamps: timestamps)
+            templates: checked.templates(), sizes: checked.sizes, claims: claims, releases: releases, timestamps: timestamps)
     }
 
     /// Appends one event.

@@ -84,12 +84,19 @@ public enum RecordFormat {
         into buffer: UnsafeMutableRawBufferPointer, position: UInt64, streamVersion: UInt64, timestampMicros: Int64,
         streamID: String, event: ProposedEvent, pairs: [(String, String)], previous: ChainHash
     ) -> ChainHash {
+        writeTemplate(into: buffer, streamID: streamID, event: event, pairs: pairs)
+        return seal(buffer, position: position, streamVersion: streamVersion, timestampMicros: timestampMicros, previous: previous)
+    }
+
+    /// Writes what a record holds before it has a place in the log (exactly `encodedSize` bytes):
+    /// everything but its position, stream version, timestamp, chain hash and CRC, which
+    /// ``seal(_:position:streamVersion:timestampMicros:previous:)`` adds. Appenders build these
+    /// before they queue, so that the log's single writer only copies and seals them.
+    package static func writeTemplate(into buffer: UnsafeMutableRawBufferPointer, streamID: String, event: ProposedEvent, pairs: [(String, String)]) {
         var writer = ByteWriter(buffer: buffer, offset: bodyOffset)
         writer.u8(layoutVersion)
         writer.u8(0)
-        writer.u64(position)
-        writer.u64(streamVersion)
-        writer.u64(UInt64(bitPattern: timestampMicros))
+        writer.offset = Offset.eventID
         writer.uuid(event.eventID)
         writer.u32(event.schemaVersion)
         writer.string16(streamID)
@@ -102,10 +109,21 @@ public enum RecordFormat {
         writer.u32(UInt32(event.payload.count))
         writer.data(event.payload)
         precondition(writer.offset == buffer.count, "record size mismatch")
+    }
+
+    /// Completes a record whose other fields are written (``writeTemplate(into:streamID:event:pairs:)``):
+    /// stores its position, stream version and timestamp, then its chain hash over `previous` and
+    /// its CRC. Returns the chain hash.
+    package static func seal(
+        _ buffer: UnsafeMutableRawBufferPointer, position: UInt64, streamVersion: UInt64, timestampMicros: Int64, previous: ChainHash
+    ) -> ChainHash {
+        buffer.storeBytes(of: position.bigEndian, toByteOffset: Offset.position, as: UInt64.self)
+        buffer.storeBytes(of: streamVersion.bigEndian, toByteOffset: Offset.streamVersion, as: UInt64.self)
+        buffer.storeBytes(of: UInt64(bitPattern: timestampMicros).bigEndian, toByteOffset: Offset.timestamp, as: UInt64.self)
         let hash = chainHash(previous: previous, body: UnsafeRawBufferPointer(rebasing: buffer[bodyOffset...]))
-        hash.withBytes { buffer.baseAddress!.advanced(by: 4).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+        hash.withBytes { buffer.baseAddress!.advanced(by: Offset.chainHash).copyMemory(from: $0.baseAddress!, byteCount: 32) }
         let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[Offset.chainHash...]))
-        buffer.storeBytes(of: crc.bigEndian, toByteOffset: 0, as: UInt32.self)
+        buffer.storeBytes(of: crc.bigEndian, toByteOffset: Offset.checksum, as: UInt32.self)
         return hash
     }
 
@@ -274,6 +292,25 @@ package struct CheckedAppend: Sendable {
         self.claims = claims
         self.releases = releases
         self.timestamps = timestamps
+    }
+
+    /// The records' templates (``RecordFormat/writeTemplate(into:streamID:event:pairs:)``), one
+    /// after the other in one array: `sizes[0]` bytes for the first event, then the next.
+    package func templates() -> [UInt8] {
+        let total = sizes.reduce(0, +)
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            var offset = 0
+            for index in events.indices {
+                let record = UnsafeMutableRawBufferPointer(rebasing: raw[offset..<(offset + sizes[index])])
+                // The fields ``RecordFormat/seal(_:position:streamVersion:timestampMicros:previous:)``
+                // writes (all before the event id) are zeros until then.
+                UnsafeMutableRawBufferPointer(rebasing: record[..<RecordFormat.Offset.eventID]).initializeMemory(as: UInt8.self, repeating: 0)
+                RecordFormat.writeTemplate(into: record, streamID: streamID, event: events[index], pairs: metadataPairs[index])
+                offset += sizes[index]
+            }
+            count = total
+        }
     }
 
     /// The stored-time of an imported event, in µs since 1970.
