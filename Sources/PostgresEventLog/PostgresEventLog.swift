@@ -125,7 +125,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let notifier = CommitNotifier(
             committed: head, pollInterval: fromStandby ? min(options.pollInterval, .milliseconds(50)) : options.pollInterval
         ) {
-            try? await Self.headPosition(reads, logger: logger)
+            try? await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
+                try await Self.headPosition(reads, logger: logger)
+            }
         }
         self.notifier = notifier
         self.appender = PostgresAppender(client: client, location: location, clock: options.clock, logger: logger, timeout: options.operationTimeout)
@@ -194,7 +196,11 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                 // True when it stopped because nobody waited (then it waits for the next one at once).
                 let idle = try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
-                        if let head = try? await headPosition(client, logger: logger) { notifier.publish(head) }
+                        if let head = try? await withDeadline(
+                            .seconds(5), doing: "read the head after LISTEN", { try await headPosition(client, logger: logger) })
+                        {
+                            notifier.publish(head)
+                        }
                         return try await withThrowingTaskGroup(of: Bool.self) { group in
                             group.addTask {
                                 for try await notification in notifications {
@@ -379,7 +385,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         try checkOpen()
     }
 
-    /// Finishes queued appends, stops listening and closes the connections. Idempotent.
+    /// Finishes queued appends, stops listening and closes the connections (waiting for them at
+    /// most the operation timeout, and at least 5 s; a warning is logged when they did not end in
+    /// that time). Idempotent.
     public func close() async {
         let wasClosed = isClosed.withLock { closed in
             defer { closed = true }
@@ -391,7 +399,20 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         notifier.close()
         let running = tasks.withLock { $0 }
         for task in running { task.cancel() }
-        for task in running { await task.value }
+        // The connection pool ends once its connections are back, and the listener once its
+        // connection's notifications stop. Closing waits for them, but not without end: a
+        // connection left hanging by a server that went away must not hang the caller's shutdown.
+        let limit = max(options.operationTimeout, .seconds(5))
+        let location = location
+        do {
+            try await Self.withDeadline(limit, doing: "close the connections to the log at \(location)", cancellable: false) {
+                for task in running { await task.value }
+            }
+        } catch {
+            logger.warning(
+                "the log's connections did not close in time; they end in the background",
+                metadata: ["log": "\(location)", "error": "\(error)"])
+        }
     }
 
     /// A value stored with the log under `name`, or nil.
