@@ -195,7 +195,9 @@ final class AppendWriter: @unchecked Sendable {
                 ? ContinuousClock.now + min(lastCommit, .milliseconds(1)) : nil
             condition.unlock()
             let started = ContinuousClock.now
-            var (batch, outcomes, flushStarted) = process(gatheringUntil: gathering)
+            let (group, outcomes, flushStarted) = process(gatheringUntil: gathering)
+            // Consumed, so that emptying `batch` below releases the requests.
+            var batch = consume group
             let done = ContinuousClock.now
             let events = batch.reduce(0) { $0 + $1.events.count }
             // Only the writer thread sets the flag, so it is read here without the lock; the
@@ -220,7 +222,6 @@ final class AppendWriter: @unchecked Sendable {
                 if let waited { metrics.appendDuration.recordNanoseconds(nanoseconds(waited)) }
                 completion?(outcome)
             }
-            outcomes = []
         }
     }
 

@@ -120,7 +120,12 @@ public enum RecordFormat {
         buffer.storeBytes(of: position.bigEndian, toByteOffset: Offset.position, as: UInt64.self)
         buffer.storeBytes(of: streamVersion.bigEndian, toByteOffset: Offset.streamVersion, as: UInt64.self)
         buffer.storeBytes(of: UInt64(bitPattern: timestampMicros).bigEndian, toByteOffset: Offset.timestamp, as: UInt64.self)
-        let hash = chainHash(previous: previous, body: UnsafeRawBufferPointer(rebasing: buffer[bodyOffset...]))
+        // The hash field comes right before the body: with the previous hash in it, the chain
+        // hash's input (previous || body) is one contiguous range, hashed in one call.
+        previous.withBytes { buffer.baseAddress!.advanced(by: Offset.chainHash).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+        var hasher = SHA256()
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[Offset.chainHash...]))
+        let hash = hasher.finalize().withUnsafeBytes { ChainHash($0) }
         hash.withBytes { buffer.baseAddress!.advanced(by: Offset.chainHash).copyMemory(from: $0.baseAddress!, byteCount: 32) }
         let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[Offset.chainHash...]))
         buffer.storeBytes(of: crc.bigEndian, toByteOffset: Offset.checksum, as: UInt32.self)
