@@ -44,4 +44,7 @@ final class AppendRequest: @unchecked Sendable {
     var completion: (@Sendable (Result<AppendResult, any Error>) -> Void)?
     /// When it was queued (for the append-duration metric).
     var queuedAt: ContinuousClock.Instant?
+    /// True on the last request of a part of a batch whose next part is being prepared: the
+    /// writer waits a little for it rather than commit the batch in pieces.
+    var moreFollows = false
 }

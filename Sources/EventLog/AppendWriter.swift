@@ -93,18 +93,9 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
-    /// Queues several requests at once, in this order (they share commits as far as the batch
-    /// limits allow), and returns each one's outcome, in the same order, after their commits. One
-    /// suspension for all of them: what imports use.
-    func appendAll(_ requests: [AppendRequest]) async -> [Result<AppendResult, any Error>] {
-        guard !requests.isEmpty else { return [] }
-        return await withCheckedContinuation { continuation in
-            let collector = AppendOutcomes(count: requests.count, continuation: continuation)
-            enqueue(requests) { index, outcome in collector.set(index, outcome) }
-        }
-    }
-
-    private func enqueue(_ requests: [AppendRequest], completion: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
+    /// Queues `requests`, in order; `completion` gets each one's index in `requests` and its
+    /// outcome after its commit. Returns at once.
+    func enqueue(_ requests: [AppendRequest], completion: @escaping @Sendable (Int, Result<AppendResult, any Error>) -> Void) {
         condition.lock()
         if stopping {
             condition.unlock()
@@ -275,6 +266,22 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
+    /// How long the writer waits for the next part of a batch (``AppendRequest/moreFollows``)
+    /// before it commits what it has: far longer than a part takes to prepare (about 64 × 5 µs).
+    private static let followingWait: Duration = .milliseconds(20)
+
+    /// Waits (at most ``followingWait``) for the next part of a batch whose last request is in
+    /// `batch`, and takes what is queued. False when nothing came or the log is closing.
+    private func takeFollowing(events: inout Int, bytes: inout Int, into batch: inout [AppendRequest]) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: Double(nanoseconds(Self.followingWait)) / 1e9)
+        condition.lock()
+        defer { condition.unlock() }
+        while pending.isEmpty && !stopping {
+            if !condition.wait(until: deadline) { break }
+        }
+        return takeQueued(events: &events, bytes: &bytes, into: &batch)
+    }
+
     /// Runs one write transaction: the queued requests, and (until `gatheringUntil`) those that
     /// arrive meanwhile. Returns the requests, each one's outcome, and when the commit began. A
     /// request that fails validation writes nothing and does not hold back the others.
@@ -289,6 +296,7 @@ final class AppendWriter: @unchecked Sendable {
         condition.unlock()
         var flushStarted = ContinuousClock.now
         let outcomes = process(&batch) { batch in
+            if batch.last?.moreFollows == true { return takeFollowing(events: &events, bytes: &bytes, into: &batch) }
             guard let deadline else { return false }
             return gather(until: deadline, events: &events, bytes: &bytes, into: &batch)
         } committing: {

@@ -258,29 +258,45 @@ public final class EventLog: Sendable {
     /// order, share commits as far as the batch limits allow, and each is checked on its own (one
     /// that fails writes nothing and holds back none of the others). Returns each one's outcome, in
     /// order. Imports and moves between backends use it.
+    ///
+    /// The appends are checked and encoded ``preparedPerQueueing`` at a time, each part queued as
+    /// soon as it is ready: the writer applies the first ones while the caller encodes the rest,
+    /// and commits them together (within the batch limits).
     public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
-        var outcomes: [Result<AppendResult, any Error>?] = Array(repeating: nil, count: appends.count)
-        var requests: [AppendRequest] = []
-        var queuedIndexes: [Int] = []
-        for (index, append) in appends.enumerated() {
-            do {
-                let micros = append.timestamps?.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) }
-                requests.append(
-                    try makeRequest(
-                        append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
-                        releases: append.releases, timestamps: micros))
-                queuedIndexes.append(index)
-            } catch {
-                outcomes[index] = .failure(error)
-            }
-        }
+        guard !appends.isEmpty else { return [] }
         guard let writer else {
             let error = readOnlyError("append to")
-            return appends.indices.map { outcomes[$0] ?? .failure(error) }
+            return appends.map { _ in .failure(error) }
         }
-        for (index, outcome) in zip(queuedIndexes, await writer.appendAll(requests)) { outcomes[index] = outcome }
-        return outcomes.map { $0! }
+        return await withCheckedContinuation { continuation in
+            let outcomes = AppendOutcomes(count: appends.count, continuation: continuation)
+            for start in stride(from: 0, to: appends.count, by: Self.preparedPerQueueing) {
+                var requests: [AppendRequest] = []
+                var queuedIndexes: [Int] = []
+                for index in start..<min(start + Self.preparedPerQueueing, appends.count) {
+                    let append = appends[index]
+                    do {
+                        let micros = append.timestamps?.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) }
+                        requests.append(
+                            try makeRequest(
+                                append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
+                                releases: append.releases, timestamps: micros))
+                        queuedIndexes.append(index)
+                    } catch {
+                        outcomes.set(index, .failure(error))
+                    }
+                }
+                guard !requests.isEmpty else { continue }
+                // The writer waits for the next part rather than commit the batch in pieces.
+                requests[requests.count - 1].moreFollows = start + Self.preparedPerQueueing < appends.count
+                let indexes = queuedIndexes
+                writer.enqueue(requests) { offset, outcome in outcomes.set(indexes[offset], outcome) }
+            }
+        }
     }
+
+    /// How many appends of a batch are checked and encoded before they are queued.
+    static let preparedPerQueueing = 64
 
     /// The error for a write to a log opened read-only.
     func readOnlyError(_ operation: String) -> EventLogError {

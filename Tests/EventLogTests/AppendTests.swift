@@ -130,6 +130,41 @@ struct AppendTests {
         }
     }
 
+    @Test("a batch queued in parts: outcomes in order, refused appends (a whole part among them) write nothing, the rest in order")
+    func batchInParts() async throws {
+        try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
+            // More than three parts of 64: the second part is refused whole (empty stream ids), and
+            // so is every 10th append of the others.
+            let part = EventLog.preparedPerQueueing
+            let refused = Set((part..<(2 * part)).map { $0 } + stride(from: 0, to: 3 * part + 9, by: 10).map { $0 })
+            let appends = (0..<(3 * part + 9)).map { index in
+                StreamAppend(streamID: refused.contains(index) ? "" : "s\(index % 7)", events: [event("t\(index)")], expectedVersion: .any)
+            }
+            let outcomes = await log.appendBatch(appends)
+            #expect(outcomes.count == appends.count)
+            var next: UInt64 = 1
+            for (index, outcome) in outcomes.enumerated() {
+                if refused.contains(index) {
+                    #expect(throws: EventLogError.invalidStreamID("", reason: "it is empty")) { try outcome.get() }
+                } else {
+                    #expect((try? outcome.get())?.positions == next...next, "append \(index)")
+                    next += 1
+                }
+            }
+            #expect(next - 1 == UInt64(appends.count - refused.count))
+            let stored = try await log.read(from: 1, limit: 1_000)
+            #expect(stored.map(\.type) == appends.indices.filter { !refused.contains($0) }.map { "t\($0)" })
+            // A batch whose last part is refused whole still answers (the writer stops waiting for it).
+            let tail = (0..<(part + 3)).map { index in
+                StreamAppend(streamID: index < 3 ? "tail" : "", events: [event("u\(index)")], expectedVersion: .any)
+            }
+            let tailOutcomes = await log.appendBatch(tail)
+            #expect(tailOutcomes.prefix(3).allSatisfy { (try? $0.get()) != nil })
+            #expect(tailOutcomes.dropFirst(3).allSatisfy { (try? $0.get()) == nil })
+            #expect(try log.lastPosition() == next + 2)
+        }
+    }
+
     @Test("8 concurrent appenders × 1,000 appends: gap-free positions, per-stream order kept")
     func concurrentAppenders() async throws {
         try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
