@@ -259,9 +259,9 @@ public final class EventLog: Sendable {
     /// that fails writes nothing and holds back none of the others). Returns each one's outcome, in
     /// order. Imports and moves between backends use it.
     ///
-    /// The appends are checked and encoded ``preparedPerQueueing`` at a time, each part queued as
-    /// soon as it is ready: the writer applies the first ones while the caller encodes the rest,
-    /// and commits them together (within the batch limits).
+    /// The appends are checked and encoded 64 at a time, each part queued as soon as it is ready:
+    /// the writer applies the first parts while the caller encodes the rest, and commits them
+    /// together (within the batch limits).
     public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
         guard !appends.isEmpty else { return [] }
         guard let writer else {
