@@ -19,7 +19,9 @@ public final class PostgresServer: Sendable {
     /// The cluster's folder (data in `data/`, the socket and the server log beside it).
     public let directory: URL
     /// The TCP port on 127.0.0.1.
-    public let port: Int
+    public var port: Int { currentPort.load(ordering: .relaxed) }
+    /// Set once the first start has found a port nothing else took meanwhile.
+    private let currentPort: Atomic<Int>
     private let binaries: URL
 
     /// Why a server could not be started.
@@ -56,12 +58,12 @@ public final class PostgresServer: Sendable {
         binaries = try Self.findBinaries()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(name)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
+        currentPort = Atomic(try Self.freePort())
         if getuid() == 0 {
             try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path])
         }
         try makeData(self)
-        try startServer()
+        try startServer(onFreshPort: true)
         Self.running.withLock { running in
             if running.isEmpty { atexit { PostgresServer.removeAll() } }
             running.append(self)
@@ -88,14 +90,28 @@ public final class PostgresServer: Sendable {
         try await Self.programs.run { [self] in try startServer() }
     }
 
-    private func startServer() throws {
-        try run(
-            "pg_ctl",
-            [
-                "-D", dataPath, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60", "-o",
-                "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory.path) -c fsync=on -c max_connections=200",
-                "start"
-            ])
+    /// Starts the server. On its first start (`onFreshPort`), a port another process took between
+    /// the probe and the server's bind (the tests start several servers at once) is replaced by a
+    /// new one, up to four times.
+    private func startServer(onFreshPort: Bool = false) throws {
+        var attempts = 0
+        while true {
+            do {
+                try run(
+                    "pg_ctl",
+                    [
+                        "-D", dataPath, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60", "-o",
+                        "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory.path) -c fsync=on -c max_connections=200",
+                        "start"
+                    ])
+                return
+            } catch {
+                attempts += 1
+                let log = (try? String(contentsOf: directory.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
+                guard onFreshPort, attempts < 5, log.contains("could not bind") else { throw error }
+                currentPort.store(try Self.freePort(), ordering: .relaxed)
+            }
+        }
     }
 
     /// Stops the server: `fast` closes connections cleanly, `immediate` is a crash (no checkpoint;
