@@ -48,6 +48,25 @@ struct TailItem: Sendable {
     }
 }
 
+/// An event id as a dictionary key: its two halves, each fed to the hasher as a word (UUID's
+/// own `Hashable` feeds its 16 bytes as a buffer, the hasher's slow path). Both halves, so that
+/// ids chosen by a client cannot be made to collide.
+struct EventIDKey: Hashable {
+    let high: UInt64
+    let low: UInt64
+
+    init(_ eventID: UUID) {
+        (high, low) = withUnsafeBytes(of: eventID.uuid) {
+            ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(high)
+        hasher.combine(low)
+    }
+}
+
 /// A tail item's place in an index's order (``TailItem/streamLeadingBytes`` or
 /// ``TailItem/eventIDOrder``), and where it is in the items being sorted.
 struct SortKey {
@@ -70,7 +89,7 @@ struct TailState: Sendable {
     /// False until the first sync: nothing is known yet.
     private(set) var loaded = false
     private var streams: [String: [TailStreamEntry]] = [:]
-    private var ids: [UUID: UInt64] = [:]
+    private var ids: [EventIDKey: UInt64] = [:]
     private var order: [TailItem] = []
 
     /// How many records the entries cover.
@@ -104,7 +123,7 @@ struct TailState: Sendable {
         precondition(firstPosition == through + 1, "the tail grows one position at a time")
         var count: UInt64 = 0
         for eventID in eventIDs {
-            ids[eventID] = firstPosition + count
+            ids[EventIDKey(eventID)] = firstPosition + count
             order.append(TailItem(stream: stream, version: firstVersion + count, position: firstPosition + count, eventID: eventID))
             count += 1
         }
@@ -134,7 +153,7 @@ struct TailState: Sendable {
             order.removeLast()
             streams[last.stream]?.removeLast()
             if streams[last.stream]?.isEmpty == true { streams[last.stream] = nil }
-            ids[last.eventID] = nil
+            ids[EventIDKey(last.eventID)] = nil
         }
         through = max(base, min(through, position))
     }
@@ -144,7 +163,7 @@ struct TailState: Sendable {
 
     /// The position of the event with this id among the records up to `head`, or nil.
     func position(of eventID: UUID, upTo head: UInt64) -> UInt64? {
-        guard let position = ids[eventID], position <= head else { return nil }
+        guard let position = ids[EventIDKey(eventID)], position <= head else { return nil }
         return position
     }
 
