@@ -23,7 +23,7 @@ final class AppendRequest: @unchecked Sendable {
     /// For imported events: each one's own time (µs since 1970) instead of the log's clock.
     let timestamps: [Int64]?
     /// The encoded size of all its records.
-    let byteCount: Int
+    var byteCount: Int { templates.count }
     init(
         streamID: String, expected: ExpectedVersion, events: [ProposedEvent], templates: [UInt8], sizes: [Int],
         claims: Set<String>, releases: Set<String>, timestamps: [Int64]?
@@ -33,7 +33,6 @@ final class AppendRequest: @unchecked Sendable {
         self.events = events
         self.templates = templates
         self.sizes = sizes
-        self.byteCount = sizes.reduce(0, +)
         self.claims = claims
         self.releases = releases
         self.timestamps = timestamps

@@ -276,11 +276,10 @@ public final class EventLog: Sendable {
                 for index in start..<min(start + Self.preparedPerQueueing, appends.count) {
                     let append = appends[index]
                     do {
-                        let micros = append.timestamps?.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) }
                         requests.append(
                             try makeRequest(
                                 append.events, to: append.streamID, expectedVersion: append.expectedVersion, claims: append.claims,
-                                releases: append.releases, timestamps: micros))
+                                releases: append.releases, timestamps: append.timestamps?.map(CheckedAppend.micros)))
                         queuedIndexes.append(index)
                     } catch {
                         outcomes.set(index, .failure(error))
