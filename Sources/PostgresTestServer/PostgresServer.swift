@@ -94,20 +94,23 @@ public final class PostgresServer: Sendable {
     /// the probe and the server's bind (the tests start several servers at once) is replaced by a
     /// new one, up to four times.
     private func startServer(onFreshPort: Bool = false) throws {
+        let logPath = directory.appendingPathComponent("server.log")
         var attempts = 0
         while true {
+            // What the server logs from here on is this attempt's (the log is appended to).
+            let logged = ((try? FileManager.default.attributesOfItem(atPath: logPath.path))?[.size] as? NSNumber)?.intValue ?? 0
             do {
                 try run(
                     "pg_ctl",
                     [
-                        "-D", dataPath, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60", "-o",
+                        "-D", dataPath, "-l", logPath.path, "-w", "-t", "60", "-o",
                         "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory.path) -c fsync=on -c max_connections=200",
                         "start"
                     ])
                 return
             } catch {
                 attempts += 1
-                let log = (try? String(contentsOf: directory.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
+                let log = (try? Data(contentsOf: logPath)).map { String(decoding: $0.dropFirst(logged), as: UTF8.self) } ?? ""
                 guard onFreshPort, attempts < 5, log.contains("could not bind") else { throw error }
                 currentPort.store(try Self.freePort(), ordering: .relaxed)
             }
