@@ -107,7 +107,7 @@ extension ProjectionStore {
                 var ended = true
                 do {
                     try log.scanStreams(after: marker.lastStream, through: marker.through, batchSize: 1_024) { record in
-                        let starts = record.withStreamIDBytes { bytes in current.map { !bytes.elementsEqual($0) } ?? true }
+                        let starts = record.withStreamIDBytes { bytes in current.map { !Self.same(bytes, $0) } ?? true }
                         if starts {
                             if current != nil { finished = current }
                             // Between two streams: end the chunk when it is full, or early for a
@@ -140,5 +140,13 @@ extension ProjectionStore {
         } catch let failed as ChunkFailed {
             return .committed(BatchOutcome(reached: 0, failure: failed.failure))
         }
+    }
+
+    /// Whether a stream id's bytes equal `known`, compared as memory (the generic element-wise
+    /// comparison was 6 % of a rebuild's instructions, callgrind, 1 M events).
+    static func same(_ bytes: UnsafeRawBufferPointer, _ known: [UInt8]) -> Bool {
+        guard bytes.count == known.count else { return false }
+        guard let base = bytes.baseAddress else { return true }
+        return known.withUnsafeBytes { memcmp($0.baseAddress!, base, bytes.count) == 0 }
     }
 }

@@ -165,8 +165,12 @@ func run() throws -> (count: Int, checksum: Int) {
         let last = try log.lastPosition()
         count = Int(last)
         try blocking {
+            // No read-your-writes deadline: under valgrind the first build takes minutes.
+            var options = ProjectionStoreOptions()
+            options.readYourWritesTimeout = .seconds(3_600)
             let store = try ProjectionStore(
-                path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()])
+                path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()],
+                options: options)
             try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: last)
             try await store.rebuild(AccountDetailsProjection.projectionName)
             await store.close()
