@@ -61,16 +61,24 @@ final class ServeProcess {
         throw CancellationError()
     }
 
-    /// Sends SIGTERM and waits (up to 20 s, then SIGKILL and -1) for the exit status.
+    /// Sends SIGTERM and waits (up to 20 s, then SIGKILL and -1) for the exit status. Any other
+    /// status than 0 prints the end of the process's error output, for the test's log.
     func terminate() async -> Int32 {
         process.terminate()
         for _ in 0..<400 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        guard !process.isRunning else {
+        let status: Int32
+        if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            return -1
+            status = -1
+        } else {
+            status = process.terminationStatus
         }
-        return process.terminationStatus
+        if status != 0 {
+            let log = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            print("accountctl serve (\(base)) ended with \(status) after SIGTERM; the end of its error output:\n\(log.suffix(4_000))")
+        }
+        return status
     }
 
     /// One request; the status and the body parsed as a JSON object (empty when it is none).
