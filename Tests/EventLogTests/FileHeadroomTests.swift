@@ -161,30 +161,31 @@ struct FileHeadroomTests {
     /// headed by their own page number nor covered by an overflow page that is; and how many
     /// non-zero pages are.
     private func strayPages(_ bytes: Data, firstPage: Int) -> (strays: [Int], nonZero: Int) {
-        let page = Array(bytes)
-        var strays: [Int] = []
-        var overflowEnd = firstPage
-        var nonZero = 0
-        for index in 0..<page.count / pageSize {
-            let number = firstPage + index
-            let start = index * pageSize
-            let body = page[start..<start + pageSize]
-            if body.allSatisfy({ $0 == 0 }) { continue }
-            nonZero += 1
-            if number < overflowEnd { continue }
-            let header = Array(body.prefix(16))
-            let pageNumber = header[0..<8].enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
-            let flags = Int(header[10]) | Int(header[11]) << 8
-            guard pageNumber == number else {
-                strays.append(number)
-                continue
+        bytes.withUnsafeBytes { file in
+            var strays: [Int] = []
+            var overflowEnd = firstPage
+            var nonZero = 0
+            for index in 0..<file.count / pageSize {
+                let number = firstPage + index
+                let start = index * pageSize
+                if file[start..<start + pageSize].allSatisfy({ $0 == 0 }) { continue }
+                nonZero += 1
+                if number < overflowEnd { continue }
+                // LMDB's page header, little-endian: page number (8 bytes), pad (2), flags (2),
+                // and for an overflow page (P_OVERFLOW, 0x04) its page count (4).
+                let pageNumber = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: start, as: UInt64.self))
+                let flags = UInt16(littleEndian: file.loadUnaligned(fromByteOffset: start + 10, as: UInt16.self))
+                guard pageNumber == UInt64(number) else {
+                    strays.append(number)
+                    continue
+                }
+                if flags & 0x04 != 0 {
+                    let pages = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: start + 12, as: UInt32.self))
+                    overflowEnd = number + max(Int(pages), 1)
+                }
             }
-            if flags & 0x04 != 0 {  // P_OVERFLOW: mp_pages at offset 12
-                let pages = header[12..<16].enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
-                overflowEnd = number + max(pages, 1)
-            }
+            return (strays, nonZero)
         }
-        return (strays, nonZero)
     }
 
     private var readOnlyEnvironment: EnvironmentOptions {

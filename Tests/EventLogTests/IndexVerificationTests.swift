@@ -17,13 +17,7 @@ import Testing
 struct IndexVerificationTests {
     /// A closed log of `count` records, one stream per three records, every entry indexed.
     private func makeLog(at path: String, count: Int) async throws {
-        var options = relaxed
-        options.indexTailLimit = 0
-        let log = try EventLog(path: path, options: options)
-        for position in 1...count {
-            _ = try await log.append(event("t", "record \(position)"), to: "stream-\((position - 1) / 3)")
-        }
-        await log.close()
+        try await makeIndexedLog(at: path, count: count) { "stream-\(($0 - 1) / 3)" }
     }
 
     /// Changes the log's raw LMDB databases, then verifies the log.
@@ -36,19 +30,6 @@ struct IndexVerificationTests {
         let log = try EventLog(path: path)
         defer { log.close() }
         return try await log.verify(batchSize: 4)
-    }
-
-    /// The entries of a database, in key order.
-    private func entries(_ txn: Transaction, _ database: Database) throws -> [(key: [UInt8], position: UInt64)] {
-        try txn.withCursor(database) { cursor in
-            var result: [([UInt8], UInt64)] = []
-            var entry = try cursor.first()
-            while let current = entry {
-                result.append((Array(current.key), BigEndian.uint64(current.value)))
-                entry = try cursor.next()
-            }
-            return result
-        }
     }
 
     @Test("an intact log with an unindexed tail verifies; its records are counted once")
@@ -73,7 +54,7 @@ struct IndexVerificationTests {
         let path = directory.path("log")
         try await makeLog(at: path, count: 12)
         let report = try await verifyAfter(path: path) { txn, streams, _ in
-            let all = try entries(txn, streams)
+            let all = try indexEntries(txn, streams)
             let (first, second) = (try #require(all.first { $0.position == 5 }), try #require(all.first { $0.position == 9 }))
             try txn.put(streams, key: first.key, value: BigEndian.bytes(9))
             try txn.put(streams, key: second.key, value: BigEndian.bytes(5))
@@ -91,7 +72,7 @@ struct IndexVerificationTests {
         let path = directory.path("log")
         try await makeLog(at: path, count: 12)
         let report = try await verifyAfter(path: path) { txn, _, ids in
-            let victim = try #require(try entries(txn, ids).first { $0.position == 8 })
+            let victim = try #require(try indexEntries(txn, ids).first { $0.position == 8 })
             #expect(try txn.delete(ids, key: victim.key))
         }
         #expect(report.problem?.kind == .indexMismatch)
@@ -121,7 +102,7 @@ struct IndexVerificationTests {
         let path = directory.path("log")
         try await makeLog(at: path, count: 12)
         let changed = try await verifyAfter(path: path) { txn, streams, _ in
-            let entry = try #require(try entries(txn, streams).first { $0.position == 11 })
+            let entry = try #require(try indexEntries(txn, streams).first { $0.position == 11 })
             #expect(try txn.delete(streams, key: entry.key))
             try txn.put(streams, key: Array(entry.key.dropLast(8)) + BigEndian.bytes(9), value: BigEndian.bytes(11))
         }

@@ -17,13 +17,7 @@ struct StreamOrderScanTests {
     /// A closed log whose records alternate between four streams (`s0`…`s3`), every one indexed:
     /// record `p` is version `(p - 1) / 4 + 1` of stream `s((p - 1) % 4)`.
     private func makeLog(at path: String, count: Int) async throws {
-        var options = relaxed
-        options.indexTailLimit = 0
-        let log = try EventLog(path: path, options: options)
-        for position in 1...count {
-            _ = try await log.append(event("t", "record \(position)"), to: "s\((position - 1) % 4)")
-        }
-        await log.close()
+        try await makeIndexedLog(at: path, count: count) { "s\(($0 - 1) % 4)" }
     }
 
     /// The positions a scan gives, with each record's stream and version checked against them.
@@ -73,15 +67,8 @@ struct StreamOrderScanTests {
         let environment = try Environment(path: path)
         let streams = try environment.openDatabase("streams")
         try environment.write { txn in
-            let key = try txn.withCursor(streams) { cursor -> [UInt8]? in
-                var entry = try cursor.first()
-                while let current = entry {
-                    if BigEndian.uint64(current.value) == 7 { return Array(current.key) }
-                    entry = try cursor.next()
-                }
-                return nil
-            }
-            try txn.put(streams, key: try #require(key), value: BigEndian.bytes(99))
+            let victim = try #require(try indexEntries(txn, streams).first { $0.position == 7 })
+            try txn.put(streams, key: victim.key, value: BigEndian.bytes(99))
         }
         environment.close()
         let log = try EventLog(path: path)

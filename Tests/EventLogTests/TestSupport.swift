@@ -5,6 +5,7 @@
 
 import EventLog
 import Foundation
+import LMDB
 
 /// A fresh directory under the system's temporary folder, removed by `cleanup()`.
 struct TemporaryDirectory {
@@ -46,4 +47,29 @@ func event(_ type: String = "test.event", _ text: String = "payload", id: UUID =
 
 extension RecordedEvent {
     var text: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// Writes a closed log of `count` records, one append each (`record <position>` to the stream
+/// `stream(position)`), with every record in the indexes (no unindexed tail).
+func makeIndexedLog(at path: String, count: Int, stream: (Int) -> String) async throws {
+    var options = relaxed
+    options.indexTailLimit = 0
+    let log = try EventLog(path: path, options: options)
+    for position in 1...count {
+        _ = try await log.append(event("t", "record \(position)"), to: stream(position))
+    }
+    await log.close()
+}
+
+/// The entries of one of a log's index databases (value: a big-endian position), in key order.
+func indexEntries(_ txn: Transaction, _ database: Database) throws -> [(key: [UInt8], position: UInt64)] {
+    try txn.withCursor(database) { cursor in
+        var result: [([UInt8], UInt64)] = []
+        var entry = try cursor.first()
+        while let current = entry {
+            result.append((Array(current.key), BigEndian.uint64(current.value)))
+            entry = try cursor.next()
+        }
+        return result
+    }
 }
