@@ -42,27 +42,31 @@ extension AppendWriter {
                 return left.stream == right.stream ? left.version < right.version : left.stream.utf8.lexicographicallyPrecedes(right.stream.utf8)
             }
             var key: [UInt8] = []
-            var streams = try IndexAppender(txn, databases.streams)
-            for entry in order {
-                let item = items[entry.index]
-                key.removeAll(keepingCapacity: true)
-                key.append(contentsOf: item.stream.utf8)
-                key.append(0)
-                withUnsafeBytes(of: item.version.bigEndian) { key.append(contentsOf: $0) }
-                var value = item.position.bigEndian
-                try key.withUnsafeBytes { key in
-                    try withUnsafeBytes(of: &value) { value in try streams.put(key: key, value: value) }
+            try txn.withCursor(databases.streams) { cursor in
+                var streams = try IndexAppender(&cursor)
+                for entry in order {
+                    let item = items[entry.index]
+                    key.removeAll(keepingCapacity: true)
+                    key.append(contentsOf: item.stream.utf8)
+                    key.append(0)
+                    withUnsafeBytes(of: item.version.bigEndian) { key.append(contentsOf: $0) }
+                    var value = item.position.bigEndian
+                    try key.withUnsafeBytes { key in
+                        try withUnsafeBytes(of: &value) { value in try streams.put(key: key, value: value, &cursor) }
+                    }
                 }
             }
             order = items.indices.map { SortKey(leading: items[$0].eventIDOrder, index: $0) }
             order.sort { $0.leading < $1.leading }
-            var eventIDs = try IndexAppender(txn, databases.eventIDs)
-            for entry in order {
-                let item = items[entry.index]
-                var key = item.eventID.uuid
-                var value = item.position.bigEndian
-                try withUnsafeBytes(of: &key) { key in
-                    try withUnsafeBytes(of: &value) { value in try eventIDs.put(key: key, value: value) }
+            try txn.withCursor(databases.eventIDs) { cursor in
+                var eventIDs = try IndexAppender(&cursor)
+                for entry in order {
+                    let item = items[entry.index]
+                    var key = item.eventID.uuid
+                    var value = item.position.bigEndian
+                    try withUnsafeBytes(of: &key) { key in
+                        try withUnsafeBytes(of: &value) { value in try eventIDs.put(key: key, value: value, &cursor) }
+                    }
                 }
             }
         }
@@ -91,30 +95,28 @@ extension AppendWriter {
     }
 }
 
-/// Puts an index's entries, in key order, in one write transaction. A key after every key the
-/// database holds goes in with `MDB_APPEND`: no search from the root, and the pages it fills are
-/// filled whole instead of split in halves. An import into a new log, and the event ids the log
-/// makes (time-ordered), put nearly all their keys that way. Any other key is put as usual,
-/// refused if present. Which way a key goes is decided on its bytes, in LMDB's own order, so a
-/// sort that disagreed with it could only cost speed, never an `MDB_APPEND` error.
+/// Puts an index's entries, in key order, in one write transaction, through one cursor. A key
+/// after every key the database holds goes in with `MDB_APPEND`: the pages it fills are filled
+/// whole instead of split in halves. An import into a new log, and the event ids the log makes
+/// (time-ordered), put nearly all their keys that way. Any other key is put as usual, refused if
+/// present; the cursor rests on the entry put last, so a key on that same page (the next version
+/// of a stream, mostly) is placed without a search from the root. Which way a key goes is decided
+/// on its bytes, in LMDB's own order, so a sort that disagreed with it could only cost speed,
+/// never an `MDB_APPEND` error.
 struct IndexAppender {
-    private let txn: Transaction
-    private let database: Database
     /// The greatest key in the database, or nil while it is empty.
     private var last: [UInt8]?
 
-    init(_ txn: Transaction, _ database: Database) throws {
-        self.txn = txn
-        self.database = database
-        last = try txn.withCursor(database) { cursor in try cursor.last().map { [UInt8]($0.key) } }
+    init(_ cursor: inout Cursor) throws {
+        last = try cursor.last().map { [UInt8]($0.key) }
     }
 
-    mutating func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+    mutating func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, _ cursor: inout Cursor) throws {
         if let last, !IndexAppender.precedes(last, key) {
-            try txn.put(database, key: key, value: value, flags: .noOverwrite)
+            try cursor.put(key: key, value: value, flags: .noOverwrite)
             return
         }
-        try txn.put(database, key: key, value: value, flags: .append)
+        try cursor.put(key: key, value: value, flags: .append)
         if last == nil { last = [] }
         last!.removeAll(keepingCapacity: true)
         last!.append(contentsOf: key)
