@@ -55,6 +55,12 @@ package final class BlockingPool: Sendable {
         }
     }
 
+    /// Queues `job` to run on one of the pool's threads and returns at once.
+    package func submit(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { $0.append(job) }
+        waiting.signal()
+    }
+
     /// Ends the threads once the jobs given before have run.
     package func shutdown() {
         jobs.withLock { jobs in

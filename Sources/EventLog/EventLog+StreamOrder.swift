@@ -72,6 +72,29 @@ extension EventLog: StreamOrderedScanning {
         }
     }
 
+    /// The id of the stream that holds the `records`-th record of a stream-ordered scan after
+    /// `streamAfter` (up to `through`), or nil when the scan holds fewer. It walks the streams
+    /// index only, reading no record.
+    public func streamSplit(after streamAfter: [UInt8]?, records: Int, through: UInt64) throws -> [UInt8]? {
+        guard records > 0 else { return nil }
+        let start: [UInt8] = streamAfter.map { $0 + [1] } ?? []
+        return try reading { txn in
+            try txn.withCursor(databases.streams) { streams in
+                var count = 0
+                var entry = start.isEmpty ? try streams.first() : try streams.seek(atOrAfter: start)
+                while let current = entry {
+                    if current.value.count == 8, BigEndian.uint64(current.value) <= through {
+                        count += 1
+                        // The key is the stream id, a 0 byte and the version (8 bytes).
+                        if count == records, current.key.count >= 9 { return Array(current.key.prefix(current.key.count - 9)) }
+                    }
+                    entry = try streams.next()
+                }
+                return nil
+            }
+        }
+    }
+
     /// Whether two streams index keys (stream id, 0, version) belong to one stream.
     private func sameStream(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
         lhs.count == rhs.count && lhs.count >= 9 && memcmp(lhs.baseAddress!, rhs.baseAddress!, lhs.count - 8) == 0

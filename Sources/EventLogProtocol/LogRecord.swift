@@ -85,4 +85,15 @@ public protocol StreamOrderedScanning: InPlaceScanning {
     /// stream whose id's bytes sort after `streamAfter` (from the first stream when nil), until
     /// it returns false (before the record it was given) or the streams end.
     func scanStreams(after streamAfter: [UInt8]?, through: UInt64, batchSize: Int, _ body: (Record) throws -> Bool) throws
+    /// Where a stream-ordered scan after `streamAfter` (records up to `through`) may be cut in
+    /// two parts of about `records` records and the rest: the id of the stream that holds its
+    /// `records`-th record, or nil when the scan holds no more than `records` records. The first
+    /// part ends with that stream; a scan after it reads the second. A rebuild reads the two parts
+    /// on two threads at once.
+    func streamSplit(after streamAfter: [UInt8]?, records: Int, through: UInt64) throws -> [UInt8]?
+}
+
+extension StreamOrderedScanning {
+    /// No place to cut: the scan is read in one part.
+    public func streamSplit(after streamAfter: [UInt8]?, records: Int, through: UInt64) throws -> [UInt8]? { nil }
 }

@@ -23,7 +23,7 @@ struct BatchOutcome: Sendable {
 struct BatchApplier<P: Projection> {
     let projection: P
     let name: String
-    let state: ProjectionState
+    var state: ProjectionState
     var batch: P.BatchState
     /// The last position applied.
     var reached: UInt64
@@ -32,6 +32,8 @@ struct BatchApplier<P: Projection> {
     var failure: ProjectionError?
     /// The projections' own storage failed: the batch is abandoned and retried.
     var storageFailure: LMDBError?
+    /// The projection wrote to a read-only state (in `apply`, on the lane thread).
+    var wroteReadOnlyState = false
 
     init(projection: P, name: String, state: ProjectionState, reached: UInt64) {
         self.projection = projection
@@ -47,6 +49,9 @@ struct BatchApplier<P: Projection> {
             try projection.apply(record, to: state, batch: &batch)
         } catch let error as LMDBError {
             storageFailure = error
+            return false
+        } catch is ProjectionState.ReadOnlyState {
+            wroteReadOnlyState = true
             return false
         } catch {
             failure = .failed(projection: name, position: record.position, reason: "\(error)")

@@ -38,6 +38,13 @@ public protocol Projection: Sendable {
     /// version order, so that records of different streams may be applied in any interleaving.
     /// A rebuild of such a projection on a log that can read stream by stream applies the log
     /// stream after stream, each stream's records together (see ``ProjectionStore``). False by default.
+    ///
+    /// Such a rebuild reads a large chunk in two parts at once, on two threads: `apply` may run
+    /// for the streams of the second part on a second thread, with a read-only state (the
+    /// generation as it was before the chunk), while the first part is applied; ``finishBatch(_:state:)``
+    /// then writes each part's batch in the chunk's transaction. So `apply` should only read its
+    /// state and keep its changes in the batch. A projection that writes in `apply` is noticed
+    /// at its first write there and rebuilt in one part from then on.
     var buildsStreamByStream: Bool { get }
 }
 
@@ -57,6 +64,12 @@ extension Projection where BatchState == Void {
 public struct ProjectionState {
     let transaction: Transaction
     let databases: [String: Database]
+    /// Set for the second part of a chunk read on the lane thread (a read transaction): a write
+    /// there throws ``ReadOnlyState`` and the part is applied again on the writer's thread.
+    var readOnly = false
+
+    /// A write to a read-only state (the second part of a stream-by-stream chunk).
+    struct ReadOnlyState: Error {}
 
     func database(_ name: String) throws -> Database {
         guard let database = databases[name] else { throw ProjectionError.unknownDatabase(name) }
@@ -70,13 +83,15 @@ public struct ProjectionState {
 
     /// Stores `value` under `key`.
     public func put(_ database: String, key: [UInt8], value: [UInt8]) throws {
+        guard !readOnly else { throw ReadOnlyState() }
         try transaction.put(try self.database(database), key: key, value: value)
     }
 
     /// Removes `key`; false when it was not there.
     @discardableResult
     public func delete(_ database: String, key: [UInt8]) throws -> Bool {
-        try transaction.delete(try self.database(database), key: key)
+        guard !readOnly else { throw ReadOnlyState() }
+        return try transaction.delete(try self.database(database), key: key)
     }
 
     /// Calls `body` with each entry of the named database in key order, from the first key at or

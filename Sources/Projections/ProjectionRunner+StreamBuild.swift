@@ -6,6 +6,7 @@
 import EventLogProtocol
 import Foundation
 internal import LMDB
+import Synchronization
 
 /// Where a rebuild applied stream by stream has come (`gen/<name>/<n>/stream-build`).
 struct StreamBuildMarker {
@@ -70,9 +71,15 @@ extension ProjectionStore {
     /// pass's last position and the records after it follow in log order. The projection failing
     /// rolls back the chunk it failed in.
     ///
+    /// A chunk of at least twice ``minimumLane`` records is read in two parts at once: up to the
+    /// stream that holds its middle record on this thread, in the write transaction, and the
+    /// streams after it on the lane thread (``startSecondLane``); this transaction then writes the
+    /// first part's batch and the second's, in key order. On two cores this took a rebuild of 1 M
+    /// events from 2.6–2.7 s to 1.7–1.9 s (`peer-compare --only rebuild`, alternating builds).
+    ///
     /// With `givesWay`, a chunk also ends early, after 1,024 records, while a command waits for the
-    /// serving generation; a first build does not (the serving generation is not advanced until
-    /// the build takes over).
+    /// serving generation (the second part is then dropped unless the first reached it); a first
+    /// build does not (the serving generation is not advanced until the build takes over).
     func streamChunk<Log: StreamOrderedScanning, P: Projection>(
         _ projection: P, from log: Log, name: String, generation: Generation, batchSize: Int, givesWay: Bool
     ) throws -> StreamChunk {
@@ -102,37 +109,69 @@ extension ProjectionStore {
                 }
                 let projectionState = ProjectionState(transaction: txn, databases: generation.databases)
                 var applier = BatchApplier(projection: projection, name: name, state: projectionState, reached: 0)
-                var current: [UInt8]?
-                var finished: [UInt8]? = marker.lastStream
-                var ended = true
-                do {
-                    try log.scanStreams(after: marker.lastStream, through: marker.through, batchSize: 1_024) { record in
-                        let starts = record.withStreamIDBytes { bytes in current.map { !Self.same(bytes, $0) } ?? true }
-                        if starts {
-                            if current != nil { finished = current }
-                            // Between two streams: end the chunk when it is full, or early for a
-                            // command waiting for the serving generation (it waits for this thread).
-                            if applier.count >= batchSize || (givesWay && applier.count >= 1_024 && state.withLock { !$0.appliedWaiters.isEmpty }) {
-                                ended = false
-                                return false
-                            }
-                            current = record.withStreamIDBytes { Array($0) }
-                        }
-                        return applier.apply(record)
-                    }
-                } catch let error as EventLogError {
-                    throw ChunkFailed(failure: .failed(projection: name, position: applier.reached + 1, reason: error.description))
+                // A chunk large enough is read in two parts at once, the second on the lane thread.
+                let twoParts = batchSize >= 2 * Self.minimumLane && !state.withLock { $0.singlePart.contains(name) }
+                let split = twoParts ? try log.streamSplit(after: marker.lastStream, records: batchSize / 2, through: marker.through) : nil
+                let second = split.map { split in
+                    startSecondLane(
+                        projection, from: log, name: name, generation: generation, after: split, through: marker.through, batchSize: batchSize / 2,
+                        givesWay: givesWay)
                 }
-                if let storageFailure = applier.storageFailure { throw storageFailure }
-                if let failure = applier.failure { throw ChunkFailed(failure: failure) }
+                var lane: Lane
+                do {
+                    lane = try scanLane(
+                        log, after: marker.lastStream, through: marker.through, until: split, batchSize: batchSize, givesWay: givesWay,
+                        applier: &applier)
+                } catch let error as EventLogError {
+                    _ = second?.wait()
+                    throw ChunkFailed(failure: .failed(projection: name, position: applier.reached + 1, reason: error.description))
+                } catch {
+                    _ = second?.wait()
+                    throw error
+                }
+                if let storageFailure = applier.storageFailure {
+                    _ = second?.wait()
+                    throw storageFailure
+                }
+                if let failure = applier.failure {
+                    _ = second?.wait()
+                    throw ChunkFailed(failure: failure)
+                }
                 try applier.finish()
-                marker.applied += UInt64(applier.count)
-                if ended {
+                var count = applier.count
+                if let second, let split {
+                    let output = second.wait()
+                    // The first part went all the way to the cut: the second follows on from it.
+                    // Otherwise (it gave way to a command first) the second part is dropped.
+                    if lane.ended || lane.finished == split {
+                        var other = try output.get()
+                        if other.applier.wroteReadOnlyState {
+                            // The projection writes in `apply`: this chunk ends at the cut, and
+                            // its later chunks are read in one part.
+                            Self.logger.notice(
+                                "projection writes its state while applying records: its rebuild reads in one part",
+                                metadata: ["projection": "\(name)", "path": "\(environment.path)"])
+                            state.withLock { _ = $0.singlePart.insert(name) }
+                            other = SecondLane(
+                                applier: BatchApplier(projection: projection, name: name, state: projectionState, reached: 0),
+                                lane: Lane(ended: false, finished: split))
+                        }
+                        if let storageFailure = other.applier.storageFailure { throw storageFailure }
+                        if let failure = other.applier.failure { throw ChunkFailed(failure: failure) }
+                        other.applier.state = projectionState
+                        try other.applier.finish()
+                        count += other.applier.count
+                        lane = Lane(ended: other.lane.ended, finished: other.lane.finished ?? split)
+                    }
+                }
+                marker.applied += UInt64(count)
+                if lane.ended {
                     _ = try txn.delete(meta, key: markerKey)
                     try txn.put(meta, key: fingerprintKey, value: Array(projection.fingerprint.utf8))
                     try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(marker.through))
                     return .committed(BatchOutcome(reached: marker.through, failure: nil, streamApplied: marker.applied))
                 }
+                let finished = lane.finished
                 marker.lastStream = finished
                 try txn.put(meta, key: markerKey, value: marker.bytes)
                 return .committed(BatchOutcome(reached: 0, failure: nil, streamApplied: marker.applied))
@@ -140,6 +179,99 @@ extension ProjectionStore {
         } catch let failed as ChunkFailed {
             return .committed(BatchOutcome(reached: 0, failure: failed.failure))
         }
+    }
+
+    /// The fewest records each part of a chunk read in two parts holds.
+    static var minimumLane: Int { 4_096 }
+
+    /// How one part of a stream-ordered chunk ended.
+    struct Lane {
+        /// The streams ended (nothing is left up to the pass's last position).
+        var ended: Bool
+        /// The last stream applied completely (nil when none was).
+        var finished: [UInt8]?
+    }
+
+    /// What the second part of a chunk did, for the transaction's thread to write. Made on the
+    /// lane thread and handed over once, through ``PendingLane``'s lock and semaphore; the lane
+    /// thread keeps nothing of it (its read transaction has ended, and the writer replaces the
+    /// applier's state before it writes the batch).
+    struct SecondLane<P: Projection>: @unchecked Sendable {
+        var applier: BatchApplier<P>
+        var lane: Lane
+    }
+
+    /// The second part of a chunk, running on the lane thread; `wait()` returns what it did.
+    final class PendingLane<P: Projection>: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let output = Mutex<Result<SecondLane<P>, any Error>?>(nil)
+
+        func deliver(_ result: Result<SecondLane<P>, any Error>) {
+            output.withLock { $0 = result }
+            done.signal()
+        }
+
+        func wait() -> Result<SecondLane<P>, any Error> {
+            done.wait()
+            return output.withLock { $0.take()! }
+        }
+    }
+
+    /// Reads the streams after `split` on the lane thread, in a read transaction of the
+    /// projections' environment: the part's streams have no state in the generation yet (the
+    /// build writes streams in order), so the state before this chunk is the one it would read.
+    /// A projection that builds stream by stream only reads its state in `apply`.
+    func startSecondLane<Log: StreamOrderedScanning, P: Projection>(
+        _ projection: P, from log: Log, name: String, generation: Generation, after split: [UInt8], through: UInt64, batchSize: Int, givesWay: Bool
+    ) -> PendingLane<P> {
+        let pending = PendingLane<P>()
+        let databases = generation.databases
+        let environment = environment
+        lanes.submit { [self] in
+            let result = Result<SecondLane<P>, any Error> {
+                try environment.read { txn in
+                    var applier = BatchApplier(
+                        projection: projection, name: name, state: ProjectionState(transaction: txn, databases: databases, readOnly: true), reached: 0
+                    )
+                    do {
+                        let lane = try scanLane(
+                            log, after: split, through: through, until: nil, batchSize: batchSize, givesWay: givesWay, applier: &applier)
+                        return SecondLane(applier: applier, lane: lane)
+                    } catch let error as EventLogError {
+                        throw ChunkFailed(failure: .failed(projection: name, position: applier.reached + 1, reason: error.description))
+                    }
+                }
+            }
+            pending.deliver(result)
+        }
+        return pending
+    }
+
+    /// Applies whole streams after `streamAfter`: until the stream `until` is done, or, without
+    /// one, until `batchSize` records are applied (or fewer, for a waiting command) at the end of
+    /// a stream, or the projection fails.
+    func scanLane<Log: StreamOrderedScanning, P: Projection>(
+        _ log: Log, after streamAfter: [UInt8]?, through: UInt64, until: [UInt8]?, batchSize: Int, givesWay: Bool, applier: inout BatchApplier<P>
+    ) throws -> Lane {
+        var current: [UInt8]?
+        var finished: [UInt8]? = streamAfter
+        var ended = true
+        try log.scanStreams(after: streamAfter, through: through, batchSize: 1_024) { record in
+            let starts = record.withStreamIDBytes { bytes in current.map { !Self.same(bytes, $0) } ?? true }
+            if starts {
+                if current != nil { finished = current }
+                // Between two streams: end the part at the cut, or when it is full, or early for
+                // a command waiting for the serving generation (it waits for this thread).
+                let full = until == nil ? applier.count >= batchSize : (current != nil && finished == until)
+                if full || (givesWay && applier.count >= 1_024 && state.withLock { !$0.appliedWaiters.isEmpty }) {
+                    ended = false
+                    return false
+                }
+                current = record.withStreamIDBytes { Array($0) }
+            }
+            return applier.apply(record)
+        }
+        return Lane(ended: ended, finished: ended ? current ?? finished : finished)
     }
 
     /// Whether a stream id's bytes equal `known`, compared as memory (the generic element-wise

@@ -55,6 +55,8 @@ public final class ProjectionStore: Sendable {
         var rebuildWaiters: [(name: String, continuation: CheckedContinuation<Void, any Error>)] = []
         var progress: [String: @Sendable (UInt64, UInt64) -> Void] = [:]
         var closed = false
+        /// Projections that write their state in `apply`: their rebuilds read each chunk in one part.
+        var singlePart: Set<String> = []
     }
 
     /// The log it follows.
@@ -68,6 +70,8 @@ public final class ProjectionStore: Sendable {
     let kick = Signal()
     /// The thread that runs the projections' write transactions.
     let worker = BlockingPool(threads: 1, name: "projections")
+    /// The thread that reads the second part of a rebuild's chunk while the worker reads the first.
+    let lanes = BlockingPool(threads: 1, name: "projection lane")
     let metrics: RunnerMetrics
     private let runner = Mutex<Task<Void, Never>?>(nil)
 
@@ -107,6 +111,7 @@ public final class ProjectionStore: Sendable {
             }
         } catch {
             worker.shutdown()
+            lanes.shutdown()
             environment.close()
             throw error
         }
@@ -177,6 +182,7 @@ public final class ProjectionStore: Sendable {
         kick.signal()
         await task?.value
         worker.shutdown()
+        lanes.shutdown()
         environment.close()
     }
 
