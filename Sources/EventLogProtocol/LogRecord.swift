@@ -87,7 +87,7 @@ public protocol StreamOrderedScanning: InPlaceScanning {
     func scanStreams(after streamAfter: [UInt8]?, through: UInt64, batchSize: Int, _ body: (Record) throws -> Bool) throws
     /// Where a stream-ordered scan after `streamAfter` (records up to `through`) may be cut in
     /// two parts of about `records` records and the rest: the id of the stream that holds its
-    /// `records`-th record, or nil when the scan holds no more than `records` records. The first
+    /// `records`-th record, or nil when the scan holds fewer than `records` records. The first
     /// part ends with that stream; a scan after it reads the second. A rebuild reads the two parts
     /// on two threads at once.
     func streamSplit(after streamAfter: [UInt8]?, records: Int, through: UInt64) throws -> [UInt8]?

@@ -141,8 +141,9 @@ public struct Cursor {
         )
     }
 
-    /// Stores `value` under `key` through the cursor, which then rests on the new entry. A key on
-    /// the page the cursor rests on is placed without a search from the root (where `mdb_put`
+    /// Stores `value` under `key` through the cursor, which then rests on the new entry. A key that
+    /// falls between the first and last keys of the page the cursor rests on is placed without a
+    /// search from the root (where `mdb_put`
     /// descends every time), so puts in key order that stay near each other are cheaper this way.
     public mutating func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, flags: PutFlags = []) throws {
         var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))

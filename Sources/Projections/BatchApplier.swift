@@ -32,8 +32,6 @@ struct BatchApplier<P: Projection> {
     var failure: ProjectionError?
     /// The projections' own storage failed: the batch is abandoned and retried.
     var storageFailure: LMDBError?
-    /// The projection wrote to a read-only state (in `apply`, on the lane thread).
-    var wroteReadOnlyState = false
 
     init(projection: P, name: String, state: ProjectionState, reached: UInt64) {
         self.projection = projection
@@ -51,7 +49,8 @@ struct BatchApplier<P: Projection> {
             storageFailure = error
             return false
         } catch is ProjectionState.ReadOnlyState {
-            wroteReadOnlyState = true
+            // A write in `apply` on the lane thread: the part stops here and is dropped (the
+            // state counted the write).
             return false
         } catch {
             failure = .failed(projection: name, position: record.position, reason: "\(error)")

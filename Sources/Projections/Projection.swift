@@ -65,11 +65,24 @@ public struct ProjectionState {
     let transaction: Transaction
     let databases: [String: Database]
     /// Set for the second part of a chunk read on the lane thread (a read transaction): a write
-    /// there throws ``ReadOnlyState`` and the part is applied again on the writer's thread.
-    var readOnly = false
+    /// there is counted and throws ``ReadOnlyState``, and the part is dropped (its streams are
+    /// applied again, on the writer's thread), even when the projection caught the error.
+    var refusedWrites: RefusedWrites?
 
     /// A write to a read-only state (the second part of a stream-by-stream chunk).
     struct ReadOnlyState: Error {}
+
+    /// The writes a read-only state refused (only the lane thread changes it).
+    final class RefusedWrites {
+        var count = 0
+    }
+
+    /// Counts and refuses a write when the state is read-only.
+    private func checkWritable() throws {
+        guard let refusedWrites else { return }
+        refusedWrites.count += 1
+        throw ReadOnlyState()
+    }
 
     func database(_ name: String) throws -> Database {
         guard let database = databases[name] else { throw ProjectionError.unknownDatabase(name) }
@@ -83,14 +96,14 @@ public struct ProjectionState {
 
     /// Stores `value` under `key`.
     public func put(_ database: String, key: [UInt8], value: [UInt8]) throws {
-        guard !readOnly else { throw ReadOnlyState() }
+        try checkWritable()
         try transaction.put(try self.database(database), key: key, value: value)
     }
 
     /// Removes `key`; false when it was not there.
     @discardableResult
     public func delete(_ database: String, key: [UInt8]) throws -> Bool {
-        guard !readOnly else { throw ReadOnlyState() }
+        try checkWritable()
         return try transaction.delete(try self.database(database), key: key)
     }
 

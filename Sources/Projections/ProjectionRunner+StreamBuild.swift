@@ -117,51 +117,57 @@ extension ProjectionStore {
                         projection, from: log, name: name, generation: generation, after: split, through: marker.through, batchSize: batchSize / 2,
                         givesWay: givesWay)
                 }
-                var lane: Lane
-                do {
-                    lane = try scanLane(
+                let first = Result {
+                    try scanLane(
                         log, after: marker.lastStream, through: marker.through, until: split, batchSize: batchSize, givesWay: givesWay,
                         applier: &applier)
+                }
+                // Whatever happens next, the second part has ended: nothing of this chunk runs on
+                // after its transaction (which may be retried, after a map resize, for example).
+                let output = second?.wait()
+                var lane: Lane
+                do {
+                    lane = try first.get()
                 } catch let error as EventLogError {
-                    _ = second?.wait()
                     throw ChunkFailed(failure: .failed(projection: name, position: applier.reached + 1, reason: error.description))
-                } catch {
-                    _ = second?.wait()
-                    throw error
                 }
-                if let storageFailure = applier.storageFailure {
-                    _ = second?.wait()
-                    throw storageFailure
-                }
-                if let failure = applier.failure {
-                    _ = second?.wait()
-                    throw ChunkFailed(failure: failure)
-                }
+                if let storageFailure = applier.storageFailure { throw storageFailure }
+                if let failure = applier.failure { throw ChunkFailed(failure: failure) }
                 try applier.finish()
                 var count = applier.count
-                if let second, let split {
-                    let output = second.wait()
-                    // The first part went all the way to the cut: the second follows on from it.
-                    // Otherwise (it gave way to a command first) the second part is dropped.
-                    if lane.ended || lane.finished == split {
-                        var other = try output.get()
-                        if other.applier.wroteReadOnlyState {
+                // The first part went all the way to the cut: the second follows on from it.
+                // Otherwise (it gave way to a command first) the second part is dropped.
+                if let output, let split, lane.ended || lane.finished == split {
+                    switch output {
+                    case let .failure(failed as ChunkFailed):
+                        throw failed
+                    case let .failure(error):
+                        Self.logger.warning(
+                            "the second part of a rebuild's chunk could not be read; the chunk ends where it began",
+                            metadata: ["projection": "\(name)", "path": "\(environment.path)", "error": "\(error)"])
+                        lane = Lane(ended: false, finished: split)
+                    case var .success(other):
+                        if other.refusedWrites > 0 {
                             // The projection writes in `apply`: this chunk ends at the cut, and
                             // its later chunks are read in one part.
                             Self.logger.notice(
                                 "projection writes its state while applying records: its rebuild reads in one part",
                                 metadata: ["projection": "\(name)", "path": "\(environment.path)"])
                             state.withLock { _ = $0.singlePart.insert(name) }
-                            other = SecondLane(
-                                applier: BatchApplier(projection: projection, name: name, state: projectionState, reached: 0),
-                                lane: Lane(ended: false, finished: split))
+                            lane = Lane(ended: false, finished: split)
+                        } else if let storageFailure = other.applier.storageFailure {
+                            Self.logger.warning(
+                                "the second part of a rebuild's chunk could not read its state; the chunk ends where it began",
+                                metadata: ["projection": "\(name)", "path": "\(environment.path)", "error": "\(storageFailure)"])
+                            lane = Lane(ended: false, finished: split)
+                        } else if let failure = other.applier.failure {
+                            throw ChunkFailed(failure: failure)
+                        } else {
+                            other.applier.state = projectionState
+                            try other.applier.finish()
+                            count += other.applier.count
+                            lane = other.lane
                         }
-                        if let storageFailure = other.applier.storageFailure { throw storageFailure }
-                        if let failure = other.applier.failure { throw ChunkFailed(failure: failure) }
-                        other.applier.state = projectionState
-                        try other.applier.finish()
-                        count += other.applier.count
-                        lane = Lane(ended: other.lane.ended, finished: other.lane.finished ?? split)
                     }
                 }
                 marker.applied += UInt64(count)
@@ -181,24 +187,29 @@ extension ProjectionStore {
         }
     }
 
-    /// The fewest records each part of a chunk read in two parts holds.
+    /// A chunk is read in two parts only when it may hold twice this many records (the cut is
+    /// made after this many; a part may still hold fewer when the streams end).
     static var minimumLane: Int { 4_096 }
 
     /// How one part of a stream-ordered chunk ended.
     struct Lane {
         /// The streams ended (nothing is left up to the pass's last position).
         var ended: Bool
-        /// The last stream applied completely (nil when none was).
+        /// The last stream applied completely: the stream the part started after (nil for the
+        /// log's first stream) until it finishes one.
         var finished: [UInt8]?
     }
 
     /// What the second part of a chunk did, for the transaction's thread to write. Made on the
     /// lane thread and handed over once, through ``PendingLane``'s lock and semaphore; the lane
-    /// thread keeps nothing of it (its read transaction has ended, and the writer replaces the
-    /// applier's state before it writes the batch).
+    /// thread keeps nothing of it. The projection's batch state crosses threads this way (it is
+    /// not required to be `Sendable`, and only one thread holds it at a time); the applier's state
+    /// refers to the lane's ended read transaction until the writer replaces it with its own.
     struct SecondLane<P: Projection>: @unchecked Sendable {
         var applier: BatchApplier<P>
         var lane: Lane
+        /// Writes the projection tried in `apply` (refused by the read-only state).
+        var refusedWrites: Int
     }
 
     /// The second part of a chunk, running on the lane thread; `wait()` returns what it did.
@@ -230,13 +241,14 @@ extension ProjectionStore {
         lanes.submit { [self] in
             let result = Result<SecondLane<P>, any Error> {
                 try environment.read { txn in
+                    let refusals = ProjectionState.RefusedWrites()
                     var applier = BatchApplier(
-                        projection: projection, name: name, state: ProjectionState(transaction: txn, databases: databases, readOnly: true), reached: 0
-                    )
+                        projection: projection, name: name, state: ProjectionState(transaction: txn, databases: databases, refusedWrites: refusals),
+                        reached: 0)
                     do {
                         let lane = try scanLane(
                             log, after: split, through: through, until: nil, batchSize: batchSize, givesWay: givesWay, applier: &applier)
-                        return SecondLane(applier: applier, lane: lane)
+                        return SecondLane(applier: applier, lane: lane, refusedWrites: refusals.count)
                     } catch let error as EventLogError {
                         throw ChunkFailed(failure: .failed(projection: name, position: applier.reached + 1, reason: error.description))
                     }
@@ -262,7 +274,7 @@ extension ProjectionStore {
                 if current != nil { finished = current }
                 // Between two streams: end the part at the cut, or when it is full, or early for
                 // a command waiting for the serving generation (it waits for this thread).
-                let full = until == nil ? applier.count >= batchSize : (current != nil && finished == until)
+                let full = until.map { until in record.withStreamIDBytes { Self.sortsAfter($0, until) } } ?? (applier.count >= batchSize)
                 if full || (givesWay && applier.count >= 1_024 && state.withLock { !$0.appliedWaiters.isEmpty }) {
                     ended = false
                     return false
@@ -272,6 +284,14 @@ extension ProjectionStore {
             return applier.apply(record)
         }
         return Lane(ended: ended, finished: ended ? current ?? finished : finished)
+    }
+
+    /// Whether a stream id's bytes sort after `known`'s (bytes compared, then the shorter first:
+    /// the order of the log's streams index).
+    private static func sortsAfter(_ bytes: UnsafeRawBufferPointer, _ known: [UInt8]) -> Bool {
+        let common = min(bytes.count, known.count)
+        let order = common == 0 ? 0 : known.withUnsafeBytes { memcmp(bytes.baseAddress!, $0.baseAddress!, common) }
+        return order != 0 ? order > 0 : bytes.count > known.count
     }
 
     /// Whether a stream id's bytes equal `known`, compared as memory (the generic element-wise

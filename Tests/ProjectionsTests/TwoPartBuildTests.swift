@@ -59,6 +59,23 @@ struct BatchedStreamCounts: Projection {
     }
 }
 
+/// ``StreamHistory`` for a projection that ignores a failed write (`try?`): on the lane thread
+/// its writes are refused without it noticing, so only the state's count of refused writes tells.
+struct SwallowingHistory: Projection {
+    var name: String { "swallowing-history" }
+    var fingerprint: String { "swallowing-history-v1" }
+    var databaseNames: [String] { ["history"] }
+    var buildsStreamByStream: Bool { true }
+
+    func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
+        let key = record.withStreamIDBytes { Array($0) }
+        let (count, last) = try state.get("history", key: key).map(StreamHistory.decode) ?? (0, 0)
+        if record.streamVersion == last + 1 {
+            try? state.put("history", key: key, value: BigEndian.bytes(count + 1) + BigEndian.bytes(record.streamVersion))
+        }
+    }
+}
+
 /// A rebuild's chunks of at least 8,192 records are read in two parts at once: the second (the
 /// streams after the one that holds the chunk's middle record) on a thread of its own, in a read
 /// transaction, then written by the chunk's transaction after the first.
@@ -139,6 +156,21 @@ struct TwoPartBuildTests {
         // The first build never took over: the serving generation is still empty.
         #expect(try BatchedStreamCounts.read("s001", in: store) == nil)
         #expect(try BatchedStreamCounts.read(stream, in: store) == nil)
+        await store.close()
+    }
+
+    @Test("a projection that writes while applying and ignores the error is still built right")
+    func swallowedWrites() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let log = try await Self.makeLog(fixture)
+        defer { log.close() }
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [SwallowingHistory()], options: Self.options())
+        try await store.waitUntilApplied("swallowing-history", position: UInt64(Self.total))
+        for (stream, count) in try StreamBuildTests.expected(log) {
+            let stored = try store.read("swallowing-history") { state in try state.get("history", key: Array(stream.utf8)).map(StreamHistory.decode) }
+            #expect(stored?.0 == count && stored?.1 == count, "\(stream): \(String(describing: stored)) of \(count)")
+        }
         await store.close()
     }
 
