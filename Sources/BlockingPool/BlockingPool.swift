@@ -50,8 +50,7 @@ package final class BlockingPool: Sendable {
     /// Runs `body` on one of the pool's threads and returns (or throws) what it did.
     package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            jobs.withLock { $0.append { continuation.resume(with: Result { try body() }) } }
-            waiting.signal()
+            submit { continuation.resume(with: Result { try body() }) }
         }
     }
 

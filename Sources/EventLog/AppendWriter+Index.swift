@@ -112,7 +112,7 @@ struct IndexAppender {
     }
 
     mutating func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, _ cursor: inout Cursor) throws {
-        if let last, !IndexAppender.precedes(last, key) {
+        if let last, !last.withUnsafeBytes({ KeyOrder.precedes($0, key) }) {
             try cursor.put(key: key, value: value, flags: .noOverwrite)
             return
         }
@@ -120,12 +120,5 @@ struct IndexAppender {
         if last == nil { last = [] }
         last!.removeAll(keepingCapacity: true)
         last!.append(contentsOf: key)
-    }
-
-    /// LMDB's default order: bytes compared up to the shorter length, then the shorter first.
-    private static func precedes(_ lhs: [UInt8], _ rhs: UnsafeRawBufferPointer) -> Bool {
-        let common = min(lhs.count, rhs.count)
-        let order = lhs.withUnsafeBytes { memcmp($0.baseAddress!, rhs.baseAddress!, common) }
-        return order != 0 ? order < 0 : lhs.count < rhs.count
     }
 }

@@ -125,12 +125,7 @@ extension ProjectionStore {
                 // Whatever happens next, the second part has ended: nothing of this chunk runs on
                 // after its transaction (which may be retried, after a map resize, for example).
                 let output = second?.wait()
-                var lane: Lane
-                do {
-                    lane = try first.get()
-                } catch let error as EventLogError {
-                    throw ChunkFailed(failure: .failed(projection: name, position: applier.reached + 1, reason: error.description))
-                }
+                var lane = try first.get()
                 if let storageFailure = applier.storageFailure { throw storageFailure }
                 if let failure = applier.failure { throw ChunkFailed(failure: failure) }
                 try applier.finish()
@@ -177,8 +172,7 @@ extension ProjectionStore {
                     try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(marker.through))
                     return .committed(BatchOutcome(reached: marker.through, failure: nil, streamApplied: marker.applied))
                 }
-                let finished = lane.finished
-                marker.lastStream = finished
+                marker.lastStream = lane.finished
                 try txn.put(meta, key: markerKey, value: marker.bytes)
                 return .committed(BatchOutcome(reached: 0, failure: nil, streamApplied: marker.applied))
             }
@@ -196,7 +190,8 @@ extension ProjectionStore {
         /// The streams ended (nothing is left up to the pass's last position).
         var ended: Bool
         /// The last stream applied completely: the stream the part started after (nil for the
-        /// log's first stream) until it finishes one.
+        /// log's first stream) until it finishes one. Not kept up when the streams end: the
+        /// pass is over then, and nothing reads it.
         var finished: [UInt8]?
     }
 
@@ -245,13 +240,9 @@ extension ProjectionStore {
                     var applier = BatchApplier(
                         projection: projection, name: name, state: ProjectionState(transaction: txn, databases: databases, refusedWrites: refusals),
                         reached: 0)
-                    do {
-                        let lane = try scanLane(
-                            log, after: split, through: through, until: nil, batchSize: batchSize, givesWay: givesWay, applier: &applier)
-                        return SecondLane(applier: applier, lane: lane, refusedWrites: refusals.count)
-                    } catch let error as EventLogError {
-                        throw ChunkFailed(failure: .failed(projection: name, position: applier.reached + 1, reason: error.description))
-                    }
+                    let lane = try scanLane(
+                        log, after: split, through: through, until: nil, batchSize: batchSize, givesWay: givesWay, applier: &applier)
+                    return SecondLane(applier: applier, lane: lane, refusedWrites: refusals.count)
                 }
             }
             pending.deliver(result)
@@ -261,37 +252,36 @@ extension ProjectionStore {
 
     /// Applies whole streams after `streamAfter`: until the stream `until` is done, or, without
     /// one, until `batchSize` records are applied (or fewer, for a waiting command) at the end of
-    /// a stream, or the projection fails.
+    /// a stream, or the projection fails. A record the log cannot read fails the chunk there.
     func scanLane<Log: StreamOrderedScanning, P: Projection>(
         _ log: Log, after streamAfter: [UInt8]?, through: UInt64, until: [UInt8]?, batchSize: Int, givesWay: Bool, applier: inout BatchApplier<P>
     ) throws -> Lane {
         var current: [UInt8]?
         var finished: [UInt8]? = streamAfter
         var ended = true
-        try log.scanStreams(after: streamAfter, through: through, batchSize: 1_024) { record in
-            let starts = record.withStreamIDBytes { bytes in current.map { !Self.same(bytes, $0) } ?? true }
-            if starts {
-                if current != nil { finished = current }
-                // Between two streams: end the part at the cut, or when it is full, or early for
-                // a command waiting for the serving generation (it waits for this thread).
-                let full = until.map { until in record.withStreamIDBytes { Self.sortsAfter($0, until) } } ?? (applier.count >= batchSize)
-                if full || (givesWay && applier.count >= 1_024 && state.withLock { !$0.appliedWaiters.isEmpty }) {
-                    ended = false
-                    return false
+        do {
+            try log.scanStreams(after: streamAfter, through: through, batchSize: 1_024) { record in
+                let starts = record.withStreamIDBytes { bytes in current.map { !Self.same(bytes, $0) } ?? true }
+                if starts {
+                    if current != nil { finished = current }
+                    // Between two streams: end the part at the cut, or when it is full, or early for
+                    // a command waiting for the serving generation (it waits for this thread).
+                    let full =
+                        until.map { until in record.withStreamIDBytes { bytes in until.withUnsafeBytes { KeyOrder.precedes($0, bytes) } } }
+                        ?? (applier.count >= batchSize)
+                    if full || (givesWay && applier.count >= 1_024 && state.withLock { !$0.appliedWaiters.isEmpty }) {
+                        ended = false
+                        return false
+                    }
+                    current = record.withStreamIDBytes { Array($0) }
                 }
-                current = record.withStreamIDBytes { Array($0) }
+                return applier.apply(record)
             }
-            return applier.apply(record)
+        } catch let error as EventLogError {
+            // The log itself could not be read here (e.g. a corrupt record): the chunk fails there.
+            throw ChunkFailed(failure: .failed(projection: applier.name, position: applier.reached + 1, reason: error.description))
         }
-        return Lane(ended: ended, finished: ended ? current ?? finished : finished)
-    }
-
-    /// Whether a stream id's bytes sort after `known`'s (bytes compared, then the shorter first:
-    /// the order of the log's streams index).
-    private static func sortsAfter(_ bytes: UnsafeRawBufferPointer, _ known: [UInt8]) -> Bool {
-        let common = min(bytes.count, known.count)
-        let order = common == 0 ? 0 : known.withUnsafeBytes { memcmp(bytes.baseAddress!, $0.baseAddress!, common) }
-        return order != 0 ? order > 0 : bytes.count > known.count
+        return Lane(ended: ended, finished: finished)
     }
 
     /// Whether a stream id's bytes equal `known`, compared as memory (the generic element-wise

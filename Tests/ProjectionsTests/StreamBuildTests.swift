@@ -43,10 +43,6 @@ struct StreamHistory: Projection {
     static func decode(_ bytes: [UInt8]) -> (UInt64, UInt64) {
         bytes.withUnsafeBytes { (BigEndian.uint64($0), BigEndian.uint64(UnsafeRawBufferPointer(rebasing: $0[8...]))) }
     }
-
-    static func read(_ stream: String, in store: ProjectionStore) throws -> (count: UInt64, last: UInt64)? {
-        try store.read("stream-history") { state in try state.get("history", key: Array(stream.utf8)).map(decode) }
-    }
 }
 
 @Suite("Rebuilds stream by stream")
@@ -106,11 +102,14 @@ struct StreamBuildTests {
         await closing.value
     }
 
-    /// Checks every stream's stored count and last version against the log.
-    static func checkStates(_ store: ProjectionStore, log: EventLog) throws {
+    /// Checks every stream's stored count and last version against the log, in `database` of
+    /// the projection `name` (a count and a last version per stream, as ``StreamHistory`` keeps them).
+    static func checkStates(
+        _ store: ProjectionStore, log: EventLog, projection name: String = "stream-history", database: String = "history", _ context: String = ""
+    ) throws {
         for (stream, count) in try expected(log) {
-            let stored = try #require(try StreamHistory.read(stream, in: store))
-            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
+            let stored = try #require(try store.read(name) { state in try state.get(database, key: Array(stream.utf8)).map(StreamHistory.decode) })
+            #expect(stored.0 == count && stored.1 == count, "\(context)\(stream): \(stored) of \(count)")
         }
     }
 

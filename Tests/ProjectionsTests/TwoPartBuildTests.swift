@@ -115,17 +115,11 @@ struct TwoPartBuildTests {
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [projection], options: Self.options())
         try await store.waitUntilApplied("batched-counts", position: UInt64(Self.total))
         #expect(projection.threads.count == 2, "the worker and the lane thread applied records")
-        for (stream, count) in counts {
-            let stored = try #require(try BatchedStreamCounts.read(stream, in: store))
-            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
-        }
+        try StreamBuildTests.checkStates(store, log: log, projection: "batched-counts", database: "counts")
         try await store.rebuild("batched-counts")
         let status = try #require(try await store.status().first)
         #expect(status.failure == nil && status.checkpoint == UInt64(Self.total) && status.rebuilding == nil)
-        for (stream, count) in counts {
-            let stored = try #require(try BatchedStreamCounts.read(stream, in: store))
-            #expect(stored.count == count && stored.last == count, "after the rebuild, \(stream): \(stored) of \(count)")
-        }
+        try StreamBuildTests.checkStates(store, log: log, projection: "batched-counts", database: "counts", "after the rebuild, ")
         await store.close()
     }
 
@@ -167,10 +161,7 @@ struct TwoPartBuildTests {
         defer { log.close() }
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [SwallowingHistory()], options: Self.options())
         try await store.waitUntilApplied("swallowing-history", position: UInt64(Self.total))
-        for (stream, count) in try StreamBuildTests.expected(log) {
-            let stored = try store.read("swallowing-history") { state in try state.get("history", key: Array(stream.utf8)).map(StreamHistory.decode) }
-            #expect(stored?.0 == count && stored?.1 == count, "\(stream): \(String(describing: stored)) of \(count)")
-        }
+        try StreamBuildTests.checkStates(store, log: log, projection: "swallowing-history")
         await store.close()
     }
 
@@ -186,10 +177,7 @@ struct TwoPartBuildTests {
         let applied = history.applied.withLock { $0 }
         #expect(applied.count == Self.total, "every record applied once by the writer")
         #expect(Set(applied.map(\.position)).count == Self.total)
-        for (stream, count) in try StreamBuildTests.expected(log) {
-            let stored = try #require(try StreamHistory.read(stream, in: store))
-            #expect(stored.count == count && stored.last == count, "\(stream): \(stored) of \(count)")
-        }
+        try StreamBuildTests.checkStates(store, log: log)
         let status = try #require(try await store.status().first)
         #expect(status.failure == nil && status.storageError == nil)
         await store.close()
