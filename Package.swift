@@ -188,8 +188,10 @@ let package = Package(
         .executableTarget(
             name: "crash-test",
             dependencies: [
-                "SpeziAccountStore", "EventLog", "SpeziAccount", "TestSupport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser")
+                "SpeziAccountStore", "EventLog", "EventLogProtocol", "SpeziAccount", "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics")
             ],
             path: "Tools/crash-test"
         ),

@@ -77,6 +77,12 @@ struct RunnerMetrics: Sendable {
         Gauge(label: "projection_lag", dimensions: [("projection", projection), ("path", path)])
     }
 
+    /// Chunks of a stream-by-stream build whose second part, read on the lane thread, was
+    /// written with the first (a chunk read in one part does not count).
+    func chunksReadInTwoParts(_ projection: String) -> Counter {
+        Counter(label: "projection_chunks_read_in_two_parts", dimensions: [("projection", projection), ("path", path)])
+    }
+
     /// How far a rebuild has come, 0 to 1, after each batch.
     func rebuildProgress(_ projection: String) -> Gauge {
         Gauge(label: "projection_rebuild_progress", dimensions: [("projection", projection), ("path", path)])

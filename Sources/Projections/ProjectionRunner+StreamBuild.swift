@@ -6,6 +6,7 @@
 import EventLogProtocol
 import Foundation
 internal import LMDB
+import Metrics
 import Synchronization
 
 /// Where a rebuild applied stream by stream has come (`gen/<name>/<n>/stream-build`).
@@ -162,6 +163,7 @@ extension ProjectionStore {
                             try other.applier.finish()
                             count += other.applier.count
                             lane = other.lane
+                            metrics.chunksReadInTwoParts(name).increment()
                         }
                     }
                 }

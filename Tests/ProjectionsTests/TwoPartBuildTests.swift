@@ -103,6 +103,7 @@ struct TwoPartBuildTests {
 
     @Test("a first build and a rebuild in two parts fold every stream once, in version order, on two threads")
     func twoParts() async throws {
+        let metrics = TestMetricsBackend.shared  // bootstrapped before the store makes its metrics
         let fixture = Fixture()
         defer { fixture.cleanup() }
         let log = try await Self.makeLog(fixture)
@@ -116,10 +117,16 @@ struct TwoPartBuildTests {
         try await store.waitUntilApplied("batched-counts", position: UInt64(Self.total))
         #expect(projection.threads.count == 2, "the worker and the lane thread applied records")
         try StreamBuildTests.checkStates(store, log: log, projection: "batched-counts", database: "counts")
+        // Operators see the chunks read in two parts (the metric is this store's: its path is new).
+        let chunks = try metrics.expectCounter(
+            "projection_chunks_read_in_two_parts", [("projection", "batched-counts"), ("path", fixture.projectionsPath)])
+        let firstBuild = chunks.totalValue
+        #expect(firstBuild >= 1)
         try await store.rebuild("batched-counts")
         let status = try #require(try await store.status().first)
         #expect(status.failure == nil && status.checkpoint == UInt64(Self.total) && status.rebuilding == nil)
         try StreamBuildTests.checkStates(store, log: log, projection: "batched-counts", database: "counts", "after the rebuild, ")
+        #expect(chunks.totalValue >= firstBuild + 1)
         await store.close()
     }
 

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import Foundation
 import SpeziAccount
 import SpeziAccountStore
@@ -12,16 +13,18 @@ import TestSupport
 /// durability, not hashing cost).
 /// With a shared `log` URL the store's folder keeps this node's projections; the key vault is the
 /// log's, in PostgreSQL, shared by every node.
-func openStore(_ directory: String, log: String? = nil) async throws -> AccountStore {
+/// `catchUp` is the records per transaction of a projection far behind the log (a rebuild); from
+/// 8,192 on a rebuild reads each of them in two parts at once.
+func openStore(_ directory: String, log: String? = nil, sync: Durability = .durable, catchUp: Int = 512) async throws -> AccountStore {
     var options = AccountStoreOptions()
-    options.sync = .durable
+    options.sync = sync
     options.logLocation = log
     options.passwordParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
     options.allowWeakPasswordParameters = true
     // Small batches, so that the rounds' few thousand records make the projections catch up in
     // several large transactions (a rebuild, or a process behind the others), and kills land in them.
     options.projections.batchSize = 64
-    options.projections.catchUpBatchSize = 512
+    options.projections.catchUpBatchSize = catchUp
     return try await AccountStore(directory: directory, options: options)
 }
 

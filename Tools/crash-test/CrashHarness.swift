@@ -18,6 +18,8 @@ struct CrashSummary {
     var mismatches = 0
     var records: UInt64 = 0
     var accounts = 0
+    /// With a rebuilder: the chunks its rebuilds read in two parts at once (killed or not).
+    var twoPartChunks: Int?
     var problems: [String] = []
 
     var report: String {
@@ -29,6 +31,7 @@ struct CrashSummary {
             "log records: \(records), accounts: \(accounts)"
         ]
         if let writesUndone { lines.insert("unflushed writes undone (power loss): \(writesUndone)", at: 1) }
+        if let twoPartChunks { lines.append("rebuild chunks read in two parts: \(twoPartChunks)") }
         lines += problems.prefix(20).map { "problem: \($0)" }
         return lines.joined(separator: "\n")
     }
@@ -45,6 +48,10 @@ struct CrashHarness {
     /// Writer processes, and whether a rebuilding process runs beside them.
     let processes: Int
     let rebuilder: Bool
+    /// Records per transaction of the rebuilding process.
+    var rebuildChunk = 512
+    /// The rebuilding process's file of chunks read in two parts, a line each, in the store folder.
+    static let twoPartChunksFile = "two-part-chunks.txt"
     /// Each writer process acknowledges into a file of its own.
     func ackPath(_ slot: Int) -> String { directory + (slot == 0 ? "/acks.txt" : "/acks-\(slot).txt") }
     /// The correlation ids found in the log so far, and the log position read up to.
@@ -80,6 +87,7 @@ struct CrashHarness {
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let acknowledgedBefore = Self.fileSize(ackPath(0))
+        let chunksBefore = Self.fileSize(directory + "/" + Self.twoPartChunksFile)
         var children: [(process: Process, errors: Pipe)] = []
         for slot in 0..<processes {
             let childSeed = processes == 1 ? seed &+ UInt64(round) : seed &+ UInt64(round) &* 1_000 &+ UInt64(slot)
@@ -91,10 +99,15 @@ struct CrashHarness {
                         "--slot", "\(slot)", "--slots", "\(processes)"
                     ]))
         }
-        if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory])) }
+        if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory, "--chunk", "\(rebuildChunk)"])) }
         let single = children.count == 1
         var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
         if single && round % 3 == 0 { try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process) }
+        if rebuilder && rebuildChunk >= 8_192 && round % 2 == 0 {
+            // As with a single process: every other round starts the delays once the rebuilder read
+            // a chunk in two parts, so that kills also land among those, not only in its start.
+            try await waitForLine(beyond: chunksBefore, in: directory + "/" + Self.twoPartChunksFile, of: children[children.count - 1].process)
+        }
         var elapsed = 0
         while let next = delays.enumerated().filter({ $0.element >= 0 }).min(by: { $0.element < $1.element }) {
             try await Task.sleep(for: .milliseconds(next.element - elapsed))
@@ -111,6 +124,10 @@ struct CrashHarness {
             }
         }
         summary.crashes += 1
+        if rebuilder {
+            let lines = FileManager.default.contents(atPath: directory + "/" + Self.twoPartChunksFile).map { $0.count { $0 == UInt8(ascii: "\n") } }
+            summary.twoPartChunks = lines ?? 0
+        }
         if childEnvironment != nil {
             // The ack file is the clients' memory, not the store's: it is not watched and keeps all.
             let outcome = try PowerLoss.strike(directory)
@@ -121,8 +138,13 @@ struct CrashHarness {
     /// Waits until the workload's ack file grew past `size` (it acknowledged an operation), for at
     /// most 60 s, or until the workload ended by itself (the caller reports that).
     private func waitForAcknowledgement(beyond size: UInt64, of process: Process) async throws {
+        try await waitForLine(beyond: size, in: ackPath(0), of: process)
+    }
+
+    /// Waits until the file at `path` grew past `size`, for at most 60 s, or until `process` ended.
+    private func waitForLine(beyond size: UInt64, in path: String, of process: Process) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
-        while Self.fileSize(ackPath(0)) <= size, process.isRunning, ContinuousClock.now < deadline {
+        while Self.fileSize(path) <= size, process.isRunning, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(2))
         }
     }

@@ -5,7 +5,10 @@
 
 import ArgumentParser
 import Foundation
+import Metrics
+import MetricsTestKit
 import SpeziAccountStore
+import Synchronization
 
 /// Kills a store workload with SIGKILL at random moments, again and again, and checks after each
 /// restart that nothing acknowledged was lost and that the projections equal a replay of the log.
@@ -23,7 +26,9 @@ struct CrashTest: AsyncParsableCommand {
             of every stream, and no user id belongs to two accounts. At the end the cache is rebuilt from \
             position 0 and compared once more. With --processes N, N such children share the store (and \
             with --rebuilder one more rebuilds the cache over and over), each killed at its own moment \
-            after 100–600 ms. Exit status 0: nothing lost, no mismatch; 1 otherwise.
+            after 100–600 ms. --preload N writes N records before the first round, so that the \
+            rebuilder, with --rebuild-chunk 8192 or more, reads its chunks in two parts at once (on two \
+            threads) when it is killed. Exit status 0: nothing lost, no mismatch; 1 otherwise.
             """,
         subcommands: [Run.self, Child.self, RebuildChild.self],
         defaultSubcommand: Run.self
@@ -50,6 +55,12 @@ struct CrashTest: AsyncParsableCommand {
         @Flag(help: "Also run a process that rebuilds the details cache over and over (killed with the writers).")
         var rebuilder = false
 
+        @Option(help: "Records per transaction of the rebuilding process (from 8192 on, each is read in two parts at once).")
+        var rebuildChunk = 512
+
+        @Option(help: "Records to write (unchecked signups and changes) before the first round.")
+        var preload = 0
+
         @Flag(
             help: ArgumentHelp(
                 "Cut the power instead of only killing the process.",
@@ -62,8 +73,14 @@ struct CrashTest: AsyncParsableCommand {
             let directory = store ?? FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)").path
             defer { if store == nil { try? FileManager.default.removeItem(atPath: directory) } }
             guard processes >= 1 else { throw ValidationError("--processes must be at least 1") }
+            guard rebuildChunk >= 1, preload >= 0 else { throw ValidationError("--rebuild-chunk must be at least 1, --preload at least 0") }
             var harness = try CrashHarness(
                 directory: directory, writers: writers, seed: seed, powerLoss: powerLoss, processes: processes, rebuilder: rebuilder)
+            harness.rebuildChunk = rebuildChunk
+            if preload > 0 {
+                print("preloading \(preload) records")
+                try await harness.preload(records: preload)
+            }
             let summary = try await harness.run(crashes: crashes) { round, summary in
                 if round % 10 == 0 || round == crashes {
                     print("round \(round)/\(crashes): \(summary.acknowledged) acknowledged, \(summary.lost) lost, \(summary.mismatches) mismatches")
@@ -105,12 +122,27 @@ struct CrashTest: AsyncParsableCommand {
             shouldDisplay: false)
 
         @Option var store: String
+        @Option var chunk = 512
 
         func run() async throws {
             exitWhenOrphaned()
             do {
-                let opened = try await openStore(store)
-                while true { try await opened.projections.rebuild(AccountDetailsProjection.projectionName) }
+                // The chunks read in two parts are counted through the store's metrics, and one
+                // line per chunk goes to a file the harness reads: evidence that kills met them.
+                let metrics = TestMetrics()
+                MetricsSystem.bootstrap(metrics)
+                let chunks = try AckFile(path: store + "/" + CrashHarness.twoPartChunksFile)
+                let opened = try await openStore(store, catchUp: chunk)
+                let seen = Mutex<Int64>(0)
+                let report: @Sendable (UInt64, UInt64) -> Void = { _, _ in
+                    let total = metrics.counters(label: "projection_chunks_read_in_two_parts").reduce(0) { $0 + $1.totalValue }
+                    let new = seen.withLock { seen in
+                        defer { seen = max(seen, total) }
+                        return max(0, total - seen)
+                    }
+                    for _ in 0..<new { chunks.write("chunk") }
+                }
+                while true { try await opened.projections.rebuild(AccountDetailsProjection.projectionName, progress: report) }
             } catch {
                 FileHandle.standardError.write(Data("crash-test rebuild-child: \(error)\n".utf8))
                 throw ExitCode(3)

@@ -79,13 +79,22 @@ extension AccountDetails: Codable {
         // Room for a few more: a store adds the account id, user id and flags that it keeps apart,
         // and each of them would otherwise grow (copy and rehash) a full table.
         storage = Dictionary(minimumCapacity: encoded.count + 4)
-        let decoder = JSONDecoder()
+        var decoder: JSONDecoder?
         for (identifier, data) in encoded {
             if let key = registry.key(for: identifier) {
-                storage[identifier] = Entry(key: key, value: try key.decodeData(data, with: decoder))
+                storage[identifier] = Entry(key: key, value: try key.decodeData(data, with: &decoder))
             } else {
-                unknownValues[identifier] =
-                    try PlainJSONValue.rawValue(data) ?? decoder.decode(RawAccountValue.self, from: data)
+                if unknownValues.isEmpty {
+                    // Sized once for every value that may be unknown, instead of grown per value.
+                    unknownValues.reserveCapacity(encoded.count)
+                }
+                if let plain = PlainJSONValue.rawValue(data) {
+                    unknownValues[identifier] = plain
+                } else {
+                    let made = decoder ?? JSONDecoder()
+                    decoder = made
+                    unknownValues[identifier] = try made.decode(RawAccountValue.self, from: data)
+                }
             }
         }
     }
@@ -93,12 +102,12 @@ extension AccountDetails: Codable {
     /// Turns unknown values whose identifier the registry now knows into typed values.
     public mutating func resolveUnknownValues(using registry: AccountKeyRegistry) throws {
         let encoder = JSONEncoder()
-        let decoder = JSONDecoder()
+        var decoder: JSONDecoder?
         for (identifier, raw) in unknownValues {
             guard let key = registry.key(for: identifier) else {
                 continue
             }
-            let value = try key.decodeData(try encoder.encode(raw), with: decoder)
+            let value = try key.decodeData(try encoder.encode(raw), with: &decoder)
             storage[identifier] = Entry(key: key, value: value)
             unknownValues[identifier] = nil
         }

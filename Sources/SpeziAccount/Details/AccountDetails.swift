@@ -51,7 +51,9 @@ public struct AccountDetails: Sendable {
     public mutating func set<Key: AccountKey>(_ key: Key.Type, value: Key.Value?) {
         if let value {
             storage[Key.identifier] = Entry(key: key, value: value)
-            unknownValues[Key.identifier] = nil
+            if !unknownValues.isEmpty {
+                unknownValues[Key.identifier] = nil
+            }
         } else {
             storage[Key.identifier] = nil
         }

@@ -56,9 +56,17 @@ extension AccountKey {
         return try encoder.encode(value)
     }
 
-    static func decodeData(_ data: Data, with decoder: JSONDecoder) throws -> any Sendable {
-        if let plain = PlainJSONValue.decode(Value.self, from: data, decoder: decoder) { return plain }
-        return try decoder.decode(Value.self, from: data)
+    /// Decodes one value; `decoder` is made only when a value needs `JSONDecoder` (most are plain
+    /// JSON read without one), and then kept for the next.
+    static func decodeData(_ data: Data, with decoder: inout JSONDecoder?) throws -> any Sendable {
+        if let plain = PlainJSONValue.decode(
+            Value.self, from: data, datesAsReferenceSeconds: decoder.map(PlainJSONValue.datesAsReferenceSeconds) ?? true)
+        {
+            return plain
+        }
+        let made = decoder ?? JSONDecoder()
+        decoder = made
+        return try made.decode(Value.self, from: data)
     }
 
     static var erasedInitialValue: any Sendable { initialValue.value }

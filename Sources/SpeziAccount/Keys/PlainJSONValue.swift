@@ -16,11 +16,11 @@ enum PlainJSONValue {
     /// The value, type-erased, or nil. Erased rather than `Value?`: in a generic context the
     /// metadata of `Optional<Value>` is looked up at run time on every call, which cost more than
     /// reading a short string.
-    static func decode<Value>(_ type: Value.Type, from data: Data, decoder: JSONDecoder) -> (any Sendable)? {
+    static func decode<Value>(_ type: Value.Type, from data: Data, datesAsReferenceSeconds: Bool) -> (any Sendable)? {
         if Value.self == String.self { return string(data) }
         if Value.self == GenderIdentity.self { return string(data).flatMap(GenderIdentity.init(rawValue:)) }
         if Value.self == Date.self {
-            guard case .deferredToDate = decoder.dateDecodingStrategy else { return nil }
+            guard datesAsReferenceSeconds else { return nil }
             return number(data).map { Date(timeIntervalSinceReferenceDate: $0) }
         }
         if Value.self == Double.self { return number(data) }
@@ -32,6 +32,13 @@ enum PlainJSONValue {
 
     /// A value of an unknown key, when it is a plain string, a boolean or null (numbers, arrays
     /// and objects go to `JSONDecoder`).
+    /// Whether the decoder reads dates as `Date`'s own `Codable` form does (seconds since the
+    /// reference date), the only form read here without it.
+    static func datesAsReferenceSeconds(_ decoder: JSONDecoder) -> Bool {
+        if case .deferredToDate = decoder.dateDecodingStrategy { return true }
+        return false
+    }
+
     static func rawValue(_ data: Data) -> RawAccountValue? {
         if let text = string(data) { return .string(text) }
         if let flag = boolean(data) { return .bool(flag) }
