@@ -106,8 +106,7 @@ public final class Environment: @unchecked Sendable {
         mdb_env_stat(envPointer, &stat)
         let pageSize = Int(stat.ms_psize)
         let expectedBytes = Self.usedBytes(envPointer, pageSize: pageSize)
-        let dataFile = url.appendingPathComponent("data.mdb").path
-        let actualBytes = ((try? FileManager.default.attributesOfItem(atPath: dataFile))?[.size] as? NSNumber)?.intValue ?? 0
+        let actualBytes = Self.dataFileBytes(envPointer) ?? 0
         if actualBytes < expectedBytes {
             throw LMDBError(
                 code: MDB_INVALID, operation: "open (the data file has \(actualBytes) bytes but its pages need \(expectedBytes): it was truncated)",
@@ -383,6 +382,16 @@ public final class Environment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(environment, &info)
         return (Int(info.me_last_pgno) + 1) * pageSize
+    }
+
+    /// The length of `environment`'s data file, through LMDB's own descriptor (`fstat`: no path
+    /// lookup, no owner names read as `FileManager`'s attributes do), or nil if it cannot be read.
+    static func dataFileBytes(_ environment: OpaquePointer) -> Int? {
+        var descriptor: Int32 = -1
+        guard mdb_env_get_fd(environment, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return nil }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        return Int(status.st_size)
     }
 
     /// The bytes the data file takes on disk.

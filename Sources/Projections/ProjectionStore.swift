@@ -253,10 +253,16 @@ public final class ProjectionStore: Sendable {
     /// (read-your-writes after an append). Throws if the projection stopped on an error.
     public func waitUntilApplied(_ name: String, position: UInt64) async throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
-        let id = state.withLock { state in
+        // Applied already (a store just opened on a built table, a read after a slow write): no
+        // deadline task, no suspension.
+        let id = try state.withLock { state -> UInt64? in
+            if state.closed { throw ProjectionError.closed }
+            if let failure = state.failures[name] { throw failure }
+            if let active = state.active[name], active.checkpoint >= position { return nil }
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
         }
+        guard let id else { return }
         let timeout = Task { [self] in
             try await Task.sleep(for: options.readYourWritesTimeout)
             let expired = state.withLock { state -> (CheckedContinuation<Void, any Error>, String?)? in

@@ -10,7 +10,9 @@
 //   valgrind --tool=callgrind /tmp/hot-paths replay DIR
 //
 // `streams` reads the log stream by stream (as a stream-ordered rebuild does) and decodes each
-// payload. `rebuild` builds the details table (a first build), then rebuilds it.
+// payload. `rebuild` builds the details table (a first build), then rebuilds it. `open-store`
+// opens the log and its built details table COUNT times (default 5), each until caught up, and
+// prints each open's time (run it under `strace -f -T` to see where an open waits).
 // `single` appends COUNT events (default 20,000) one per relaxed commit into DIR/single.
 // `group` appends from 64 durable writers (HOT_PATHS_WRITERS sets how many) into DIR/group and
 // prints events/s; it waits on the disk, so time it with `perf stat -e task-clock` or `perf record`
@@ -38,7 +40,7 @@ import SpeziAccountStore
 import Synchronization
 
 let usage =
-    "usage: hot-paths scan|replay|view|streams|fold|rebuild|import|single|group|details|verify DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
+    "usage: hot-paths scan|replay|view|streams|fold|rebuild|open-store|import|single|group|details|verify DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
@@ -174,6 +176,27 @@ func run() throws -> (count: Int, checksum: Int) {
             try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: last)
             try await store.rebuild(AccountDetailsProjection.projectionName)
             await store.close()
+        }
+    case "open-store":
+        // Opens the log and its built details table COUNT times (default 5), each until caught up,
+        // and prints each open's time: what `peer-compare --scale` reports as open-store.
+        let opens = limit == .max ? 5 : limit
+        for _ in 0..<opens {
+            let started = DispatchTime.now().uptimeNanoseconds
+            let log = try openLog(logPath)
+            try blocking {
+                var options = ProjectionStoreOptions()
+                options.readYourWritesTimeout = .seconds(3_600)
+                let store = try ProjectionStore(
+                    path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()],
+                    options: options)
+                try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: try log.lastPosition())
+                let opened = DispatchTime.now().uptimeNanoseconds
+                FileHandle.standardError.write(Data("open-store: \(Double(opened - started) / 1e6) ms\n".utf8))
+                await store.close()
+                await log.close()
+            }
+            count += 1
         }
     case "import":
         // Copies the log into DIR/import, five events per append (the data set's commits), as an import does.
