@@ -5,12 +5,31 @@
 
 import Foundation
 internal import LMDB
+import Synchronization
 
 /// One copy of a projection's state: its databases and how far into the log it has come.
 struct Generation: Sendable {
     let number: UInt32
     let databases: [String: Database]
     var checkpoint: UInt64
+    /// The reads of this process inside the generation's databases now. Copies of one generation
+    /// that the store keeps share it (see ``keepingReaders(of:)``).
+    var readers = GenerationReaders()
+
+    /// This generation, counting its reads with `existing`'s counter when that is the same
+    /// generation (a copy re-read from the catalog must not lose the reads of the one it replaces).
+    func keepingReaders(of existing: Generation?) -> Generation {
+        guard let existing, existing.number == number else { return self }
+        var copy = self
+        copy.readers = existing.readers
+        return copy
+    }
+}
+
+/// How many reads of this process are inside a generation's databases. A replaced generation's
+/// databases are deleted (their LMDB handles closed and their slots freed) only once it is zero.
+final class GenerationReaders: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 /// The keys of the `projections-meta` database (text, so `mdb_dump` output reads well):
@@ -19,7 +38,8 @@ struct Generation: Sendable {
 /// - `building/<name>` → u32: a generation being rebuilt beside it
 /// - `next/<name>` → u32: the next generation number
 /// - `gen/<name>/<n>/fingerprint` → UTF-8, `gen/<name>/<n>/checkpoint` → u64
-/// - `retired/<name>/<n>` → empty: a replaced generation whose databases are deleted at the next open
+/// - `retired/<name>/<n>` → empty: a replaced generation whose databases are deleted once this
+///   process no longer reads them, or at the next open
 /// - `gen/<name>/<n>/stream-build` → a rebuild applied stream by stream, under way: u64 the last
 ///   position it applies, u64 the records applied so far, then the id of the last stream done
 ///   (absent before the first). Meanwhile the generation's fingerprint carries
@@ -95,11 +115,28 @@ struct GenerationCatalog {
         return try transaction.get(meta, key: MetaKeys.streamBuild(projection.name, number)) != nil
     }
 
-    /// Marks a generation as replaced and empties its databases; they are deleted at the next open,
-    /// when no reader of this process can still hold their handles.
+    /// Marks a generation as replaced and empties its databases. They are deleted once no read of
+    /// this process is inside them (``drop(_:_:)``), or at the next open.
     func retire(_ name: String, _ generation: Generation) throws {
         for database in generation.databases.values { try transaction.clear(database) }
         try transaction.put(meta, key: MetaKeys.retired(name, generation.number), value: [])
+    }
+
+    /// Deletes a generation this process retired, through its own handles (which closes them and
+    /// frees their slots), with its bookkeeping. False when it is no longer marked retired:
+    /// another process's open deleted it already, and its handles are left as they are.
+    func drop(_ name: String, _ generation: Generation) throws -> Bool {
+        guard try transaction.get(meta, key: MetaKeys.retired(name, generation.number)) != nil else { return false }
+        for database in generation.databases.values { try transaction.drop(database) }
+        try deleteBookkeeping(name, generation.number)
+        return true
+    }
+
+    private func deleteBookkeeping(_ name: String, _ number: UInt32) throws {
+        _ = try transaction.delete(meta, key: MetaKeys.retired(name, number))
+        _ = try transaction.delete(meta, key: MetaKeys.fingerprint(name, number))
+        _ = try transaction.delete(meta, key: MetaKeys.checkpoint(name, number))
+        _ = try transaction.delete(meta, key: MetaKeys.streamBuild(name, number))
     }
 
     /// Deletes the databases and bookkeeping of retired generations.
@@ -120,10 +157,7 @@ struct GenerationCatalog {
                     try transaction.drop(handle)
                 }
             }
-            _ = try transaction.delete(meta, key: MetaKeys.retired(projection.name, number))
-            _ = try transaction.delete(meta, key: MetaKeys.fingerprint(projection.name, number))
-            _ = try transaction.delete(meta, key: MetaKeys.checkpoint(projection.name, number))
-            _ = try transaction.delete(meta, key: MetaKeys.streamBuild(projection.name, number))
+            try deleteBookkeeping(projection.name, number)
         }
     }
 }

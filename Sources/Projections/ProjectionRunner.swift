@@ -68,7 +68,10 @@ extension ProjectionStore {
     /// their flushes run on the store's own thread.
     private func step() async throws -> Bool {
         var worked = false
-        try await worker.run { [self] in try startRequestedRebuilds() }
+        try await worker.run { [self] in
+            try dropUnreadRetired()
+            try startRequestedRebuilds()
+        }
         let last = try await log.lastPosition()
         for name in order {
             // The serving generation first, so that reads stay fresh during a rebuild; but an
@@ -249,28 +252,65 @@ extension ProjectionStore {
     }
 
     /// Creates the generations that `rebuild` asked for (replacing one already being built).
+    /// A request whose generation could not be made stays asked for, and is tried again.
     private func startRequestedRebuilds() throws {
-        let requested = state.withLock { state in
+        var requested = state.withLock { state in
             defer { state.requestedRebuilds.removeAll() }
             return state.requestedRebuilds
         }
-        for name in order where requested.contains(name) {
-            guard let projection = projections[name] else { continue }
-            let fresh = try environment.write { txn in
-                let catalog = GenerationCatalog(transaction: txn, meta: meta)
-                // The generation being built now, by this process or another, is replaced.
-                if let previous = MetaKeys.u32(try txn.get(meta, key: MetaKeys.building(name))) {
-                    try catalog.retire(name, try catalog.open(projection, number: previous))
+        do {
+            for name in order where requested.contains(name) {
+                guard let projection = projections[name] else { continue }
+                let (fresh, replaced) = try environment.write { txn in
+                    let catalog = GenerationCatalog(transaction: txn, meta: meta)
+                    // The generation being built now, by this process or another, is replaced.
+                    var replaced: Generation?
+                    if let previous = MetaKeys.u32(try txn.get(meta, key: MetaKeys.building(name))) {
+                        replaced = try catalog.open(projection, number: previous)
+                        try catalog.retire(name, replaced!)
+                    }
+                    let fresh = try catalog.create(projection)
+                    try txn.put(meta, key: MetaKeys.building(name), value: MetaKeys.u32(fresh.number))
+                    return (fresh, replaced)
                 }
-                let fresh = try catalog.create(projection)
-                try txn.put(meta, key: MetaKeys.building(name), value: MetaKeys.u32(fresh.number))
-                return fresh
+                requested.remove(name)
+                state.withLock { state in
+                    if let replaced { state.retired.append((name, replaced.keepingReaders(of: state.building[name]))) }
+                    state.building[name] = fresh
+                    // A rebuild is also how a stopped projection is restarted.
+                    state.failures[name] = nil
+                }
             }
-            state.withLock { state in
-                state.building[name] = fresh
-                // A rebuild is also how a stopped projection is restarted.
-                state.failures[name] = nil
+        } catch {
+            state.withLock { $0.requestedRebuilds.formUnion(requested) }
+            throw error
+        }
+    }
+
+    /// Deletes the databases of the generations this process replaced that no read is inside any
+    /// more, so that their LMDB handles are closed and their slots free for the next rebuild (an
+    /// environment holds a fixed number). One still read stays until a later round.
+    func dropUnreadRetired() throws {
+        let unread = state.withLock { state -> [(name: String, generation: Generation)] in
+            guard !state.retired.isEmpty else { return [] }
+            var unread: [(name: String, generation: Generation)] = []
+            state.retired.removeAll { entry in
+                // Paired with the read's releasing decrement: its last access happened before.
+                guard entry.generation.readers.count.load(ordering: .acquiring) == 0 else { return false }
+                unread.append(entry)
+                return true
             }
+            return unread
+        }
+        guard !unread.isEmpty else { return }
+        do {
+            try environment.write { txn in
+                let catalog = GenerationCatalog(transaction: txn, meta: meta)
+                for (name, generation) in unread { _ = try catalog.drop(name, generation) }
+            }
+        } catch {
+            state.withLock { $0.retired += unread }
+            throw error
         }
     }
 
@@ -303,6 +343,7 @@ extension ProjectionStore {
             return
         }
         let (done, ready) = state.withLock { state in
+            state.retired.append((name, old.keepingReaders(of: state.active[name])))
             state.active[name] = new
             state.building[name] = nil
             state.progress[name] = nil
@@ -335,8 +376,9 @@ extension ProjectionStore {
         let (done, ready) = state.withLock { state in
             var done: [CheckedContinuation<Void, any Error>] = []
             for (name, active, building) in current {
+                let held = [state.active[name], state.building[name]].compactMap { $0 }
                 let replaced = state.active[name]?.number != active.number
-                state.active[name] = active
+                state.active[name] = active.keepingReaders(of: held.first { $0.number == active.number })
                 if replaced && building == nil {
                     // The rebuild this process started (or one that superseded it) serves now.
                     state.building[name] = nil
@@ -348,6 +390,11 @@ extension ProjectionStore {
                     }
                 } else if state.building[name]?.number != building?.number {
                     state.building[name] = building
+                }
+                // Generations another process replaced: this process's handles to them are closed
+                // once no read of it is inside them.
+                for old in held where old.number != active.number && old.number != building?.number {
+                    state.retired.append((name, old))
                 }
             }
             return (done, takeReadyWaiters(&state))

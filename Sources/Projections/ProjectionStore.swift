@@ -57,6 +57,8 @@ public final class ProjectionStore: Sendable {
         var closed = false
         /// Projections that write their state in `apply`: their rebuilds read each chunk in one part.
         var singlePart: Set<String> = []
+        /// Generations this process replaced, whose databases it deletes once no read is inside them.
+        var retired: [(name: String, generation: Generation)] = []
     }
 
     /// The log it follows.
@@ -207,13 +209,23 @@ public final class ProjectionStore: Sendable {
                 guard let number = MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) else {
                     throw ProjectionError.unknownProjection(name)
                 }
-                let databases = state.withLock { state -> [String: Database]? in
-                    if let active = state.active[name], active.number == number { return active.databases }
-                    if let building = state.building[name], building.number == number { return building.databases }
-                    return nil
+                // Counted as a read of the generation while the lock is held, so that the
+                // runner cannot delete its databases (close their handles) under this read.
+                let generation = state.withLock { state -> Generation? in
+                    let found =
+                        if let active = state.active[name], active.number == number {
+                            active
+                        } else if let building = state.building[name], building.number == number {
+                            building
+                        } else {
+                            Generation?.none
+                        }
+                    found?.readers.count.add(1, ordering: .relaxed)
+                    return found
                 }
-                guard let databases else { return false }
-                try body(ProjectionState(transaction: txn, databases: databases))
+                guard let generation else { return false }
+                defer { generation.readers.count.subtract(1, ordering: .releasing) }
+                try body(ProjectionState(transaction: txn, databases: generation.databases))
                 return true
             }
             if served { return }
