@@ -106,7 +106,10 @@ public final class Environment: @unchecked Sendable {
         mdb_env_stat(envPointer, &stat)
         let pageSize = Int(stat.ms_psize)
         let expectedBytes = Self.usedBytes(envPointer, pageSize: pageSize)
-        let actualBytes = Self.dataFileBytes(envPointer) ?? 0
+        guard let actualBytes = Self.dataFileBytes(envPointer) else {
+            let code = errno
+            throw LMDBError(code: code == 0 ? EIO : code, operation: "open (cannot read the data file's length)", path: url.path)
+        }
         if actualBytes < expectedBytes {
             throw LMDBError(
                 code: MDB_INVALID, operation: "open (the data file has \(actualBytes) bytes but its pages need \(expectedBytes): it was truncated)",

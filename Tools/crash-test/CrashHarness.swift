@@ -18,8 +18,12 @@ struct CrashSummary {
     var mismatches = 0
     var records: UInt64 = 0
     var accounts = 0
-    /// With a rebuilder: the chunks its rebuilds read in two parts at once (killed or not).
+    /// With a rebuilder: the chunks its rebuilds read in two parts at once and wrote (a chunk
+    /// cut short by a kill is not counted).
     var twoPartChunks: Int?
+    /// The rounds whose kill clock started after such a chunk, and those that waited for one in vain.
+    var roundsAfterTwoPartChunk = 0
+    var twoPartWaitsInVain = 0
     var problems: [String] = []
 
     var report: String {
@@ -31,7 +35,10 @@ struct CrashSummary {
             "log records: \(records), accounts: \(accounts)"
         ]
         if let writesUndone { lines.insert("unflushed writes undone (power loss): \(writesUndone)", at: 1) }
-        if let twoPartChunks { lines.append("rebuild chunks read in two parts: \(twoPartChunks)") }
+        if let twoPartChunks {
+            lines.append("rebuild chunks read in two parts: \(twoPartChunks)")
+            lines.append("rounds killed after a two-part chunk: \(roundsAfterTwoPartChunk) (waited in vain: \(twoPartWaitsInVain))")
+        }
         lines += problems.prefix(20).map { "problem: \($0)" }
         return lines.joined(separator: "\n")
     }
@@ -67,6 +74,8 @@ struct CrashHarness {
         self.seed = seed
         self.random = SplitMix64(seed: seed)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Counted for this run only (a store folder may be used again).
+        try? FileManager.default.removeItem(atPath: directory + "/" + Self.twoPartChunksFile)
     }
 
     mutating func run(crashes: Int, progress: (Int, CrashSummary) -> Void) async throws -> CrashSummary {
@@ -84,6 +93,8 @@ struct CrashHarness {
     /// of a single process the delay starts at its first acknowledgement instead: the other rounds
     /// may kill it while it opens or recovers the store, and on a loaded machine that can take all
     /// of the 250 ms, so these rounds make sure that kills also land in the middle of its work.
+    /// Likewise, with a rebuilder reading chunks in two parts, every other round starts the delays
+    /// once it has written such a chunk.
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let acknowledgedBefore = Self.fileSize(ackPath(0))
@@ -103,10 +114,17 @@ struct CrashHarness {
         let single = children.count == 1
         var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
         if single && round % 3 == 0 { try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process) }
+        // 8,192: the smallest chunk a rebuild reads in two parts (twice Projections' minimum part).
         if rebuilder && rebuildChunk >= 8_192 && round % 2 == 0 {
             // As with a single process: every other round starts the delays once the rebuilder read
             // a chunk in two parts, so that kills also land among those, not only in its start.
-            try await waitForLine(beyond: chunksBefore, in: directory + "/" + Self.twoPartChunksFile, of: children[children.count - 1].process)
+            let path = directory + "/" + Self.twoPartChunksFile
+            try await waitForLine(beyond: chunksBefore, in: path, of: children[children.count - 1].process)
+            if Self.fileSize(path) > chunksBefore {
+                summary.roundsAfterTwoPartChunk += 1
+            } else {
+                summary.twoPartWaitsInVain += 1
+            }
         }
         var elapsed = 0
         while let next = delays.enumerated().filter({ $0.element >= 0 }).min(by: { $0.element < $1.element }) {
@@ -149,8 +167,10 @@ struct CrashHarness {
         }
     }
 
+    /// The file's length, 0 when it is missing (`stat`: this runs every 2 ms while a round waits).
     private static func fileSize(_ path: String) -> UInt64 {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.uint64Value ?? 0
+        var status = stat()
+        return stat(path, &status) == 0 ? UInt64(status.st_size) : 0
     }
 
     private func start(_ executable: URL, _ arguments: [String]) throws -> (Process, Pipe) {

@@ -26,9 +26,10 @@ struct CrashTest: AsyncParsableCommand {
             of every stream, and no user id belongs to two accounts. At the end the cache is rebuilt from \
             position 0 and compared once more. With --processes N, N such children share the store (and \
             with --rebuilder one more rebuilds the cache over and over), each killed at its own moment \
-            after 100–600 ms. --preload N writes N records before the first round, so that the \
-            rebuilder, with --rebuild-chunk 8192 or more, reads its chunks in two parts at once (on two \
-            threads) when it is killed. Exit status 0: nothing lost, no mismatch; 1 otherwise.
+            after 100–600 ms. --preload N writes about N records before the first round, so that the \
+            rebuilder, with --rebuild-chunk 8192 or more, reads chunks in two parts at once (on two \
+            threads) during the rounds; every other round starts its kill clock once it has written \
+            one. Exit status 0: nothing lost, no mismatch; 1 otherwise.
             """,
         subcommands: [Run.self, Child.self, RebuildChild.self],
         defaultSubcommand: Run.self
@@ -128,7 +129,7 @@ struct CrashTest: AsyncParsableCommand {
             exitWhenOrphaned()
             do {
                 // The chunks read in two parts are counted through the store's metrics, and one
-                // line per chunk goes to a file the harness reads: evidence that kills met them.
+                // line per chunk goes to a file the harness reads: evidence that such chunks ran between kills.
                 let metrics = TestMetrics()
                 MetricsSystem.bootstrap(metrics)
                 let chunks = try AckFile(path: store + "/" + CrashHarness.twoPartChunksFile)

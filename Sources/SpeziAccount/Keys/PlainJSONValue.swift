@@ -30,8 +30,6 @@ enum PlainJSONValue {
         return nil
     }
 
-    /// A value of an unknown key, when it is a plain string, a boolean or null (numbers, arrays
-    /// and objects go to `JSONDecoder`).
     /// Whether the decoder reads dates as `Date`'s own `Codable` form does (seconds since the
     /// reference date), the only form read here without it.
     static func datesAsReferenceSeconds(_ decoder: JSONDecoder) -> Bool {
@@ -39,6 +37,8 @@ enum PlainJSONValue {
         return false
     }
 
+    /// A value of an unknown key, when it is a plain string, a boolean or null (numbers, arrays
+    /// and objects go to `JSONDecoder`).
     static func rawValue(_ data: Data) -> RawAccountValue? {
         if let text = string(data) { return .string(text) }
         if let flag = boolean(data) { return .bool(flag) }
