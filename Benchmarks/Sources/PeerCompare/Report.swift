@@ -8,7 +8,7 @@ import Foundation
 /// The order of the rows.
 let workloadOrder = [
     "single-durable", "single-relaxed", "group-1", "group-8", "group-8-batched", "group-8-handoff", "group-64", "group-64-batched",
-    "group-64-handoff", "bulk", "import", "scan", "replay",
+    "group-64-handoff", "bulk", "import", "scan", "scan-checked", "replay",
     "replay-decoded", "replay-copied",
     "rebuild", "point", "point-details", "mix"
 ]
