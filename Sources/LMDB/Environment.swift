@@ -331,6 +331,18 @@ public final class Environment: @unchecked Sendable {
         return try write { txn in try txn.openDatabase(name, create: true) }
     }
 
+    /// Closes this process's handle of a named database without deleting the database, so that
+    /// its slot (an environment has ``EnvironmentOptions/maxDatabases``) serves another. Only for a
+    /// handle that no transaction or cursor of this process uses any more; a handle that no longer
+    /// names `database` (closed already, or given to another database since) is left alone.
+    public func closeDatabase(_ database: Database) {
+        lock.withExclusive {
+            guard !closed, handles.name(of: database.handle) == database.name else { return }
+            mdb_dbi_close(pointer, database.handle)
+            handles.closed(database.handle)
+        }
+    }
+
     /// The names of the named databases in the environment (the keys of LMDB's main database).
     public func databaseNames() throws -> [String] {
         try read { txn in
@@ -502,6 +514,10 @@ final class HandleRegistry: Sendable {
 
     func closed(_ handle: MDB_dbi) {
         _ = names.withLock { $0.removeValue(forKey: handle) }
+    }
+
+    func name(of handle: MDB_dbi) -> String? {
+        names.withLock { $0[handle] }
     }
 
     /// The handles in ascending order, the order in which a fresh environment hands them out.

@@ -122,9 +122,9 @@ struct GenerationCatalog {
         try transaction.put(meta, key: MetaKeys.retired(name, generation.number), value: [])
     }
 
-    /// Deletes a generation this process retired, through its own handles (which closes them and
-    /// frees their slots), with its bookkeeping. False when it is no longer marked retired:
-    /// another process's open deleted it already, and its handles are left as they are.
+    /// Deletes a generation this process retired (or saw replaced), through its own handles
+    /// (which closes them and frees their slots), with its bookkeeping. False when it is no longer
+    /// marked retired: another process deleted it already, and the caller closes its handles.
     func drop(_ name: String, _ generation: Generation) throws -> Bool {
         guard try transaction.get(meta, key: MetaKeys.retired(name, generation.number)) != nil else { return false }
         for database in generation.databases.values { try transaction.drop(database) }

@@ -61,14 +61,23 @@ extension ProjectionStore {
             return unread
         }
         guard !unread.isEmpty else { return }
+        var deletedElsewhere: [Generation] = []
         do {
             try environment.write { txn in
+                deletedElsewhere = []
                 let catalog = GenerationCatalog(transaction: txn, meta: meta)
-                for (name, generation) in unread { _ = try catalog.drop(name, generation) }
+                for (name, generation) in unread where try !catalog.drop(name, generation) {
+                    deletedElsewhere.append(generation)
+                }
             }
         } catch {
             state.withLock { $0.retired += unread }
             throw error
+        }
+        // Deleted by another process already (at its open, or as the process that replaced it):
+        // only this process's handles are left to close.
+        for generation in deletedElsewhere {
+            for database in generation.databases.values { environment.closeDatabase(database) }
         }
     }
 
