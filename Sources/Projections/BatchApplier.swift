@@ -16,6 +16,8 @@ struct BatchOutcome: Sendable {
     let failure: ProjectionError?
     /// In a rebuild applied stream by stream: the records applied so far.
     var streamApplied: UInt64?
+    /// The chunk's second part, read on the lane thread, was written with the first.
+    var readInTwoParts = false
 }
 
 /// Folds the records of one batch into a projection's state, with the projection's typed batch

@@ -6,7 +6,6 @@
 import EventLogProtocol
 import Foundation
 internal import LMDB
-import Metrics
 import Synchronization
 
 /// Where a rebuild applied stream by stream has come (`gen/<name>/<n>/stream-build`).
@@ -92,6 +91,8 @@ extension ProjectionStore {
                 }
                 let markerKey = MetaKeys.streamBuild(name, generation.number)
                 let fingerprintKey = MetaKeys.fingerprint(name, generation.number)
+                // Whether the second part was written: counted once the transaction has committed.
+                var inTwoParts = false
                 var marker: StreamBuildMarker
                 if let stored = try txn.get(meta, key: markerKey) {
                     // Records in log order on top of a half-built generation would be applied twice.
@@ -163,7 +164,7 @@ extension ProjectionStore {
                             try other.applier.finish()
                             count += other.applier.count
                             lane = other.lane
-                            metrics.chunksReadInTwoParts(name).increment()
+                            inTwoParts = true
                         }
                     }
                 }
@@ -172,11 +173,11 @@ extension ProjectionStore {
                     _ = try txn.delete(meta, key: markerKey)
                     try txn.put(meta, key: fingerprintKey, value: Array(projection.fingerprint.utf8))
                     try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(marker.through))
-                    return .committed(BatchOutcome(reached: marker.through, failure: nil, streamApplied: marker.applied))
+                    return .committed(BatchOutcome(reached: marker.through, failure: nil, streamApplied: marker.applied, readInTwoParts: inTwoParts))
                 }
                 marker.lastStream = lane.finished
                 try txn.put(meta, key: markerKey, value: marker.bytes)
-                return .committed(BatchOutcome(reached: 0, failure: nil, streamApplied: marker.applied))
+                return .committed(BatchOutcome(reached: 0, failure: nil, streamApplied: marker.applied, readInTwoParts: inTwoParts))
             }
         } catch let failed as ChunkFailed {
             return .committed(BatchOutcome(reached: 0, failure: failed.failure))

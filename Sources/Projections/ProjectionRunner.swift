@@ -198,6 +198,8 @@ extension ProjectionStore {
 
     /// Records a committed batch: the generation's checkpoint, waiters, progress and metrics.
     private func finishAdvance(_ name: String, building: Bool, generation: Generation, outcome: BatchOutcome, last: UInt64) {
+        // After the commit: a transaction retried (a map resize) or not committed counts nothing.
+        if outcome.readInTwoParts { metrics.chunksReadInTwoParts(name).increment() }
         var generation = generation
         generation.checkpoint = outcome.reached
         let failure = outcome.failure
