@@ -50,7 +50,6 @@ extension ProjectionStore {
     /// environment holds a fixed number). One still read stays until a later round.
     func dropUnreadRetired() throws {
         let unread = state.withLock { state -> [(name: String, generation: Generation)] in
-            guard !state.retired.isEmpty else { return [] }
             var unread: [(name: String, generation: Generation)] = []
             state.retired.removeAll { entry in
                 // Paired with the read's releasing decrement: its last access happened before.
@@ -112,18 +111,24 @@ extension ProjectionStore {
         let (done, ready) = state.withLock { state in
             state.retired.append((name, old.keepingReaders(of: state.active[name])))
             state.active[name] = new
-            state.building[name] = nil
-            state.progress[name] = nil
-            var done: [CheckedContinuation<Void, any Error>] = []
-            state.rebuildWaiters.removeAll { waiter in
-                guard waiter.name == name else { return false }
-                done.append(waiter.continuation)
-                return true
-            }
-            return (done, takeReadyWaiters(&state))
+            return (Self.endRebuild(name, &state), takeReadyWaiters(&state))
         }
         for waiter in done { waiter.resume() }
         for waiter in ready { waiter.resume() }
+    }
+
+    /// Ends the projection's rebuild in `state` (its generation serves now): no generation being
+    /// built, no progress callback; returns the rebuild's waiters, to be resumed.
+    private static func endRebuild(_ name: String, _ state: inout State) -> [CheckedContinuation<Void, any Error>] {
+        state.building[name] = nil
+        state.progress[name] = nil
+        var done: [CheckedContinuation<Void, any Error>] = []
+        state.rebuildWaiters.removeAll { waiter in
+            guard waiter.name == name else { return false }
+            done.append(waiter.continuation)
+            return true
+        }
+        return done
     }
 
     /// Re-reads which generations serve and build each projection, as another process may have
@@ -148,13 +153,7 @@ extension ProjectionStore {
                 state.active[name] = active.keepingReaders(of: held.first { $0.number == active.number })
                 if replaced && building == nil {
                     // The rebuild this process started (or one that superseded it) serves now.
-                    state.building[name] = nil
-                    state.progress[name] = nil
-                    state.rebuildWaiters.removeAll { waiter in
-                        guard waiter.name == name else { return false }
-                        done.append(waiter.continuation)
-                        return true
-                    }
+                    done += Self.endRebuild(name, &state)
                 } else if state.building[name]?.number != building?.number {
                     state.building[name] = building
                 }

@@ -19,11 +19,8 @@ struct RepeatedRebuildTests {
     func manyRebuilds() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
-        let log = try fixture.openLog()
+        let (log, store) = try await Self.countedStore(fixture)
         defer { log.close() }
-        try await append(log, 200, stream: { "s\($0 % 4)" })
-        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
-        try await store.waitUntilApplied("stream-counts", position: 200)
         for _ in 0..<40 {
             try await store.rebuild("stream-counts")
         }
@@ -45,11 +42,8 @@ struct RepeatedRebuildTests {
     func readAcrossReplacements() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
-        let log = try fixture.openLog()
+        let (log, store) = try await Self.countedStore(fixture)
         defer { log.close() }
-        try await append(log, 200, stream: { "s\($0 % 4)" })
-        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
-        try await store.waitUntilApplied("stream-counts", position: 200)
 
         // A reader on a thread of its own stops inside its read of generation 1 until released.
         let release = DispatchSemaphore(value: 0)
@@ -90,6 +84,15 @@ struct RepeatedRebuildTests {
         #expect(status.generation == 43 && status.failure == nil && status.storageError == nil)
         #expect(try StreamCounts.count("s3", in: store) == 50)
         await store.close()
+    }
+
+    /// A log of 200 records over 4 streams and a store whose counts have applied them all.
+    private static func countedStore(_ fixture: Fixture) async throws -> (EventLog, ProjectionStore) {
+        let log = try fixture.openLog()
+        try await append(log, 200, stream: { "s\($0 % 4)" })
+        let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
+        try await store.waitUntilApplied("stream-counts", position: 200)
+        return (log, store)
     }
 
     /// Waits for `semaphore` on a thread of its own, not on Swift's cooperative pool.

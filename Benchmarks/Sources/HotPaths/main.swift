@@ -89,6 +89,14 @@ func proposedEvents(from path: URL, count: Int) throws -> [ProposedEvent] {
     return events
 }
 
+/// The details table at `path` beside `log`, with no read-your-writes deadline (under valgrind a
+/// first build takes minutes).
+@Sendable func openDetailsTable(_ path: String, log: EventLog) throws -> ProjectionStore {
+    var options = ProjectionStoreOptions()
+    options.readYourWritesTimeout = .seconds(3_600)
+    return try ProjectionStore(path: path, log: log, projections: [AccountDetailsProjection()], options: options)
+}
+
 /// Runs the chosen path; locals, not globals, so that no access to a global is checked in the loops.
 func run() throws -> (count: Int, checksum: Int) {
     var checksum = 0
@@ -163,16 +171,12 @@ func run() throws -> (count: Int, checksum: Int) {
             return count < limit
         }
     case "rebuild":
+        let projectionsPath = directory.appendingPathComponent("projections").path
         let log = try openLog(logPath)
         let last = try log.lastPosition()
         count = Int(last)
         try blocking {
-            // No read-your-writes deadline: under valgrind the first build takes minutes.
-            var options = ProjectionStoreOptions()
-            options.readYourWritesTimeout = .seconds(3_600)
-            let store = try ProjectionStore(
-                path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()],
-                options: options)
+            let store = try openDetailsTable(projectionsPath, log: log)
             try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: last)
             try await store.rebuild(AccountDetailsProjection.projectionName)
             await store.close()
@@ -181,15 +185,12 @@ func run() throws -> (count: Int, checksum: Int) {
         // Opens the log and its built details table COUNT times (default 5), each until caught up,
         // and prints each open's time: what `peer-compare --scale` reports as open-store.
         let opens = limit == .max ? 5 : limit
+        let projectionsPath = directory.appendingPathComponent("projections").path
         for _ in 0..<opens {
             let started = DispatchTime.now().uptimeNanoseconds
             let log = try openLog(logPath)
             try blocking {
-                var options = ProjectionStoreOptions()
-                options.readYourWritesTimeout = .seconds(3_600)
-                let store = try ProjectionStore(
-                    path: directory.appendingPathComponent("projections").path, log: log, projections: [AccountDetailsProjection()],
-                    options: options)
+                let store = try openDetailsTable(projectionsPath, log: log)
                 try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: try log.lastPosition())
                 let opened = DispatchTime.now().uptimeNanoseconds
                 FileHandle.standardError.write(Data("open-store: \(Double(opened - started) / 1e6) ms\n".utf8))
