@@ -198,14 +198,21 @@ struct AccountRoutes: Sendable {
 
     private func events(_ request: inout Request) async throws -> Response {
         let token = try bearer(request)
+        // The head is read before the token is checked: whatever ends this session comes after it,
+        // so the stream, which starts at or before the head, reads that record and ends after it.
+        let head = try await store.log.lastPosition()
         let state = try await store.authenticate(token: token)
-        var after: UInt64?
+        var start = head
         if let last = request.headers[.init("Last-Event-ID")!] {
             guard let position = UInt64(last) else { throw Problem.malformed("Last-Event-ID is not a log position") }
-            after = position
+            start = min(position, head)
+        }
+        guard let sessionHash = AccountStore.sessionHash(ofToken: token), let expiry = state.sessions[sessionHash] else {
+            throw AccountStoreError.invalidSession
         }
         return NotificationStream(
-            store: store, token: token, accountId: state.accountId, after: after, heartbeat: configuration.heartbeat, logger: logger
+            store: store, token: token, accountId: state.accountId, start: start,
+            expiresAt: Date(timeIntervalSince1970: Double(expiry) / 1_000_000), heartbeat: configuration.heartbeat, logger: logger
         ).response()
     }
 

@@ -20,11 +20,18 @@ import SpeziAccountStore
 /// command that ended it (the logout, the password change, the deletion: its `auth.session-ended`
 /// and every later record of the account that was already in the log then), or at the first
 /// heartbeat after it expired.
+///
+/// `start` is at or before the log's head as it was before the token was checked, so the record
+/// that ends the session is always after it and the stream reads it: a heartbeat that finds the
+/// session ended by a record the stream has not read yet (another server's logout, noticed here
+/// only at the next poll of the log) leaves the ending to the stream.
 struct NotificationStream: Sendable {
     let store: AccountStore
     let token: String
     let accountId: String
-    let after: UInt64?
+    let start: UInt64
+    /// When the session expires (a session's expiry never moves).
+    let expiresAt: Date
     let heartbeat: Duration
     let logger: Logger
 
@@ -45,8 +52,6 @@ struct NotificationStream: Sendable {
     }
 
     private func stream(into writer: inout any ResponseBodyWriter) async throws {
-        let start: UInt64
-        if let after { start = after } else { start = try await store.log.lastPosition() }
         try await writer.write(ByteBuffer(string: ": \(accountId)\n\n"))
         var feed = EventFeed<Item>(heartbeat: heartbeat, logger: logger, failure: "an account's event stream failed")
         feed.passingFailures = true
@@ -58,13 +63,28 @@ struct NotificationStream: Sendable {
             case let .item(.event(notification)):
                 try await writer.write(ByteBuffer(string: try Self.frame(notification)))
             case .heartbeat:
-                // The session may have expired (no record says so).
-                guard (try? await store.authenticate(token: token)) != nil else { return false }
+                guard await sessionGoesOn() else { return false }
                 try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
             case .item(.ended):
                 return false
             }
             return true
+        }
+    }
+
+    /// Whether the stream goes on at a heartbeat: the session still signs in, or it has not
+    /// expired yet, so a record of the log ended it (a logout, a password change, a deletion), which
+    /// the stream reads and ends after. An expired session ends the stream here, as no record says
+    /// so; so does a failure to read the account.
+    private func sessionGoesOn() async -> Bool {
+        do {
+            _ = try await store.authenticate(token: token)
+            return true
+        } catch AccountStoreError.invalidSession {
+            return store.now() < expiresAt
+        } catch {
+            logger.error("an account's event stream could not check its session", metadata: ["error": "\(error)"])
+            return false
         }
     }
 

@@ -44,19 +44,24 @@ final class EventStreamClient: @unchecked Sendable {
 
     /// The next line (without CR LF), or nil once the server closed the connection or 30 s passed.
     func nextLine() async -> String? {
-        await withCheckedContinuation { continuation in
+        // A line already received needs no thread (heartbeats come in bursts of lines).
+        if let line = bufferedLine() { return line }
+        return await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: self.readLine()) }
         }
     }
 
+    private func bufferedLine() -> String? {
+        guard let newline = buffer.firstIndex(of: 0x0A) else { return nil }
+        var line = Array(buffer[..<newline])
+        buffer.removeFirst(newline + 1)
+        if line.last == 0x0D { line.removeLast() }
+        return String(decoding: line, as: UTF8.self)
+    }
+
     private func readLine() -> String? {
         while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                var line = Array(buffer[..<newline])
-                buffer.removeFirst(newline + 1)
-                if line.last == 0x0D { line.removeLast() }
-                return String(decoding: line, as: UTF8.self)
-            }
+            if let line = bufferedLine() { return line }
             var chunk = [UInt8](repeating: 0, count: 4_096)
             let count = recv(socket, &chunk, chunk.count, 0)
             guard count > 0 else { return nil }
@@ -93,9 +98,11 @@ struct EventStreamTests {
     func eventsAcrossServers() async throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: store) }
-        let first = try ServeProcess(store: store)
+        // Heartbeats far more often than a server polls for another's appends (every 250 ms): a
+        // heartbeat that finds the session ended before its stream read the logout must not end it.
+        let first = try ServeProcess(store: store, extra: ["--heartbeat-seconds", "0.02"])
         try await first.start()
-        let second = try ServeProcess(store: store)
+        let second = try ServeProcess(store: store, extra: ["--heartbeat-seconds", "0.02"])
         try await second.start()
         defer {
             first.process.terminate()
@@ -138,6 +145,15 @@ struct EventStreamTests {
         #expect(events(in: replay).map(\.id) == [5, 6])
         #expect(events(in: replay).map(\.name) == ["disassociatingAccount", "associatedAccount"])
 
+        // A Last-Event-ID past the log's head starts at the head: the next change arrives.
+        let ahead = try EventStreamClient(port: port, path: "/v1/account/events", token: again, lastEventID: 1_000_000)
+        #expect(await ahead.lines { $0 == ": \(accountId)" } != nil)
+        #expect(try await second.send("PATCH", "/v1/account", token: again, json: #"{"set":{"genderIdentity":"male"}}"#).status == 200)
+        let opened = ContinuousClock.now
+        let next = try #require(await ahead.lines { $0.hasPrefix("data: ") || ContinuousClock.now - opened > .seconds(20) })
+        #expect(events(in: next).map(\.name) == ["detailsChanged"])
+        #expect(events(in: next).allSatisfy { $0.id > 6 && $0.id < 1_000_000 })
+
         let unauthorized = try EventStreamClient(port: port, path: "/v1/account/events", token: "nope", lastEventID: nil)
         #expect(await unauthorized.nextLine() == "HTTP/1.1 401 Unauthorized")
 
@@ -146,5 +162,28 @@ struct EventStreamTests {
         #expect(await fromHead.lines { $0 == ": \(accountId)" } != nil)
         #expect(await first.terminate() == 0)
         #expect(await fromHead.lines { $0 == "0" } != nil)
+    }
+
+    @Test("an expired session ends its stream at a heartbeat, with no record in the log to say so")
+    func expiryEndsTheStream() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: store) }
+        let server = try ServeProcess(store: store, extra: ["--session-seconds", "4", "--heartbeat-seconds", "0.2"])
+        try await server.start()
+        defer { server.process.terminate() }
+        let signup = try await server.send(
+            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
+        let token = try #require(signup.body["token"] as? String)
+        let port = try #require(Int(server.base.split(separator: ":").last ?? ""))
+        let expiry = try #require((signup.body["expiresAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) })
+
+        let stream = try EventStreamClient(port: port, path: "/v1/account/events", token: token, lastEventID: nil)
+        // Heartbeats until the session is over, then the last chunk; a stream still open 40 s
+        // after the expiry has missed it.
+        let lines = try #require(await stream.lines { $0 == "0" || Date() > expiry.addingTimeInterval(40) })
+        #expect(lines.last == "0")
+        #expect(Date() >= expiry)
+        #expect(events(in: lines).isEmpty)
+        #expect(try await server.send("GET", "/v1/account", token: token).status == 401)
     }
 }

@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "How long a session lasts, in seconds.")
     var sessionSeconds = 86_400
 
+    @Option(help: "How often an idle event stream gets a comment line and its session is checked again, in seconds.")
+    var heartbeatSeconds = 15.0
+
     @Option(help: "The largest request body accepted, in bytes.")
     var maxBodyBytes = 64 * 1024
 
@@ -53,6 +56,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard sessionSeconds > 0 else { throw ValidationError("--session-seconds must be positive") }
+        guard heartbeatSeconds.isFinite, (0.01...3_600).contains(heartbeatSeconds) else {
+            throw ValidationError("--heartbeat-seconds must be between 0.01 and 3600")
+        }
         guard maxBodyBytes >= 1_024 else { throw ValidationError("--max-body-bytes must be at least 1024") }
     }
 
@@ -78,6 +84,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.port = port
                 configuration.sessionValidity = .seconds(sessionSeconds)
                 configuration.maxBodyBytes = maxBodyBytes
+                configuration.heartbeat = .milliseconds(Int64((heartbeatSeconds * 1_000).rounded()))
                 configuration.confirmsSignups = signups != nil
                 configuration.admin = admin
                 let logger = Logger(label: "accountctl.serve")
