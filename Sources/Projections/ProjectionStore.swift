@@ -52,7 +52,7 @@ public final class ProjectionStore: Sendable {
         var nextWaiterID: UInt64 = 0
         /// The last storage failure of the runner (cleared by the next round that succeeds).
         var storageError: String?
-        var rebuildWaiters: [(name: String, continuation: CheckedContinuation<Void, any Error>)] = []
+        var rebuildWaiters: [(name: String, id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var progress: [String: @Sendable (UInt64, UInt64) -> Void] = [:]
         var closed = false
         /// Projections that write their state in `apply`: their rebuilds read each chunk in one part.
@@ -300,17 +300,35 @@ public final class ProjectionStore: Sendable {
 
     /// Rebuilds the projection from position 1 beside the serving generation, which keeps serving
     /// reads; returns once the rebuilt generation has taken over. `progress` gets (applied, target).
+    ///
+    /// Cancelling the waiting task ends the wait with `CancellationError`; the rebuild goes on and
+    /// takes over when it is done (a rebuild cancelled before it was requested is not requested).
     public func rebuild(_ name: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let closed = state.withLock { state -> Bool in
-                if state.closed { return true }
-                state.requestedRebuilds.insert(name)
-                state.rebuildWaiters.append((name, continuation))
-                if let progress { state.progress[name] = progress }
-                return false
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let refusal = state.withLock { state -> (any Error)? in
+                    if state.closed { return ProjectionError.closed }
+                    // Checked under the lock the cancellation handler takes: a cancellation
+                    // either finds this waiter or is seen here.
+                    if Task.isCancelled { return CancellationError() }
+                    state.requestedRebuilds.insert(name)
+                    state.rebuildWaiters.append((name, id, continuation))
+                    if let progress { state.progress[name] = progress }
+                    return nil
+                }
+                if let refusal { continuation.resume(throwing: refusal) } else { kick.signal() }
             }
-            if closed { continuation.resume(throwing: ProjectionError.closed) } else { kick.signal() }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.rebuildWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.rebuildWaiters.remove(at: index).continuation
+            }
+            waiter?.resume(throwing: CancellationError())
         }
     }
 }

@@ -86,6 +86,49 @@ struct RepeatedRebuildTests {
         await store.close()
     }
 
+    @Test("cancelling a rebuild's wait ends the wait; the rebuild goes on and takes over", .timeLimit(.minutes(2)))
+    func cancelledWait() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let (log, store) = try await Self.countedStore(fixture)
+        defer { log.close() }
+        // The rebuild's first progress call (on the runner's thread) holds it until released.
+        // (Made at 0 and signalled: libdispatch refuses to free a semaphore below its initial value.)
+        let first = DispatchSemaphore(value: 0)
+        first.signal()
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let waiting = Task {
+            try await store.rebuild("stream-counts") { _, _ in
+                guard first.wait(timeout: .now()) == .success else { return }
+                inside.signal()
+                release.wait()
+            }
+        }
+        await waitOffThePool(inside)
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(try await store.status().first?.generation == 1, "the rebuild had not taken over when its wait ended")
+        release.signal()
+        // The rebuild goes on by itself and takes over.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await store.status().first?.generation != 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let status = try #require(try await store.status().first)
+        #expect(status.generation == 2 && status.checkpoint == 200 && status.failure == nil)
+        #expect(try StreamCounts.count("s1", in: store) == 50)
+        // A wait cancelled before it starts requests nothing.
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await store.rebuild("stream-counts")
+        }
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        try await store.rebuild("stream-counts")
+        #expect(try await store.status().first?.generation == 3)
+        await store.close()
+    }
+
     /// A log of 200 records over 4 streams and a store whose counts have applied them all.
     private static func countedStore(_ fixture: Fixture) async throws -> (EventLog, ProjectionStore) {
         let log = try fixture.openLog()

@@ -90,9 +90,10 @@ struct CrashHarness {
 
     /// Starts the workload, lets it run for a random 20–250 ms, and kills it with SIGKILL. With
     /// several processes, each is killed at its own moment after 100–600 ms. In every third round
-    /// of a single process the delay starts at its first acknowledgement instead: the other rounds
-    /// may kill it while it opens or recovers the store, and on a loaded machine that can take all
-    /// of the 250 ms, so these rounds make sure that kills also land in the middle of its work.
+    /// the delays start at the first acknowledgement (of the first process) instead: the other
+    /// rounds may kill the processes while they open or recover the store, and on a loaded machine
+    /// that can take all of the delay, so these rounds make sure that kills also land in the middle
+    /// of the work.
     /// Likewise, with a rebuilder reading chunks in two parts, every other round starts the delays
     /// once it has written such a chunk.
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
@@ -113,7 +114,7 @@ struct CrashHarness {
         if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory, "--chunk", "\(rebuildChunk)"])) }
         let single = children.count == 1
         var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
-        if single && round % 3 == 0 { try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process) }
+        if round % 3 == 0 { try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process) }
         // 8,192: the smallest chunk a rebuild reads in two parts (twice Projections' minimum part).
         if rebuilder && rebuildChunk >= 8_192 && round % 2 == 0 {
             // As with a single process: every other round starts the delays once the rebuilder read

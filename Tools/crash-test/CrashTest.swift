@@ -26,7 +26,7 @@ struct CrashTest: AsyncParsableCommand {
             of every stream, and no user id belongs to two accounts. At the end the cache is rebuilt from \
             position 0 and compared once more. With --processes N, N such children share the store (and \
             with --rebuilder one more rebuilds the cache over and over), each killed at its own moment \
-            after 100–600 ms. --preload N writes about N records before the first round, so that the \
+            after 100–600 ms (in every third round counted from the first acknowledged operation). --preload N writes about N records before the first round, so that the \
             rebuilder, with --rebuild-chunk 8192 or more, reads chunks in two parts at once (on two \
             threads) during the rounds; every other round starts its kill clock once it has written \
             one. Exit status 0: nothing lost, no mismatch; 1 otherwise.
