@@ -106,7 +106,7 @@ public final class Environment: @unchecked Sendable {
         mdb_env_stat(envPointer, &stat)
         let pageSize = Int(stat.ms_psize)
         let expectedBytes = Self.usedBytes(envPointer, pageSize: pageSize)
-        guard let actualBytes = Self.dataFileBytes(envPointer) else {
+        guard let actualBytes = Self.dataFile(envPointer)?.bytes else {
             let code = errno
             throw LMDBError(code: code == 0 ? EIO : code, operation: "open (cannot read the data file's length)", path: url.path)
         }
@@ -399,14 +399,15 @@ public final class Environment: @unchecked Sendable {
         return (Int(info.me_last_pgno) + 1) * pageSize
     }
 
-    /// The length of `environment`'s data file, through LMDB's own descriptor (`fstat`: no path
-    /// lookup, no owner names read as `FileManager`'s attributes do), or nil if it cannot be read.
-    static func dataFileBytes(_ environment: OpaquePointer) -> Int? {
+    /// LMDB's descriptor of `environment`'s data file and the file's length (`fstat`: no path
+    /// lookup, no owner names read as `FileManager`'s attributes do), or nil if either cannot be
+    /// read (`errno` then says why, when the length could not).
+    static func dataFile(_ environment: OpaquePointer) -> (descriptor: Int32, bytes: Int)? {
         var descriptor: Int32 = -1
         guard mdb_env_get_fd(environment, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return nil }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return nil }
-        return Int(status.st_size)
+        return (descriptor, Int(status.st_size))
     }
 
     /// The bytes the data file takes on disk.

@@ -53,15 +53,12 @@ final class FileHeadroom: Sendable {
         let wanted = Self.target(used: used)
         if knownSize.load(ordering: .relaxed) >= used + wanted / 2 { return }
         if used < retryAfterUsed.load(ordering: .relaxed) { return }
-        var descriptor: Int32 = -1
-        guard mdb_env_get_fd(environment, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
+        guard let (descriptor, bytes) = Environment.dataFile(environment) else {
             logger.warning("cannot read the size of the data file", metadata: ["path": "\(path)", "errno": "\(errno)"])
             retryAfterUsed.store(used + wanted, ordering: .relaxed)
             return
         }
-        var size = Int(status.st_size)
+        var size = bytes
         knownSize.store(size, ordering: .relaxed)
         if size >= used + wanted / 2 { return }
         // From the file's end (page-aligned; LMDB's files always are) to the target.
