@@ -261,11 +261,13 @@ struct DeferredIndexTests {
         let directory = TemporaryDirectory("tail-processes")
         defer { directory.cleanup() }
         let path = directory.path("log")
-        // Create the log first, so that the three children open an existing one.
+        // Create the log first, so that the three children open an existing one. Each works 900 ms
+        // from opening it, and longer if it has not appended past several flushes by then.
         try await EventLog(path: path).close()
-        async let first = ChildRun.run(path: path, run: 0, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900)
-        async let second = ChildRun.run(path: path, run: 1, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900)
-        async let third = ChildRun.run(path: path, run: 2, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900)
+        let enough: @Sendable (ChildRun) -> Bool = { $0.acknowledged.count > 21 }
+        async let first = ChildRun.run(path: path, run: 0, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900, until: enough)
+        async let second = ChildRun.run(path: path, run: 1, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900, until: enough)
+        async let third = ChildRun.run(path: path, run: 2, writers: 3, indexTailLimit: 7, environment: [:], milliseconds: 900, until: enough)
         let runs = try await [first, second, third]
         let acknowledged = runs.flatMap(\.acknowledged)
         #expect(runs.allSatisfy { $0.acknowledged.count > 21 }, "every process appended past several flushes")

@@ -112,12 +112,14 @@ struct FileHeadroomTests {
         // creation wrote: a slow machine needs more rounds to fill the first megabyte.
         var runs: [ChildRun] = []
         var rounds = 0
+        let enough: @Sendable (ChildRun) -> Bool = { $0.acknowledged.count > 20 }
         while rounds < 12 {
             rounds += 1
             let base = 3 * rounds
-            async let first = ChildRun.run(path: path, run: base, writers: 3, environment: [:], milliseconds: 1_500)
-            async let second = ChildRun.run(path: path, run: base + 1, writers: 3, environment: [:], milliseconds: 1_500)
-            async let third = ChildRun.run(path: path, run: base + 2, writers: 3, environment: [:], milliseconds: 1_500)
+            // 1.5 s from opening the log, and longer for a child that has not appended enough by then.
+            async let first = ChildRun.run(path: path, run: base, writers: 3, environment: [:], milliseconds: 1_500, until: enough)
+            async let second = ChildRun.run(path: path, run: base + 1, writers: 3, environment: [:], milliseconds: 1_500, until: enough)
+            async let third = ChildRun.run(path: path, run: base + 2, writers: 3, environment: [:], milliseconds: 1_500, until: enough)
             let round = try await [first, second, third]
             #expect(round.allSatisfy { $0.killed })
             #expect(round.allSatisfy { $0.acknowledged.count > 20 }, "\(round.map(\.acknowledged.count))")

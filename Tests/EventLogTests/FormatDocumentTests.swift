@@ -12,7 +12,8 @@ import Testing
 /// The repository's root, found from this file's place in it.
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-/// True when `python3` can import `lmdb` (CI installs it; see `.ci/run`).
+/// True when `python3` can import `lmdb` (CI installs it; see `.ci/run`). It waits for a `python3`
+/// process: the suite's condition reads it first, off the cooperative pool.
 let pythonLMDBAvailable: Bool = {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -31,7 +32,7 @@ func runFormatCheck(_ arguments: [String]) async throws -> (status: Int32, outpu
     return (run.status, run.output, run.errors)
 }
 
-@Suite("FORMAT.md is enough to read the log", .enabled(if: pythonLMDBAvailable, "needs python3 with the lmdb package"))
+@Suite("FORMAT.md is enough to read the log", .enabled("needs python3 with the lmdb package") { try await offThePool { pythonLMDBAvailable } })
 struct FormatDocumentTests {
     @Test("an independent Python reader decodes every field and re-checks the chain")
     func pythonReadsEverything() async throws {

@@ -5,6 +5,7 @@
 
 import EventLog
 import Foundation
+import TestSupport
 import Testing
 
 /// A real full disk: a 4 MiB tmpfs, mounted for the test (needs root, as in CI here).
@@ -45,12 +46,25 @@ struct FullDiskTests {
 
     @Test(
         "appends on a full disk fail with a clear error; the log stays intact and appends resume once space is freed",
-        .enabled(if: FullDiskTests.mountable, "needs root to mount a tmpfs"))
+        .enabled("needs root to mount a tmpfs") { try await offThePool { FullDiskTests.mountable } })
     func fullDisk() async throws {
         let mountPoint = TemporaryDirectory("tmpfs")
         defer { mountPoint.cleanup() }
-        try #require(Self.run("/bin/mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint.path))
-        defer { Self.run("/bin/umount", mountPoint.path) }
+        // mount and umount are waited for off the cooperative pool.
+        try #require(try await offThePool { Self.run("/bin/mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint.path) })
+        let outcome: Result<Void, any Error>
+        do {
+            try await fillAndFree(mountPoint)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        _ = try await offThePool { Self.run("/bin/umount", mountPoint.path) }
+        try outcome.get()
+    }
+
+    /// The test on the tmpfs mounted at `mountPoint`.
+    private func fillAndFree(_ mountPoint: TemporaryDirectory) async throws {
         let path = mountPoint.path("log")
         let filler = mountPoint.path("filler")
 

@@ -62,12 +62,20 @@ struct SubscriptionTests {
     func cancellation() async throws {
         try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
             _ = try await log.append(event(), to: "s")
+            let (delivered, signal) = AsyncStream.makeStream(of: Void.self)
             let consumer = Task {
+                // A consumer that ends early ends the waiting too.
+                defer { signal.finish() }
                 var count = 0
-                for try await _ in log.subscribe() { count += 1 }
+                for try await _ in log.subscribe() {
+                    count += 1
+                    signal.yield()
+                }
                 return count
             }
-            try await Task.sleep(for: .milliseconds(100))
+            // Cancel only once the record has arrived (waiting a fixed time races a loaded pool).
+            var signals = delivered.makeAsyncIterator()
+            _ = await signals.next()
             consumer.cancel()
             #expect(try await consumer.value == 1)
         }
@@ -79,12 +87,21 @@ struct SubscriptionTests {
         defer { directory.cleanup() }
         let log = try EventLog(path: directory.path("log"), options: relaxed)
         _ = try await log.append([event(), event()], to: "s")
+        let (delivered, signal) = AsyncStream.makeStream(of: Void.self)
         let consumer = Task {
+            // A consumer that ends early ends the waiting too.
+            defer { signal.finish() }
             var count = 0
-            for try await _ in log.subscribe() { count += 1 }
+            for try await _ in log.subscribe() {
+                count += 1
+                signal.yield()
+            }
             return count
         }
-        try await Task.sleep(for: .milliseconds(100))
+        // Close only once both records have arrived (waiting a fixed time races a loaded pool).
+        var signals = delivered.makeAsyncIterator()
+        _ = await signals.next()
+        _ = await signals.next()
         await log.close()
         #expect(try await consumer.value == 2)
     }

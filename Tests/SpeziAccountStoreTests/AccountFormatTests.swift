@@ -13,6 +13,8 @@ import Testing
 
 private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
+/// True when `python3` can import `lmdb`; first read off the cooperative pool (by the suite's
+/// condition), as it waits for a `python3` process.
 private let pythonHasLMDB: Bool = {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -23,7 +25,7 @@ private let pythonHasLMDB: Bool = {
     return process.terminationStatus == 0
 }()
 
-@Suite("FORMAT.md is enough to read account events", .enabled(if: pythonHasLMDB, "needs python3 with the lmdb package"))
+@Suite("FORMAT.md is enough to read account events", .enabled("needs python3 with the lmdb package") { try await offThePool { pythonHasLMDB } })
 struct AccountFormatTests {
     @Test("Tools/format-check.py --accounts decodes every account event as the Swift decoder does (unsealed store)")
     func pythonDecodesAccountEvents() async throws {

@@ -164,17 +164,29 @@ struct PostgresNodesTests {
             try process.run()
             children.append(process)
         }
-        try await Task.sleep(for: .seconds(6))
-        for child in children { kill(child.processIdentifier, SIGKILL) }
-        for child in children { child.waitUntilExit() }
-
-        let acks = (0..<3).flatMap { slot -> [(correlation: String, kind: String, account: String)] in
-            let text = (try? String(contentsOfFile: root.appendingPathComponent("acks-\(slot)").path, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { line in
-                let fields = line.split(separator: " ")
-                return fields.count == 3 ? (String(fields[0]), String(fields[1]), String(fields[2])) : nil
+        /// Each node's acknowledged operations so far, from its `acks-N` file.
+        func acknowledged() -> [[(correlation: String, kind: String, account: String)]] {
+            (0..<3).map { slot in
+                let text = (try? String(contentsOfFile: root.appendingPathComponent("acks-\(slot)").path, encoding: .utf8)) ?? ""
+                return text.split(separator: "\n").compactMap { line in
+                    let fields = line.split(separator: " ")
+                    return fields.count == 3 ? (String(fields[0]), String(fields[1]), String(fields[2])) : nil
+                }
             }
         }
+        // The nodes write for at least 6 s, and on until each has acknowledged operations and
+        // together more than 30 (opening three stores on PostgreSQL can take seconds under load).
+        let started = ContinuousClock.now
+        while ContinuousClock.now < started + .seconds(60) {
+            let counts = acknowledged().map(\.count)
+            if ContinuousClock.now >= started + .seconds(6) && counts.allSatisfy({ $0 > 0 }) && counts.reduce(0, +) > 30 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        for child in children { kill(child.processIdentifier, SIGKILL) }
+        let killed = children
+        try await offThePool { for child in killed { child.waitUntilExit() } }
+
+        let acks = acknowledged().flatMap { $0 }
         #expect(acks.count > 30, "the nodes acknowledged only \(acks.count) operations")
         #expect(Set(acks.map { $0.correlation.split(separator: "-").first ?? "" }).count == 3, "every node wrote")
 
