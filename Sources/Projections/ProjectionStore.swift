@@ -262,7 +262,9 @@ public final class ProjectionStore: Sendable {
     package var waitingCommands: Int { state.withLock { $0.appliedWaiters.count } }
 
     /// Returns once the serving generation of `name` has applied the record at `position`
-    /// (read-your-writes after an append). Throws if the projection stopped on an error.
+    /// (read-your-writes after an append). Throws if the projection stopped on an error, after
+    /// ``ProjectionStoreOptions/readYourWritesTimeout``, or with `CancellationError` when the
+    /// waiting task is cancelled.
     public func waitUntilApplied(_ name: String, position: UInt64) async throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
         // Applied already (a store just opened on a built table, a read after a slow write): no
@@ -277,25 +279,35 @@ public final class ProjectionStore: Sendable {
         guard let id else { return }
         let timeout = Task { [self] in
             try await Task.sleep(for: options.readYourWritesTimeout)
-            let expired = state.withLock { state -> (CheckedContinuation<Void, any Error>, String?)? in
-                guard let index = state.appliedWaiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return (state.appliedWaiters.remove(at: index).continuation, state.storageError)
-            }
-            if let (continuation, lastError) = expired {
-                continuation.resume(throwing: ProjectionError.timedOut(projection: name, position: position, lastError: lastError))
-            }
+            let lastError = state.withLock { $0.storageError }
+            endAppliedWait(id, ProjectionError.timedOut(projection: name, position: position, lastError: lastError))
         }
         defer { timeout.cancel() }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let outcome = state.withLock { state -> Result<Void, any Error>? in
-                if state.closed { return .failure(ProjectionError.closed) }
-                if let failure = state.failures[name] { return .failure(failure) }
-                if let active = state.active[name], active.checkpoint >= position { return .success(()) }
-                state.appliedWaiters.append((name, position, id, continuation))
-                return nil
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if state.closed { return .failure(ProjectionError.closed) }
+                    if let failure = state.failures[name] { return .failure(failure) }
+                    if let active = state.active[name], active.checkpoint >= position { return .success(()) }
+                    // Under the lock the cancellation handler takes: it finds this waiter or is seen here.
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.appliedWaiters.append((name, position, id, continuation))
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
             }
-            if let outcome { continuation.resume(with: outcome) }
+        } onCancel: {
+            endAppliedWait(id, CancellationError())
         }
+    }
+
+    /// Ends the wait `id` of ``waitUntilApplied(_:position:)`` with `error`, if it still waits.
+    private func endAppliedWait(_ id: UInt64, _ error: any Error) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            guard let index = state.appliedWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.appliedWaiters.remove(at: index).continuation
+        }
+        waiter?.resume(throwing: error)
     }
 
     /// Rebuilds the projection from position 1 beside the serving generation, which keeps serving

@@ -13,7 +13,7 @@ import Testing
 
 /// An LMDB environment holds a fixed number of tables, and each rebuild makes a new generation of
 /// them. The generations a rebuild replaces are deleted once no read of the process is inside them.
-@Suite("Rebuilds, again and again, in one process")
+@Suite("Rebuilds, again and again, in one process; cancelled waits")
 struct RepeatedRebuildTests {
     @Test("40 rebuilds in one process all finish (the environment has room for 10 tables), and the counts are right", .timeLimit(.minutes(2)))
     func manyRebuilds() async throws {
@@ -126,6 +126,27 @@ struct RepeatedRebuildTests {
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         try await store.rebuild("stream-counts")
         #expect(try await store.status().first?.generation == 3)
+        await store.close()
+    }
+
+    @Test("cancelling a read-your-writes wait ends it with CancellationError, not at its timeout", .timeLimit(.minutes(2)))
+    func cancelledAppliedWait() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        let (log, store) = try await Self.countedStore(fixture)
+        defer { log.close() }
+        // Position 1,000 is never written: the wait would end at the 30 s timeout, as timedOut.
+        let waiting = Task { try await store.waitUntilApplied("stream-counts", position: 1_000) }
+        while store.waitingCommands == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(store.waitingCommands == 0)
+        // A wait whose task was cancelled before it began does not wait either.
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await store.waitUntilApplied("stream-counts", position: 1_000)
+        }
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
         await store.close()
     }
 
