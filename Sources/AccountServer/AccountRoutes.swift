@@ -198,6 +198,7 @@ struct AccountRoutes: Sendable {
 
     private func events(_ request: inout Request) async throws -> Response {
         let token = try bearer(request)
+        guard AccountStore.sessionHash(ofToken: token) != nil else { throw AccountStoreError.invalidSession }
         // The head is read before the token is checked: whatever ends this session comes after it,
         // so the stream, which starts at or before the head, reads that record and ends after it.
         let head = try await store.log.lastPosition()

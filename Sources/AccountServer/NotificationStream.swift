@@ -9,6 +9,7 @@ import Hummingbird
 import Logging
 import SpeziAccount
 import SpeziAccountStore
+import Synchronization
 
 /// `GET /v1/account/events`: the signed-in account's notifications as Server-Sent Events, read from
 /// the log (so changes made by other servers or by `accountctl` arrive too).
@@ -56,14 +57,15 @@ struct NotificationStream: Sendable {
         var feed = EventFeed<Item>(heartbeat: heartbeat, logger: logger, failure: "an account's event stream failed")
         feed.passingFailures = true
         let sessionHash = AccountStore.sessionHash(ofToken: token)
+        let read = ReadVersion()
         try await feed.run { yield in
-            try await notifications(after: start, sessionHash: sessionHash, yield: yield)
+            try await notifications(after: start, sessionHash: sessionHash, read: read, yield: yield)
         } consume: { chunk in
             switch chunk {
             case let .item(.event(notification)):
                 try await writer.write(ByteBuffer(string: try Self.frame(notification)))
             case .heartbeat:
-                guard await sessionGoesOn() else { return false }
+                guard await sessionGoesOn(read: read) else { return false }
                 try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
             case .item(.ended):
                 return false
@@ -72,16 +74,30 @@ struct NotificationStream: Sendable {
         }
     }
 
+    /// The account's stream version through which the stream has read and sent everything.
+    private final class ReadVersion: Sendable {
+        let version = Mutex<UInt64>(0)
+    }
+
     /// Whether the stream goes on at a heartbeat: the session still signs in, or it has not
-    /// expired yet, so a record of the log ended it (a logout, a password change, a deletion), which
-    /// the stream reads and ends after. An expired session ends the stream here, as no record says
-    /// so; so does a failure to read the account.
-    private func sessionGoesOn() async -> Bool {
+    /// expired yet and the stream has records of the account left to read, one of which ended it
+    /// (a logout, a password change, a deletion: the stream ends after it). An expired session
+    /// ends the stream here, as no record says so; so does one that is gone while the stream has
+    /// read everything (a later login dropped it as expired by a clock ahead of this one), and a
+    /// failure to read the account.
+    private func sessionGoesOn(read: ReadVersion) async -> Bool {
         do {
             _ = try await store.authenticate(token: token)
             return true
         } catch AccountStoreError.invalidSession {
-            return store.now() < expiresAt
+            guard store.now() < expiresAt else { return false }
+            do {
+                let version = try await store.log.streamVersion(accountId) ?? 0
+                return read.version.withLock { $0 } < version
+            } catch {
+                logger.error("an account's event stream could not read the account's version", metadata: ["error": "\(error)"])
+                return false
+            }
         } catch {
             logger.error("an account's event stream could not check its session", metadata: ["error": "\(error)"])
             return false
@@ -91,11 +107,14 @@ struct NotificationStream: Sendable {
     /// Yields the account's notifications after `start` until the session ends in the log. It
     /// reads the account's own records, so that the record ending this session is seen even though
     /// it reports nothing; the rest of its command follows before the end.
-    private func notifications(after start: UInt64, sessionHash: String?, yield: EventFeed<Item>.Yield) async throws {
+    private func notifications(after start: UInt64, sessionHash: String?, read: ReadVersion, yield: EventFeed<Item>.Yield) async throws {
         var lastVersion: UInt64?
         var folds = NotificationFolds(limit: 1)
         for try await record in store.log.subscribeRecords(after: start, stream: accountId) {
             for notification in try await store.notifications(for: record, folds: &folds) { await yield(.event(notification)) }
+            // After the yields: the feed's consumer took them, so a heartbeat it takes later
+            // comes after they were written.
+            read.version.withLock { $0 = record.streamVersion }
             if lastVersion == nil, try endsSession(record, sessionHash: sessionHash) {
                 lastVersion = try await store.log.streamVersion(accountId) ?? record.streamVersion
             }

@@ -401,10 +401,13 @@ public final class Environment: @unchecked Sendable {
 
     /// LMDB's descriptor of `environment`'s data file and the file's length (`fstat`: no path
     /// lookup, no owner names read as `FileManager`'s attributes do), or nil if either cannot be
-    /// read (`errno` then says why, when the length could not).
+    /// read (`errno` then says why: `EBADF` when LMDB has no descriptor).
     static func dataFile(_ environment: OpaquePointer) -> (descriptor: Int32, bytes: Int)? {
         var descriptor: Int32 = -1
-        guard mdb_env_get_fd(environment, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return nil }
+        guard mdb_env_get_fd(environment, &descriptor) == MDB_SUCCESS, descriptor >= 0 else {
+            errno = EBADF
+            return nil
+        }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return nil }
         return (descriptor, Int(status.st_size))

@@ -338,6 +338,8 @@ public final class ProjectionStore: Sendable {
         } onCancel: {
             let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
                 guard let index = state.rebuildWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                // Its progress callback goes with it.
+                if progress != nil { state.progress[name] = nil }
                 return state.rebuildWaiters.remove(at: index).continuation
             }
             waiter?.resume(throwing: CancellationError())

@@ -20,8 +20,12 @@ public struct ProgramRun: Sendable {
 /// that fills one pipe while the other is being read does not wait forever. With
 /// `errorsToOutput`, both go into one pipe, in the order they were written. It runs in
 /// `directory` when one is given.
+///
+/// With a `timeLimit`, a program still running after it is killed (SIGKILL), so that a program
+/// that hangs ends the test with its status instead of hanging it.
 public func runProgram(
-    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, errorsToOutput: Bool = false, in directory: URL? = nil
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, errorsToOutput: Bool = false, in directory: URL? = nil,
+    timeLimit: Duration? = nil
 ) async throws -> ProgramRun {
     try await offThePool {
         let process = Process()
@@ -34,6 +38,12 @@ public func runProgram(
         process.standardOutput = output
         process.standardError = errors
         try process.run()
+        if let timeLimit {
+            let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            }
+        }
         let errorText = Mutex("")
         let errorsRead = DispatchSemaphore(value: 0)
         if !errorsToOutput {

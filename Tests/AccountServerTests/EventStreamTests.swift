@@ -3,7 +3,10 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLog
+import EventLogProtocol
 import Foundation
+import SpeziAccountStore
 import Testing
 
 #if canImport(Glibc)
@@ -162,6 +165,39 @@ struct EventStreamTests {
         #expect(await fromHead.lines { $0 == ": \(accountId)" } != nil)
         #expect(await first.terminate() == 0)
         #expect(await fromHead.lines { $0 == "0" } != nil)
+    }
+
+    @Test("a session dropped by a later session start stamped by a clock ahead of this server's ends its stream once the stream read that record")
+    func prunedSessionEndsTheStream() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: store) }
+        let server = try ServeProcess(store: store, extra: ["--session-seconds", "3600", "--heartbeat-seconds", "0.05"])
+        try await server.start()
+        defer { server.process.terminate() }
+        let signup = try await server.send(
+            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
+        let token = try #require(signup.body["token"] as? String)
+        let accountId = try #require((signup.body["account"] as? [String: Any])?["accountId"] as? String)
+        let port = try #require(Int(server.base.split(separator: ":").last ?? ""))
+        let stream = try EventStreamClient(port: port, path: "/v1/account/events", token: token, lastEventID: nil)
+        #expect(await stream.lines { $0 == ": \(accountId)" }?.first == "HTTP/1.1 200 OK")
+
+        // Another process, its clock past the session's expiry, starts a session: the start drops
+        // the first session as expired, and no record ends it. By this server's clock the session
+        // has an hour left.
+        let ahead = Date().addingTimeInterval(3_700)
+        let start = AccountEvent.sessionStarted(
+            sessionHash: String(repeating: "0", count: 64), expiresAtMicros: Int64(ahead.timeIntervalSince1970 * 1_000_000) + 3_600_000_000)
+        let log = try EventLog(path: store.appendingPathComponent("log").path)
+        let proposed = ProposedEvent(type: start.typeName, schemaVersion: start.schemaVersion, payload: Data(start.encodedPayload()))
+        _ = try await log.appendImported([(proposed, ahead)], to: accountId, expectedVersion: .any, claims: [], releases: [])
+        await log.close()
+        #expect(try await server.send("GET", "/v1/account", token: token).status == 401)
+
+        // The stream ends once it has read that record (before: only at the expiry, an hour on).
+        let deadline = ContinuousClock.now + .seconds(30)
+        let rest = try #require(await stream.lines { $0 == "0" || ContinuousClock.now > deadline })
+        #expect(rest.last == "0", "the stream did not end within 30 s")
     }
 
     @Test("an expired session ends its stream at a heartbeat, with no record in the log to say so")

@@ -12,7 +12,8 @@ import Testing
 /// generation; it must let go of the ones the others deleted, or it runs out of tables.
 @Suite("accountctl serve follows the rebuilds of other processes")
 struct FollowingRebuildsTests {
-    @Test("a server left running while 20 accountctl processes rebuild the cache one after another serves every new account")
+    @Test(
+        "a server left running while 20 accountctl processes rebuild the cache one after another serves every new account", .timeLimit(.minutes(10)))
     func serverFollowsRebuilds() async throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("serve-store-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: store) }
@@ -45,9 +46,10 @@ struct FollowingRebuildsTests {
     private func accountctl(_ arguments: [String], input: String? = nil) async throws -> ProgramRun {
         var environment = ProcessInfo.processInfo.environment
         environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
-        guard let input else { return try await runProgram(ServeProcess.binary, arguments, environment: environment) }
+        // A rebuild that never returned was the bug behind this test: killed after two minutes.
+        guard let input else { return try await runProgram(ServeProcess.binary, arguments, environment: environment, timeLimit: .seconds(120)) }
         return try await runProgram(
             URL(fileURLWithPath: "/bin/sh"), ["-c", "printf '%s' \"$INPUT\" | \"$0\" \"$@\"", ServeProcess.binary.path] + arguments,
-            environment: environment.merging(["INPUT": input]) { $1 })
+            environment: environment.merging(["INPUT": input]) { $1 }, timeLimit: .seconds(120))
     }
 }

@@ -108,7 +108,9 @@ struct ChildRun {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             // The pipe closed with the child: the reader's last lines are in.
-            while !progress.withLock({ $0.ended }) { printed.wait() }
+            // (Bounded: a process started meanwhile by another test may hold the pipe's write end.)
+            let drained = DispatchTime.now() + .seconds(10)
+            while !progress.withLock({ $0.ended }), DispatchTime.now() < drained { _ = printed.wait(timeout: drained) }
             var result = progress.withLock { $0.run }
             result.killed = process.terminationReason == .uncaughtSignal
             return result

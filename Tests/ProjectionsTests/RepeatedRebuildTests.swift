@@ -90,34 +90,26 @@ struct RepeatedRebuildTests {
     func cancelledWait() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
-        let (log, store) = try await Self.countedStore(fixture)
+        let log = try fixture.openLog()
         defer { log.close() }
-        // The rebuild's first progress call (on the runner's thread) holds it until released.
-        // (Made at 0 and signalled: libdispatch refuses to free a semaphore below its initial value.)
-        let first = DispatchSemaphore(value: 0)
-        first.signal()
-        let inside = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let waiting = Task {
-            try await store.rebuild("stream-counts") { _, _ in
-                guard first.wait(timeout: .now()) == .success else { return }
-                inside.signal()
-                release.wait()
-            }
-        }
-        await waitOffThePool(inside)
+        let (gate, store) = try await gatedCounts(fixture, log: log, catchUpBatchSize: 100_000)
+        // The rebuild stops at record 100, in its apply, on the projections' own thread.
+        gate.arm(at: 100)
+        let waiting = Task { try await store.rebuild("stream-counts") }
+        await gate.waitUntilReached()
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
-        #expect(try await store.status().first?.generation == 1, "the rebuild had not taken over when its wait ended")
-        release.signal()
+        let held = try #require(try await store.status().first)
+        #expect(held.generation == 1 && held.rebuilding != nil, "the rebuild had not taken over when its wait ended")
+        gate.open()
         // The rebuild goes on by itself and takes over.
         let deadline = ContinuousClock.now + .seconds(60)
         while try await store.status().first?.generation != 2, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
         let status = try #require(try await store.status().first)
-        #expect(status.generation == 2 && status.checkpoint == 200 && status.failure == nil)
-        #expect(try StreamCounts.count("s1", in: store) == 50)
+        #expect(status.generation == 2 && status.checkpoint == 5_000 && status.failure == nil)
+        #expect(try StreamCounts.count("s1", in: store) == 1_000)
         // A wait cancelled before it starts requests nothing.
         let cancelled = Task {
             withUnsafeCurrentTask { $0?.cancel() }

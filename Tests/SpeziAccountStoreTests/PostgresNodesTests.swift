@@ -164,6 +164,8 @@ struct PostgresNodesTests {
             try process.run()
             children.append(process)
         }
+        // A test that ends early (a thrown error, a cancellation) leaves no node writing.
+        defer { for child in children where child.isRunning { kill(child.processIdentifier, SIGKILL) } }
         /// Each node's acknowledged operations so far, from its `acks-N` file.
         func acknowledged() -> [[(correlation: String, kind: String, account: String)]] {
             (0..<3).map { slot in

@@ -286,8 +286,13 @@ extension AccountStore {
             try? await accounts.vault?.offPool { try $0.cancelShredding(accountId) }
             throw error
         }
-        if let position { try await awaitCache(position) }
-        try await accounts.vault?.offPool { try $0.shred(accountId) }
+        // Not cancelled with the caller: the key goes once the cache has the deletion, even when
+        // the caller stops waiting (else it would wait for the next open of the store).
+        let finishing = Task.detached { [self] in
+            if let position { try await awaitCache(position) }
+            try await accounts.vault?.offPool { try $0.shred(accountId) }
+        }
+        try await finishing.value
     }
 
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the
