@@ -198,7 +198,7 @@ struct AccountRoutes: Sendable {
 
     private func events(_ request: inout Request) async throws -> Response {
         let token = try bearer(request)
-        guard AccountStore.sessionHash(ofToken: token) != nil else { throw AccountStoreError.invalidSession }
+        guard let sessionHash = AccountStore.sessionHash(ofToken: token) else { throw AccountStoreError.invalidSession }
         // The head is read before the token is checked: whatever ends this session comes after it,
         // so the stream, which starts at or before the head, reads that record and ends after it.
         let head = try await store.log.lastPosition()
@@ -208,11 +208,9 @@ struct AccountRoutes: Sendable {
             guard let position = UInt64(last) else { throw Problem.malformed("Last-Event-ID is not a log position") }
             start = min(position, head)
         }
-        guard let sessionHash = AccountStore.sessionHash(ofToken: token), let expiry = state.sessions[sessionHash] else {
-            throw AccountStoreError.invalidSession
-        }
+        guard let expiry = state.sessions[sessionHash] else { throw AccountStoreError.invalidSession }
         return NotificationStream(
-            store: store, token: token, accountId: state.accountId, start: start,
+            store: store, token: token, sessionHash: sessionHash, accountId: state.accountId, start: start,
             expiresAt: Date(timeIntervalSince1970: Double(expiry) / 1_000_000), heartbeat: configuration.heartbeat, logger: logger
         ).response()
     }

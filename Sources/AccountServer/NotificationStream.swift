@@ -29,6 +29,8 @@ import Synchronization
 struct NotificationStream: Sendable {
     let store: AccountStore
     let token: String
+    /// The hash that the session's events carry for `token`.
+    let sessionHash: String
     let accountId: String
     let start: UInt64
     /// When the session expires (a session's expiry never moves).
@@ -56,10 +58,9 @@ struct NotificationStream: Sendable {
         try await writer.write(ByteBuffer(string: ": \(accountId)\n\n"))
         var feed = EventFeed<Item>(heartbeat: heartbeat, logger: logger, failure: "an account's event stream failed")
         feed.passingFailures = true
-        let sessionHash = AccountStore.sessionHash(ofToken: token)
         let read = ReadVersion()
         try await feed.run { yield in
-            try await notifications(after: start, sessionHash: sessionHash, read: read, yield: yield)
+            try await notifications(after: start, read: read, yield: yield)
         } consume: { chunk in
             switch chunk {
             case let .item(.event(notification)):
@@ -107,7 +108,7 @@ struct NotificationStream: Sendable {
     /// Yields the account's notifications after `start` until the session ends in the log. It
     /// reads the account's own records, so that the record ending this session is seen even though
     /// it reports nothing; the rest of its command follows before the end.
-    private func notifications(after start: UInt64, sessionHash: String?, read: ReadVersion, yield: EventFeed<Item>.Yield) async throws {
+    private func notifications(after start: UInt64, read: ReadVersion, yield: EventFeed<Item>.Yield) async throws {
         var lastVersion: UInt64?
         var folds = NotificationFolds(limit: 1)
         for try await record in store.log.subscribeRecords(after: start, stream: accountId) {
@@ -115,7 +116,7 @@ struct NotificationStream: Sendable {
             // After the yields: the feed's consumer took them, so a heartbeat it takes later
             // comes after they were written.
             read.version.withLock { $0 = record.streamVersion }
-            if lastVersion == nil, try endsSession(record, sessionHash: sessionHash) {
+            if lastVersion == nil, try endsSession(record) {
                 lastVersion = try await store.log.streamVersion(accountId) ?? record.streamVersion
             }
             if let lastVersion, record.streamVersion >= lastVersion {
@@ -127,7 +128,7 @@ struct NotificationStream: Sendable {
 
     /// Whether `record` ends the session with `sessionHash`: its `auth.session-ended`, or the
     /// account's deletion.
-    private func endsSession(_ record: RecordedEvent, sessionHash: String?) throws -> Bool {
+    private func endsSession(_ record: RecordedEvent) throws -> Bool {
         switch record.type {
         case "account.deleted":
             return true

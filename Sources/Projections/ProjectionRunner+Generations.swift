@@ -122,13 +122,7 @@ extension ProjectionStore {
     private static func endRebuild(_ name: String, _ state: inout State) -> [CheckedContinuation<Void, any Error>] {
         state.building[name] = nil
         state.progress[name] = nil
-        var done: [CheckedContinuation<Void, any Error>] = []
-        state.rebuildWaiters.removeAll { waiter in
-            guard waiter.name == name else { return false }
-            done.append(waiter.continuation)
-            return true
-        }
-        return done
+        return takeRebuildWaiters(of: name, &state)
     }
 
     /// Re-reads which generations serve and build each projection, as another process may have

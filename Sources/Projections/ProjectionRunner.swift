@@ -245,11 +245,17 @@ extension ProjectionStore {
             failed.append(waiter.continuation)
             return true
         }
+        return failed + Self.takeRebuildWaiters(of: name, &state)
+    }
+
+    /// Removes the waiters of the projection's rebuild from `state` and returns them, to be resumed.
+    static func takeRebuildWaiters(of name: String, _ state: inout State) -> [CheckedContinuation<Void, any Error>] {
+        var taken: [CheckedContinuation<Void, any Error>] = []
         state.rebuildWaiters.removeAll { waiter in
             guard waiter.name == name else { return false }
-            failed.append(waiter.continuation)
+            taken.append(waiter.continuation)
             return true
         }
-        return failed
+        return taken
     }
 }
