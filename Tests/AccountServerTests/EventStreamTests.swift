@@ -95,6 +95,19 @@ func events(in lines: [String]) -> [(id: UInt64, name: String)] {
     return result
 }
 
+extension ServeProcess {
+    /// Signs up ada@example.org through this server: the answer's body, its session token, the
+    /// account id, and the server's port (for an ``EventStreamClient``).
+    func signUpAda() async throws -> (body: [String: Any], token: String, accountId: String, port: Int) {
+        let signup = try await send(
+            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
+        let token = try #require(signup.body["token"] as? String)
+        let accountId = try #require((signup.body["account"] as? [String: Any])?["accountId"] as? String)
+        let port = try #require(Int(base.split(separator: ":").last ?? ""))
+        return (signup.body, token, accountId, port)
+    }
+}
+
 @Suite("accountctl serve: the account's event stream (Server-Sent Events)")
 struct EventStreamTests {
     @Test("changes made through another server arrive as events with log positions; the stream ends with the session; Last-Event-ID resumes")
@@ -111,11 +124,7 @@ struct EventStreamTests {
             first.process.terminate()
             second.process.terminate()
         }
-        let signup = try await first.send(
-            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
-        let token = try #require(signup.body["token"] as? String)
-        let accountId = try #require((signup.body["account"] as? [String: Any])?["accountId"] as? String)
-        let port = try #require(Int(first.base.split(separator: ":").last ?? ""))
+        let (_, token, accountId, port) = try await first.signUpAda()
 
         // Positions: 1 account.created, 2 auth.session-started. Resume after 1.
         let stream = try EventStreamClient(port: port, path: "/v1/account/events", token: token, lastEventID: 1)
@@ -174,11 +183,7 @@ struct EventStreamTests {
         let server = try ServeProcess(store: store, extra: ["--session-seconds", "3600", "--heartbeat-seconds", "0.05"])
         try await server.start()
         defer { server.process.terminate() }
-        let signup = try await server.send(
-            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
-        let token = try #require(signup.body["token"] as? String)
-        let accountId = try #require((signup.body["account"] as? [String: Any])?["accountId"] as? String)
-        let port = try #require(Int(server.base.split(separator: ":").last ?? ""))
+        let (_, token, accountId, port) = try await server.signUpAda()
         let stream = try EventStreamClient(port: port, path: "/v1/account/events", token: token, lastEventID: nil)
         #expect(await stream.lines { $0 == ": \(accountId)" }?.first == "HTTP/1.1 200 OK")
 
@@ -207,10 +212,7 @@ struct EventStreamTests {
         let server = try ServeProcess(store: store, extra: ["--session-seconds", "4", "--heartbeat-seconds", "0.2"])
         try await server.start()
         defer { server.process.terminate() }
-        let signup = try await server.send(
-            "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
-        var session = signup.body
-        let port = try #require(Int(server.base.split(separator: ":").last ?? ""))
+        var (session, _, _, port) = try await server.signUpAda()
         // A machine slow enough to let the session expire before the stream opens: a new login.
         var stream: EventStreamClient
         var attempts = 0

@@ -197,10 +197,7 @@ struct ProjectionStoreTests {
         gate.open()
         #expect(opened?.generation == 1)
         #expect(opened?.rebuilding?.generation == 2)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await store.status().first?.generation != 2 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        try await waitForGeneration(2, of: store)
         #expect(try await store.status().first?.generation == 2)
         #expect(try StreamCounts.count("s", in: store) == 30)
         await store.close()
@@ -247,6 +244,15 @@ func gatedCounts(_ fixture: Fixture, log: EventLog, catchUpBatchSize: Int) async
     let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [GatedCounts(gate: gate)], options: options)
     try await store.waitUntilApplied("stream-counts", position: 5_000)
     return (gate, store)
+}
+
+/// Waits (at most `limit`) until the store's first projection is served by generation `number`;
+/// the caller checks that it is.
+func waitForGeneration(_ number: UInt32, of store: ProjectionStore, limit: Duration = .seconds(30)) async throws {
+    let deadline = ContinuousClock.now + limit
+    while try await store.status().first?.generation != number, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(2))
+    }
 }
 
 /// Holds a projection's apply at one position until the test opens it (blocks the projections'

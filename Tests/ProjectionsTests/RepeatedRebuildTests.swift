@@ -103,10 +103,7 @@ struct RepeatedRebuildTests {
         #expect(held.generation == 1 && held.rebuilding != nil, "the rebuild had not taken over when its wait ended")
         gate.open()
         // The rebuild goes on by itself and takes over.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while try await store.status().first?.generation != 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitForGeneration(2, of: store, limit: .seconds(60))
         let status = try #require(try await store.status().first)
         #expect(status.generation == 2 && status.checkpoint == 5_000 && status.failure == nil)
         #expect(try StreamCounts.count("s1", in: store) == 1_000)
