@@ -116,7 +116,9 @@ struct AdminRoutesTests {
 
     @Test("the live tail: the last records, then new ones, as Server-Sent Events with ids and types only; it ends with the session's validity")
     func tail() async throws {
-        try await ServerFixture().withServer(configuration: try configuration(validity: .seconds(8))) { api, store in
+        // The tail stays open for the admin session's validity: long enough for the other signup
+        // to land in it on a loaded machine (8 s were not, once in CI: the test took 35 s).
+        try await ServerFixture().withServer(configuration: try configuration(validity: .seconds(30))) { api, store in
             let (_, accountId) = try await api.signup("ada@example.org")
             // Another signup while the tail is open (straight on the store, as another node would).
             let later = Task {
