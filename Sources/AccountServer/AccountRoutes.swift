@@ -68,6 +68,8 @@ struct AccountRoutes: Sendable {
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             // The body passed maxBodyBytes while it was collected.
             response = Problem.bodyTooLarge(configuration.maxBodyBytes).response()
+        } catch let error where Problem.isMalformedFraming(error) {
+            response = Problem.malformedFraming.response()
         } catch {
             if let problem = Problem.from(error) {
                 response = problem.response()

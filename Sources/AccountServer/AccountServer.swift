@@ -35,6 +35,9 @@ public struct AccountServerConfiguration: Sendable {
     public var admin: AdminCredential?
     /// How long an admin session lasts before the credential must be presented again.
     public var adminSessionValidity: Duration = .seconds(30 * 60)
+    /// Whether the admin session cookie is marked `Secure` (sent over HTTPS only): set it when
+    /// the console is reached through HTTPS (a TLS proxy). Off by default, for plain-HTTP loopback.
+    public var secureCookies = false
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}
@@ -74,10 +77,14 @@ public struct AccountServer: Service {
     /// The Hummingbird application (package access: the tests drive it without a socket).
     package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
+        // Before every route: the headers of every answer (404s included).
+        router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
         routes.register(on: router)
         if let admin = configuration.admin {
+            let sessions = AdminSessions(
+                credential: admin, validity: configuration.adminSessionValidity, secureCookies: configuration.secureCookies)
             AdminRoutes(
-                store: routes.store, sessions: AdminSessions(credential: admin, validity: configuration.adminSessionValidity),
+                store: routes.store, sessions: sessions,
                 limiter: RateLimiter(), limit: configuration.rateLimits.adminAttemptsPerClient, heartbeat: configuration.heartbeat,
                 logger: logger
             ).register(on: router)

@@ -6,6 +6,7 @@
 import Crypto
 import Foundation
 import Hummingbird
+import Synchronization
 
 /// The administrator who may use the audit console at `/admin/`: a name and a password given when
 /// the server starts. There is no default; without one the console does not exist (404).
@@ -52,53 +53,110 @@ public struct AdminCredentialError: Error, Sendable, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Admin sessions: after the credential was presented (HTTP Basic), a cookie holding the name and
-/// the expiry, signed with HMAC-SHA256 under a key this server process made at start. A session
-/// ends when it expires or the server restarts; the browser then presents the credential again.
+/// Admin sessions: after the sign-in form (`POST /admin/api/session`) took the name and the password,
+/// a cookie holding the expiry and a random session id, signed with HMAC-SHA256 under a key this
+/// server process made at start. The cookie is `HttpOnly; SameSite=Strict; Path=/admin` (and
+/// `Secure` with ``AccountServerConfiguration/secureCookies``). A session ends when it expires, when
+/// it is signed out (`DELETE /admin/api/session`: its id goes into an in-memory revocation list
+/// until the moment it would have expired) or when the server restarts (a new key). HTTP Basic is
+/// for scripts: it authenticates the one request that carries it and never opens a session.
 struct AdminSessions: Sendable {
     static let cookieName = "spezi_admin"
     let credential: AdminCredential
     let validity: Duration
+    let secureCookies: Bool
     private let key = SymmetricKey(size: .bits256)
+    private let revoked = RevokedSessions()
 
-    init(credential: AdminCredential, validity: Duration) {
+    init(credential: AdminCredential, validity: Duration, secureCookies: Bool = false) {
         self.credential = credential
         self.validity = validity
+        self.secureCookies = secureCookies
     }
 
-    /// The administrator's name when the request carries a valid session cookie.
+    /// The administrator's name when the request carries a valid session cookie that was not
+    /// signed out.
     func session(of request: Request, now: Date) -> String? {
-        request.cookies[Self.cookieName].flatMap { check($0.value, now: now) }
+        guard let cookie = request.cookies[Self.cookieName], let session = check(cookie.value, now: now),
+            !revoked.contains(session.id)
+        else { return nil }
+        return credential.name
     }
 
-    /// The administrator's name and a new session cookie when the request carries the credential
-    /// (HTTP Basic); nil otherwise.
-    func signIn(_ request: Request, now: Date) -> (admin: String, cookie: String)? {
-        guard let header = request.headers[.authorization], header.hasPrefix("Basic "),
+    /// Whether the request carries HTTP Basic credentials (right or wrong).
+    static func presentsBasic(_ request: Request) -> Bool {
+        request.headers[.authorization].map { $0.lowercased().hasPrefix("basic ") } ?? false
+    }
+
+    /// The administrator's name when the request carries the credential as HTTP Basic; nil
+    /// otherwise. No session is opened.
+    func basic(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization], Self.presentsBasic(request),
             let decoded = Data(base64Encoded: String(header.dropFirst("Basic ".count))).map({ String(decoding: $0, as: UTF8.self) }),
             let colon = decoded.firstIndex(of: ":"),
             credential.matches(name: String(decoded[..<colon]), password: String(decoded[decoded.index(after: colon)...]))
         else { return nil }
-        let expires = now.addingTimeInterval(Double(validity.components.seconds))
-        let cookie =
-            "\(Self.cookieName)=\(sign(name: credential.name, expires: expires)); Path=/admin; HttpOnly; SameSite=Strict; Max-Age=\(validity.components.seconds)"
-        return (credential.name, cookie)
-    }
-
-    /// `<expiry seconds>.<hex HMAC of "name|expiry">`; the name is the credential's.
-    private func sign(name: String, expires: Date) -> String {
-        let seconds = Int64(expires.timeIntervalSince1970)
-        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(name)|\(seconds)".utf8), using: key)
-        return "\(seconds).\(mac.map { String(format: "%02x", $0) }.joined())"
-    }
-
-    private func check(_ cookie: String, now: Date) -> String? {
-        let parts = cookie.split(separator: ".")
-        guard parts.count == 2, let seconds = Int64(parts[0]), Double(seconds) > now.timeIntervalSince1970 else { return nil }
-        let expected = sign(name: credential.name, expires: Date(timeIntervalSince1970: Double(seconds)))
-        guard expected.utf8.count == cookie.utf8.count,
-            zip(expected.utf8, cookie.utf8).reduce(UInt8(0), { $0 | ($1.0 ^ $1.1) }) == 0
-        else { return nil }
         return credential.name
+    }
+
+    /// A new session's cookie (a `Set-Cookie` value) when `name` and `password` are the
+    /// credential's; nil otherwise.
+    func signIn(name: String, password: String, now: Date) -> String? {
+        guard credential.matches(name: name, password: password) else { return nil }
+        let expires = Int64(now.timeIntervalSince1970) + validity.components.seconds
+        var generator = SystemRandomNumberGenerator()
+        let sessionId = (0..<2).map { _ in String(format: "%016llx", generator.next() as UInt64) }.joined()
+        return cookie(value: "\(expires).\(sessionId).\(mac(expires: expires, id: sessionId))", maxAge: validity.components.seconds)
+    }
+
+    /// Ends the session the request's cookie names (if any, and valid); the answer is the
+    /// `Set-Cookie` value that clears the cookie in the browser.
+    func signOut(_ request: Request, now: Date) -> String {
+        if let cookie = request.cookies[Self.cookieName], let session = check(cookie.value, now: now) {
+            revoked.revoke(session.id, until: session.expires, now: now)
+        }
+        return cookie(value: "", maxAge: 0)
+    }
+
+    private func cookie(value: String, maxAge: Int64) -> String {
+        "\(Self.cookieName)=\(value); Path=/admin; HttpOnly; SameSite=Strict; Max-Age=\(maxAge)\(secureCookies ? "; Secure" : "")"
+    }
+
+    /// The hex HMAC of `name|expiry|id`; the name is the credential's.
+    private func mac(expires: Int64, id: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(credential.name)|\(expires)|\(id)".utf8), using: key)
+        return mac.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// `<expiry seconds>.<session id>.<mac>`: the session's id and expiry when the MAC is right
+    /// and the expiry has not passed.
+    private func check(_ cookie: String, now: Date) -> (id: String, expires: Int64)? {
+        let parts = cookie.split(separator: ".")
+        guard parts.count == 3, parts[1].utf8.count == 32, let expires = Int64(parts[0]), Double(expires) > now.timeIntervalSince1970 else {
+            return nil
+        }
+        let expected = mac(expires: expires, id: String(parts[1]))
+        guard expected.utf8.count == parts[2].utf8.count,
+            zip(expected.utf8, parts[2].utf8).reduce(UInt8(0), { $0 | ($1.0 ^ $1.1) }) == 0
+        else { return nil }
+        return (String(parts[1]), expires)
+    }
+}
+
+/// The ids of signed-out sessions, each kept until its session would have expired (then its
+/// cookie is refused anyway). Only the credential opens sessions, so the list stays small.
+private final class RevokedSessions: Sendable {
+    private let ids = Mutex<[String: Int64]>([:])
+
+    func revoke(_ id: String, until expires: Int64, now: Date) {
+        let seconds = Int64(now.timeIntervalSince1970)
+        ids.withLock { ids in
+            ids = ids.filter { $0.value > seconds }
+            ids[id] = expires
+        }
+    }
+
+    func contains(_ id: String) -> Bool {
+        ids.withLock { $0[id] != nil }
     }
 }

@@ -8,10 +8,11 @@ import Foundation
 import Hummingbird
 
 /// The audit console's page at `/admin/`: one HTML document and its script, both served by this
-/// server (no CDN, no external library), behind the admin credential like every admin route.
+/// server (no CDN, no external library). The page holds no data: without a session its script
+/// shows the sign-in form, which opens one (`POST /admin/api/session`); with one, the console,
+/// whose data come from the admin API.
 enum AdminConsole {
-    /// The page, with its script inline: the page loads nothing else, so a browser that opened it as
-    /// `http://name:password@host/admin/` makes no sub-request carrying those credentials.
+    /// The page, with its script inline: the page loads nothing else.
     static func page() -> Response {
         Response(
             status: .ok, headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: policy],
@@ -38,6 +39,7 @@ enum AdminConsole {
         :root { --ink: #1d2330; --muted: #5b6577; --line: #d8dde6; --panel: #f6f8fb; --accent: #8c1515;
                 --signups: #1f77b4; --deletions: #c0392b; --failed: #e69f00; }
         * { box-sizing: border-box; }
+        [hidden] { display: none !important; }
         body { margin: 0; font: 14px/1.45 system-ui, sans-serif; color: var(--ink); background: #fff; }
         header { display: flex; justify-content: space-between; align-items: baseline; padding: 12px 24px;
                  border-bottom: 3px solid var(--accent); }
@@ -47,6 +49,9 @@ enum AdminConsole {
         section h2 { margin: 0 0 8px; font-size: 16px; }
         .wide { grid-column: 1 / -1; }
         form { display: flex; gap: 8px; }
+        #signin { max-width: 440px; margin: 48px auto; }
+        #signin form { flex-direction: column; }
+        #signin input { padding: 6px 8px; border: 1px solid var(--line); border-radius: 4px; }
         input[type=search] { flex: 1; padding: 6px 8px; border: 1px solid var(--line); border-radius: 4px; }
         button { padding: 6px 12px; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 4px;
                  cursor: pointer; }
@@ -82,9 +87,21 @@ enum AdminConsole {
         <body>
         <header>
           <h1>Account store &middot; audit console</h1>
-          <span class="muted">signed in as <strong id="admin-name">…</strong></span>
+          <span id="who" class="muted" hidden>signed in as <strong id="admin-name">…</strong>
+            <button id="signout-button" type="button">Sign out</button></span>
         </header>
-        <main>
+        <section id="signin" hidden>
+          <h2>Sign in</h2>
+          <form id="signin-form">
+            <label for="signin-name">Name</label>
+            <input id="signin-name" name="username" autocomplete="username" required>
+            <label for="signin-password">Password</label>
+            <input id="signin-password" name="password" type="password" autocomplete="current-password" required>
+            <button id="signin-button" type="submit">Sign in</button>
+          </form>
+          <p id="signin-error" class="error"></p>
+        </section>
+        <main id="console" hidden>
           <section id="find" class="wide">
             <h2>Find an account</h2>
             <form id="find-form">

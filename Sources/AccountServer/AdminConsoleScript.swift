@@ -3,8 +3,9 @@
 // SPDX-License-Identifier: MIT
 //
 
-/// The console page's script. It only reads the admin API (same origin, the session cookie) and
-/// builds the page with DOM calls: values from the store are set as text, never parsed as HTML.
+/// The console page's script. It signs in and out through the admin API, reads it (same origin,
+/// the session cookie) and builds the page with DOM calls: values from the store are set as text,
+/// never parsed as HTML.
 enum AdminConsoleScript {
     static let source = #"""
         "use strict";
@@ -13,7 +14,13 @@ enum AdminConsoleScript {
         const api = (path, options) => fetch(location.origin + "/admin/api/" + path, Object.assign({ credentials: "same-origin" }, options))
           .then(async (response) => {
             const body = response.headers.get("content-type")?.includes("json") ? await response.json() : null;
-            if (!response.ok) throw new Error((body && (body.detail || body.title)) || ("HTTP " + response.status));
+            if (!response.ok) {
+              const error = new Error((body && (body.detail || body.title)) || ("HTTP " + response.status));
+              error.status = response.status;
+              // The session expired or was signed out elsewhere: back to the form.
+              if (response.status === 401 && path !== "session") showSignIn("The session has ended: sign in again.");
+              throw error;
+            }
             return body;
           });
         const $ = (id) => document.getElementById(id);
@@ -215,12 +222,48 @@ enum AdminConsoleScript {
         });
         $("activity-bucket").addEventListener("change", refreshActivity);
         $("verify-button").addEventListener("click", () => startJob("verify", "verify-job", $("verify-button")));
-        api("whoami").then((body) => { $("admin-name").textContent = body.admin; }, () => {});
-        refreshActivity();
-        refreshLog();
-        refreshAudit();
-        followTail();
-        setInterval(refreshLog, 10000);
-        setInterval(refreshActivity, 60000);
+
+        // Signing in and out: the form posts JSON; the session is an HttpOnly cookie this script
+        // never sees.
+        let started = false;
+        function startConsole(admin) {
+          $("admin-name").textContent = admin;
+          $("who").hidden = false;
+          $("signin").hidden = true;
+          $("console").hidden = false;
+          if (started) return;
+          started = true;
+          refreshActivity();
+          refreshLog();
+          refreshAudit();
+          followTail();
+          setInterval(refreshLog, 10000);
+          setInterval(refreshActivity, 60000);
+        }
+        function showSignIn(message) {
+          $("who").hidden = true;
+          $("console").hidden = true;
+          $("signin").hidden = false;
+          $("signin-error").textContent = message;
+        }
+        $("signin-form").addEventListener("submit", async (event) => {
+          event.preventDefault();
+          $("signin-button").disabled = true;
+          try {
+            const body = await api("session", { method: "POST", headers: { "Content-Type": "application/json" },
+              body: JSON.stringify({ name: $("signin-name").value, password: $("signin-password").value }) });
+            $("signin-password").value = "";
+            // After an ended session the page starts afresh (its tail had stopped).
+            if (started) location.reload(); else startConsole(body.admin);
+          } catch (error) {
+            $("signin-error").textContent = error.status === 401 ? "Wrong name or password." : error.message;
+          }
+          $("signin-button").disabled = false;
+        });
+        $("signout-button").addEventListener("click", async () => {
+          try { await api("session", { method: "DELETE" }); } catch (error) { /* the reload shows the form either way */ }
+          location.reload();
+        });
+        api("whoami").then((body) => startConsole(body.admin), (error) => showSignIn(error.status === 401 ? "" : error.message));
         """#
 }

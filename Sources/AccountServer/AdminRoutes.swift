@@ -12,9 +12,12 @@ import SpeziAccountStore
 
 /// The audit console's JSON API under `/admin/api/`: finding an account, its history, activity
 /// over time, the log's and the projections' state, verify and rebuild as jobs, and the audit
-/// stream itself. Every route needs the admin credential (HTTP Basic) or an admin session cookie;
-/// without one the answer is 401 and nothing else. Opening a history, verifying and rebuilding
-/// are recorded in the store's audit stream with the administrator's name.
+/// stream itself. Every route needs an admin session cookie (opened by the sign-in form,
+/// `POST /admin/api/session`) or, for scripts, the admin credential as HTTP Basic; without one the
+/// answer is 401 and nothing else. The console's page and the session routes are open. Every
+/// request first passes ``AdminRequestGuard`` (same origin only, JSON bodies only). Opening a
+/// history, verifying and rebuilding are recorded in the store's audit stream with the
+/// administrator's name.
 struct AdminRoutes: Sendable {
     let store: AccountStore
     let sessions: AdminSessions
@@ -28,6 +31,8 @@ struct AdminRoutes: Sendable {
 
     static let table: [(HTTPRequest.Method, String, Handler)] =
         [
+            (.post, "/admin/api/session", { routes, request, context, _ in try await routes.signIn(request, context) }),
+            (.delete, "/admin/api/session", { routes, request, _, _ in routes.signOut(request) }),
             (.get, "/admin/api/whoami", { _, _, _, admin in try AccountRoutes.json(["admin": admin]) }),
             (.get, "/admin/api/accounts", { routes, request, _, _ in try await routes.find(request) }),
             (.get, "/admin/api/accounts/:id/history", { routes, request, context, admin in try await routes.history(request, context, admin) }),
@@ -38,52 +43,112 @@ struct AdminRoutes: Sendable {
             (.get, "/admin/api/jobs/:id", { routes, _, context, _ in try routes.job(context) }),
             (.get, "/admin/api/audit", { routes, _, _, _ in try await routes.audit() }),
             (.get, "/admin/api/tail", { routes, request, _, _ in try routes.tail(request) }),
-            // Hummingbird matches `/admin` and `/admin/` alike.
+            // Hummingbird matches `/admin` and `/admin/` alike. The page holds no data: without a
+            // session its script shows the sign-in form.
             (.get, "/admin/", { _, _, _, _ in AdminConsole.page() })
         ]
 
+    /// The routes answered without a session: the page and signing in and out.
+    static let withoutSession: Set<String> = ["/admin/", "/admin/api/session"]
+
     func register(on router: Router<ServerRequestContext>) {
+        let group = router.group().add(middleware: AdminRequestGuard(logger: logger))
         for (method, path, handler) in Self.table {
-            router.on(RouterPath(path), method: method) { request, context in
-                await guarded(request, context, handler)
+            let open = Self.withoutSession.contains(path)
+            group.on(RouterPath(path), method: method) { request, context in
+                await guarded(request, context, open: open, handler)
             }
         }
     }
 
-    /// Checks the credential, then answers; problems become problem details.
-    private func guarded(_ request: Request, _ context: ServerRequestContext, _ handler: Handler) async -> Response {
-        let now = Date()
-        let admin: String
-        var cookie: String?
-        if let name = sessions.session(of: request, now: now) {
-            admin = name
-        } else {
-            // Each presentation of the credential outside a session counts towards the limit, so
-            // guessing the password is slow; requests within a session do not.
-            if request.headers[.authorization] != nil, let wait = limiter.take("admin-client:\(context.client)", limit: limit) {
-                return Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait).response()
+    /// Checks the session or the credential (unless the route is open), then answers; problems
+    /// become problem details.
+    private func guarded(_ request: Request, _ context: ServerRequestContext, open: Bool, _ handler: Handler) async -> Response {
+        var admin = ""
+        if !open {
+            if let name = sessions.session(of: request, now: Date()) {
+                admin = name
+            } else {
+                // Each presentation of the credential counts towards the limit, so guessing the
+                // password is slow; requests within a session do not.
+                let presented = AdminSessions.presentsBasic(request)
+                if presented, let wait = limiter.take("admin-client:\(context.client)", limit: limit) {
+                    return Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait).response()
+                }
+                guard let name = sessions.basic(request) else {
+                    if presented { logger.notice("admin credential refused", metadata: ["client": "\(context.client)"]) }
+                    return unauthenticated(request)
+                }
+                admin = name
             }
-            guard let signedIn = sessions.signIn(request, now: now) else {
-                if request.headers[.authorization] != nil { logger.notice("admin credential refused", metadata: ["client": "\(context.client)"]) }
-                var response = Problem("admin-unauthenticated", .unauthorized, "The admin credential is required.").response()
-                response.headers[.wwwAuthenticate] = #"Basic realm="spezi-account-store admin", charset="UTF-8""#
-                return response
-            }
-            (admin, cookie) = (signedIn.admin, signedIn.cookie)
         }
         var response: Response
         do {
             response = try await handler(self, request, context, admin)
+        } catch let error where Problem.isMalformedFraming(error) {
+            response = Problem.malformedFraming.response()
         } catch {
             if let problem = Problem.from(error) {
                 response = problem.response()
             } else {
-                logger.error("admin request failed", metadata: ["route": "\(request.uri.path)", "error": "\(String(reflecting: error))"])
+                // The route's pattern, not its path (which holds the client's text); the error's
+                // description (which may quote it) only at debug level.
+                let route = "\(request.method) \(context.endpointPath ?? "admin")"
+                logger.error("admin request failed", metadata: ["route": "\(route)", "errorType": "\(type(of: error))"])
+                logger.debug("admin request failed", metadata: ["route": "\(route)", "error": "\(String(reflecting: error))"])
                 response = Problem.internalError.response()
             }
         }
-        if let cookie { response.headers[.setCookie] = cookie }
         response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// 401. Scripts (no `Sec-Fetch-*` header) are told to use HTTP Basic; a browser is not, so that
+    /// it shows no password prompt of its own: the console's page has the sign-in form.
+    private func unauthenticated(_ request: Request) -> Response {
+        var response = Problem("admin-unauthenticated", .unauthorized, "The admin credential is required.").response()
+        let browser = request.headers[AdminRequestGuard.secFetchSite] != nil || request.headers[.init("Sec-Fetch-Mode")!] != nil
+        response.headers[.wwwAuthenticate] =
+            browser
+            ? #"AdminSession realm="spezi-account-store admin", form="/admin/""# : #"Basic realm="spezi-account-store admin", charset="UTF-8""#
+        return response
+    }
+
+    // MARK: Signing in and out
+
+    /// `POST /admin/api/session` with `{"name", "password"}` (JSON): a session cookie, or 401.
+    /// Every try counts towards the client's limit.
+    private func signIn(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
+        if let wait = limiter.take("admin-client:\(context.client)", limit: limit) {
+            throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
+        }
+        // The guard has refused other content types; a body needs this one.
+        guard request.headers[.contentType] != nil else {
+            throw Problem("unsupported-media-type", .unsupportedMediaType, "Admin requests with a body take application/json.")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: 4_096)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw Problem.bodyTooLarge(4_096)
+        }
+        let body = try JSONDecoder().decode(SignInBody.self, from: Data(buffer.readableBytesView))
+        guard let cookie = sessions.signIn(name: body.name, password: body.password, now: Date()) else {
+            logger.notice("admin credential refused", metadata: ["client": "\(context.client)"])
+            return unauthenticated(request)
+        }
+        logger.notice("admin signed in", metadata: ["client": "\(context.client)"])
+        var response = try AccountRoutes.json(["admin": sessions.credential.name])
+        response.headers[.setCookie] = cookie
+        return response
+    }
+
+    /// `DELETE /admin/api/session`: the session ends here and now (its cookie is refused from then
+    /// on, wherever it was copied to) and the browser is told to drop the cookie. 204 also without
+    /// a session.
+    private func signOut(_ request: Request) -> Response {
+        var response = Response(status: .noContent)
+        response.headers[.setCookie] = sessions.signOut(request, now: Date())
         return response
     }
 
@@ -201,4 +266,10 @@ struct AdminRoutes: Sendable {
 
 extension Problem {
     static let noSuchAccount = Problem("no-such-account", .notFound, "No account has this id or user id.")
+}
+
+/// The sign-in form's body.
+struct SignInBody: Decodable {
+    let name: String
+    let password: String
 }

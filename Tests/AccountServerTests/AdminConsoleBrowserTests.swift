@@ -15,8 +15,12 @@ struct AdminConsoleBrowserTests {
     /// `Tests/Browser/console_check.py` drives headless Chromium (Debian's `chromium` and
     /// `chromium-driver`, through Selenium; `Tools/run.sh test` installs them) against a real
     /// `accountctl serve`, after accounts were signed up, modified and deleted through the API.
-    /// A missing browser fails the test.
-    @Test("timeline with before/after and redaction, a 24-point chart, verify, rebuild and a live tail fed by another process")
+    /// It signs in through the page's form, and at the end a page on another origin of this host
+    /// form-POSTs a verify and navigates to a history (both refused, nothing audited), then it
+    /// signs out. A missing browser fails the test.
+    @Test(
+        "sign-in form, timeline with before/after and redaction, a 24-point chart, verify, rebuild, a live tail fed by another process, cross-site requests refused, sign-out"
+    )
     func console() async throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("console-store-\(UUID().uuidString)")
         let credential = FileManager.default.temporaryDirectory.appendingPathComponent("console-admin-\(UUID().uuidString)")
@@ -79,7 +83,7 @@ struct AdminConsoleBrowserTests {
             "the console check failed (or Chromium, chromium-driver or Selenium are missing: Tools/run.sh install-test-dependencies):\n\(text)")
         // Not vacuous: the script ran its checks to the end.
         #expect(text.contains("all checks passed") && text.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count >= 22, "\(text)")
-        for name in ["timeline", "deleted-account", "verified", "console"] {
+        for name in ["timeline", "deleted-account", "verified", "console", "signed-out"] {
             #expect(FileManager.default.fileExists(atPath: screenshots.appendingPathComponent("\(name).png").path), "screenshot \(name)")
         }
 

@@ -11,13 +11,14 @@ Screenshots of each step go to --screenshots.
 """
 
 import argparse
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-import urllib.parse
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -57,6 +58,50 @@ def wait_for(driver, what, condition, seconds=20):
         return None
 
 
+def fetch_json(driver, path):
+    """A same-origin fetch from the page: {"status", "body"}."""
+    return driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        fetch(location.origin + arguments[0], { credentials: "same-origin" })
+          .then(async (response) => done({ status: response.status, body: await response.json().catch(() => null) }),
+                (error) => done({ status: 0, body: String(error) }));
+    """, path)
+
+
+def attack(driver, base, account_id):
+    """Serves two pages from another origin on this host and opens them: a form that POSTs a
+    verify as text/plain, and a navigation to an account's history. Both must be answered 403."""
+    pages = {
+        "/form": ("<form id=f method=post enctype=text/plain action='%s/admin/api/verify'>"
+                  "<input name=x value=y></form><script>document.getElementById('f').submit()</script>" % base),
+        "/navigate": "<script>location = '%s/admin/api/accounts/%s/history'</script>" % (base, account_id),
+    }
+
+    class Evil(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = pages.get(self.path, "").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *arguments):
+            pass
+
+    evil = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Evil)
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    try:
+        for path in pages:
+            driver.get("http://127.0.0.1:%d%s" % (evil.server_address[1], path))
+            refused = wait_for(driver, "the cross-site %s reached the server and was refused" % path,
+                               lambda: "cross-site-request" in driver.page_source or None)
+            check(bool(refused) and "/admin/api/" in driver.current_url,
+                  "the cross-site %s was answered 403 cross-site-request (%s)" % (path, driver.current_url))
+    finally:
+        evil.shutdown()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", required=True, help="http://127.0.0.1:PORT")
@@ -75,16 +120,24 @@ def main():
 
     driver = browser()
     try:
-        base = urllib.parse.urlsplit(arguments.base)
-        # Without the credential: 401 and no page shell.
+        # Without a session: the sign-in form, not the console (the browser shows no Basic prompt).
         driver.get(arguments.base + "/admin/")
-        check("Find an account" not in driver.page_source, "without the credential the page is not served")
+        form = wait_for(driver, "the sign-in form is shown", lambda: driver.find_element(By.ID, "signin").is_displayed() or None)
+        check(bool(form) and not driver.find_element(By.ID, "console").is_displayed(), "without a session the console is hidden")
         name, password = arguments.admin.split(":", 1)
-        signed_in = "%s://%s:%s@%s/admin/" % (base.scheme, urllib.parse.quote(name, safe=""),
-                                            urllib.parse.quote(password, safe=""), base.netloc)
-        driver.get(signed_in)
+        driver.find_element(By.ID, "signin-name").send_keys(name)
+        driver.find_element(By.ID, "signin-password").send_keys("not the password")
+        driver.find_element(By.ID, "signin-button").click()
+        wait_for(driver, "a wrong password is refused", lambda: "Wrong name or password" in driver.find_element(By.ID, "signin-error").text)
+        driver.find_element(By.ID, "signin-password").clear()
+        driver.find_element(By.ID, "signin-password").send_keys(password)
+        driver.find_element(By.ID, "signin-button").click()
         wait_for(driver, "the page names the signed-in admin",
                  lambda: driver.find_element(By.ID, "admin-name").text == name)
+        check(driver.find_element(By.ID, "console").is_displayed() and not driver.find_element(By.ID, "signin").is_displayed(),
+              "signed in: the console replaces the form")
+        check(driver.get_cookie("spezi_admin") is not None and driver.get_cookie("spezi_admin").get("httpOnly") is True,
+              "the session cookie is HttpOnly")
 
         # Activity: one point per hour of the last 24 in each of the three series, and the counts.
         chart_points = wait_for(driver, "the activity chart is drawn",
@@ -173,9 +226,28 @@ def main():
                   "the tail names the new account's stream")
         shot("console")
 
-        # The one expected error: the 401 of the first visit, made without the credential.
+        # A page on another origin (this host, another port: same-site, so the SameSite=Strict
+        # cookie goes along) form-POSTs a verify and navigates to an account's history: refused.
+        audit_before = fetch_json(driver, "/admin/api/audit")
+        attack(driver, arguments.base, expect["deletedAccountId"])
+        driver.get(arguments.base + "/admin/")
+        wait_for(driver, "back in the console", lambda: driver.find_element(By.ID, "admin-name").text == name)
+        audit_after = fetch_json(driver, "/admin/api/audit")
+        check(audit_before["status"] == 200 and audit_after["body"] == audit_before["body"],
+              "the cross-site requests appended nothing to the audit stream (%d entries before, %d after)"
+              % (len(audit_before["body"] or []), len(audit_after["body"] or [])))
+
+        # Sign out: the form again, and the old session is refused.
+        driver.find_element(By.ID, "signout-button").click()
+        wait_for(driver, "signed out: the sign-in form is shown", lambda: driver.find_element(By.ID, "signin").is_displayed() or None)
+        check(driver.get_cookie("spezi_admin") is None, "the session cookie is gone")
+        check(fetch_json(driver, "/admin/api/whoami")["status"] == 401, "after signing out the API answers 401")
+        shot("signed-out")
+
+        # The expected errors: the 401s without a session, the 403s of the cross-site requests.
         errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"
-                  and "the server responded with a status of 401" not in entry["message"]]
+                  and "the server responded with a status of 401" not in entry["message"]
+                  and "the server responded with a status of 403" not in entry["message"]]
         check(not errors, "no script errors in the console: %s" % errors)
     finally:
         driver.quit()

@@ -53,6 +53,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Enable the audit console API under /admin/api/: a file whose first line is name:password (12+ characters).")
     var adminCredentialFile: String?
 
+    @Flag(help: "Mark the admin session cookie Secure (sent over HTTPS only): for a console reached through a TLS proxy.")
+    var secureCookies = false
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard sessionSeconds > 0 else { throw ValidationError("--session-seconds must be positive") }
@@ -87,6 +90,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.heartbeat = .milliseconds(Int64((heartbeatSeconds * 1_000).rounded()))
                 configuration.confirmsSignups = signups != nil
                 configuration.admin = admin
+                configuration.secureCookies = secureCookies
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
                 let group = ServiceGroup(
