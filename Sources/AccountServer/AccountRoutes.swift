@@ -16,41 +16,69 @@ struct AccountRoutes: Sendable {
     let configuration: AccountServerConfiguration
     let logger: Logger
     let limiter = RateLimiter()
+    let streams: StreamSlots
 
-    /// One operation: its method, its path, and what answers it.
+    init(store: AccountStore, configuration: AccountServerConfiguration, logger: Logger) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        self.streams = StreamSlots(
+            sessionLimit: configuration.connections.streamsPerSession, accountLimit: configuration.connections.streamsPerAccount)
+    }
+
+    /// One operation: its method, its path, the per-client limits it counts against (checked by
+    /// ``ClientRateLimitMiddleware`` before the handler runs), and what answers it.
     struct Operation: Sendable {
         let method: HTTPRequest.Method
         let path: String
+        let limits: [ClientRateLimitMiddleware.Kind]
         /// Gets the routes, the request and the client's address.
         let answer: @Sendable (AccountRoutes, inout Request, String) async throws -> Response
+
+        init(
+            _ method: HTTPRequest.Method, _ path: String, limits: [ClientRateLimitMiddleware.Kind] = [],
+            answer: @escaping @Sendable (AccountRoutes, inout Request, String) async throws -> Response
+        ) {
+            self.method = method
+            self.path = path
+            self.limits = limits
+            self.answer = answer
+        }
     }
 
     static let operationTable: [Operation] = [
-        Operation(method: .post, path: "/v1/accounts") { routes, request, client in try await routes.signup(&request, client: client) },
-        Operation(method: .post, path: "/v1/accounts/confirm") { routes, request, client in try await routes.confirmSignup(&request, client: client)
+        Operation(.post, "/v1/accounts", limits: [.signups, .records]) { routes, request, client in try await routes.signup(&request, client: client) },
+        Operation(.post, "/v1/accounts/confirm", limits: [.signups, .records]) { routes, request, client in
+            try await routes.confirmSignup(&request, client: client)
         },
-        Operation(method: .post, path: "/v1/accounts/anonymous") { routes, request, client in
+        Operation(.post, "/v1/accounts/anonymous", limits: [.signups, .records]) { routes, request, client in
             try await routes.signInAnonymously(&request, client: client)
         },
-        Operation(method: .post, path: "/v1/sessions") { routes, request, client in try await routes.login(&request, client: client) },
-        Operation(method: .delete, path: "/v1/sessions/current") { routes, request, _ in try await routes.logout(&request) },
-        Operation(method: .get, path: "/v1/account") { routes, request, _ in try await routes.details(&request) },
-        Operation(method: .patch, path: "/v1/account") { routes, request, _ in try await routes.modify(&request) },
-        Operation(method: .delete, path: "/v1/account") { routes, request, _ in try await routes.delete(&request) },
-        Operation(method: .post, path: "/v1/account/upgrade") { routes, request, _ in try await routes.upgrade(&request) },
-        Operation(method: .get, path: "/v1/account/history") { routes, request, _ in try await routes.history(&request) },
-        Operation(method: .get, path: "/v1/account/events") { routes, request, _ in try await routes.events(&request) },
-        Operation(method: .post, path: "/v1/password-resets") { routes, request, client in try await routes.requestReset(&request, client: client) },
-        Operation(method: .post, path: "/v1/password-resets/complete") { routes, request, client in
+        Operation(.post, "/v1/sessions", limits: [.logins, .records]) { routes, request, client in try await routes.login(&request, client: client) },
+        Operation(.delete, "/v1/sessions/current") { routes, request, _ in try await routes.logout(&request) },
+        Operation(.get, "/v1/account") { routes, request, _ in try await routes.details(&request) },
+        Operation(.patch, "/v1/account") { routes, request, client in try await routes.modify(&request, client: client) },
+        Operation(.delete, "/v1/account") { routes, request, client in try await routes.delete(&request, client: client) },
+        Operation(.post, "/v1/account/upgrade", limits: [.signups]) { routes, request, client in try await routes.upgrade(&request, client: client) },
+        Operation(.get, "/v1/account/history") { routes, request, _ in try await routes.history(&request) },
+        Operation(.get, "/v1/account/events") { routes, request, _ in try await routes.events(&request) },
+        Operation(.post, "/v1/password-resets", limits: [.resets, .records]) { routes, request, client in
+            try await routes.requestReset(&request, client: client)
+        },
+        Operation(.post, "/v1/password-resets/complete", limits: [.resets]) { routes, request, client in
             try await routes.completeReset(&request, client: client)
         },
-        Operation(method: .get, path: "/openapi.yaml") { routes, _, _ in routes.openAPIDocument() },
-        Operation(method: .get, path: "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) }
+        Operation(.get, "/openapi.yaml") { routes, _, _ in routes.openAPIDocument() },
+        Operation(.get, "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) }
     ]
 
     func register(on router: Router<ServerRequestContext>) {
         for operation in Self.operationTable {
-            router.on(RouterPath(operation.path), method: operation.method) { request, context in
+            let group = router.group()
+            for kind in operation.limits {
+                group.add(middleware: ClientRateLimitMiddleware(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))
+            }
+            group.on(RouterPath(operation.path), method: operation.method) { request, context in
                 await answer(operation, request, client: context.client)
             }
         }
@@ -71,7 +99,7 @@ struct AccountRoutes: Sendable {
         } catch let error where Problem.isMalformedFraming(error) {
             response = Problem.malformedFraming.response()
         } catch {
-            if let problem = Problem.from(error) {
+            if let problem = Problem.from(error, now: store.now()) {
                 response = problem.response()
             } else {
                 logger.error(
@@ -92,23 +120,21 @@ struct AccountRoutes: Sendable {
     // MARK: Operations
 
     private func signup(_ request: inout Request, client: String) async throws -> Response {
-        try limit("signup-client", client, configuration.rateLimits.signupsPerClient)
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
         if configuration.confirmsSignups {
             if let userId = details[AccountDetails.__Key_userId.self] {
                 try limit("signup-userid", AccountLog.normalizedUserId(userId), configuration.rateLimits.signupsPerUserId)
             }
-            try await store.requestSignup(details, context: context(request))
+            try await store.requestSignup(details, context: context(request, client: client))
             return try Self.json(ConfirmationSentBody(), status: .accepted)
         }
-        let created = try await store.signup(details, context: context(request))
+        let created = try await store.signup(details, context: context(request, client: client))
         let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
     private func confirmSignup(_ request: inout Request, client: String) async throws -> Response {
-        try limit("signup-client", client, configuration.rateLimits.signupsPerClient)
         guard configuration.confirmsSignups else { throw Problem.signupConfirmationOff }
         let confirmation = try await body(&request, as: SignupConfirmationBody.self)
         let created = try await store.confirmSignup(token: confirmation.token, context: context(request))
@@ -117,18 +143,16 @@ struct AccountRoutes: Sendable {
     }
 
     private func signInAnonymously(_ request: inout Request, client: String) async throws -> Response {
-        try limit("signup-client", client, configuration.rateLimits.signupsPerClient)
         let created = try await store.signInAnonymously(context: context(request))
         let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
     private func login(_ request: inout Request, client: String) async throws -> Response {
-        try limit("login-client", client, configuration.rateLimits.loginsPerClient)
         let login = try await body(&request, as: LoginBody.self)
-        try limit("login-account", AccountLog.normalizedUserId(login.userId), configuration.rateLimits.loginsPerAccount)
+        try limit("login-account", "\(AccountLog.normalizedUserId(login.userId))|\(client)", configuration.rateLimits.loginsPerAccount)
         let (details, session) = try await store.startSession(
-            userId: login.userId, password: login.password, validity: configuration.sessionValidity, context: context(request))
+            userId: login.userId, password: login.password, validity: configuration.sessionValidity, context: context(request, client: client))
         return try Self.json(SessionBody(session, details: details), status: .created)
     }
 
@@ -142,7 +166,7 @@ struct AccountRoutes: Sendable {
         return try Self.json(AccountBody(try store.details(from: state)))
     }
 
-    private func modify(_ request: inout Request) async throws -> Response {
+    private func modify(_ request: inout Request, client: String) async throws -> Response {
         let state = try await store.authenticate(token: try bearer(request))
         let change = try await body(&request, as: ModifyBody.self)
         let set = change.set ?? AccountDetails()
@@ -157,7 +181,7 @@ struct AccountRoutes: Sendable {
         let changesUserId = set[AccountDetails.__Key_userId.self].map { $0 != state.userId } ?? false
         let changesCredentials = set.password != nil || changesUserId
         if changesUserId { try limit("userid-change-account", state.accountId, configuration.rateLimits.userIdChangesPerAccount) }
-        if changesCredentials { try await reauthenticate(state, password: change.currentPassword, request: request) }
+        if changesCredentials { try await reauthenticate(state, password: change.currentPassword, request: request, client: client) }
         let modifications = try AccountModifications(modifiedDetails: set, removedAccountDetails: removedDetails(removed, from: state))
         let details = try await store.modify(state.accountId, modifications, context: context(request, actor: state.accountId))
         var session: SessionBody?
@@ -169,15 +193,15 @@ struct AccountRoutes: Sendable {
         return try Self.json(ModifiedBody(account: AccountBody(details), session: session))
     }
 
-    private func delete(_ request: inout Request) async throws -> Response {
+    private func delete(_ request: inout Request, client: String) async throws -> Response {
         let state = try await store.authenticate(token: try bearer(request))
         let body = try await optionalBody(&request, as: DeleteBody.self)
-        if !state.isAnonymous { try await reauthenticate(state, password: body?.currentPassword, request: request) }
+        if !state.isAnonymous { try await reauthenticate(state, password: body?.currentPassword, request: request, client: client) }
         try await store.delete(state.accountId, context: context(request, actor: state.accountId))
         return Response(status: .noContent)
     }
 
-    private func upgrade(_ request: inout Request) async throws -> Response {
+    private func upgrade(_ request: inout Request, client: String) async throws -> Response {
         let state = try await store.authenticate(token: try bearer(request))
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
@@ -185,10 +209,10 @@ struct AccountRoutes: Sendable {
             if let userId = details[AccountDetails.__Key_userId.self] {
                 try limit("signup-userid", AccountLog.normalizedUserId(userId), configuration.rateLimits.signupsPerUserId)
             }
-            try await store.requestUpgrade(state.accountId, with: details, context: context(request, actor: state.accountId))
+            try await store.requestUpgrade(state.accountId, with: details, context: context(request, actor: state.accountId, client: client))
             return try Self.json(ConfirmationSentBody(), status: .accepted)
         }
-        let upgraded = try await store.upgrade(state.accountId, with: details, context: context(request, actor: state.accountId))
+        let upgraded = try await store.upgrade(state.accountId, with: details, context: context(request, actor: state.accountId, client: client))
         return try Self.json(AccountBody(upgraded))
     }
 
@@ -211,24 +235,34 @@ struct AccountRoutes: Sendable {
             start = min(position, head)
         }
         guard let expiry = state.sessions[sessionHash] else { throw AccountStoreError.invalidSession }
+        guard let slot = streams.take(session: sessionHash, account: state.accountId) else {
+            logger.notice("event stream refused: too many open", metadata: ["account": "\(state.accountId)"])
+            throw Problem(
+                "too-many-streams", .tooManyRequests, "Too many event streams are open for this session or account: close one first.",
+                retryAfter: 5)
+        }
         return NotificationStream(
             store: store, token: token, sessionHash: sessionHash, accountId: state.accountId, start: start,
             expiresAt: Date(timeIntervalSince1970: Double(expiry) / 1_000_000), heartbeat: configuration.heartbeat, logger: logger
-        ).response()
+        ).response(holding: slot)
     }
 
     private func requestReset(_ request: inout Request, client: String) async throws -> Response {
-        try limit("reset-client", client, configuration.rateLimits.resetsPerClient)
         let reset = try await body(&request, as: ResetRequestBody.self)
-        try limit("reset-account", AccountLog.normalizedUserId(reset.userId), configuration.rateLimits.resetsPerAccount)
-        // The same answer whether or not the user id has an account.
-        try await store.requestPasswordReset(userId: reset.userId, context: context(request))
+        // The same answer, at once, whether or not the user id has an account, and whether or not
+        // a new link goes out: past the user id's limit none does, and the links sent before stay
+        // valid (a stranger's requests cannot void the owner's link or use up the owner's requests).
+        if limiter.take("reset-account:\(AccountLog.normalizedUserId(reset.userId))", limit: configuration.rateLimits.resetsPerAccount) != nil {
+            logger.notice("password reset request dropped: the user id's limit is reached")
+        } else {
+            store.startPasswordResetRequest(userId: reset.userId, context: context(request))
+        }
         return Response(status: .accepted)
     }
 
     private func completeReset(_ request: inout Request, client: String) async throws -> Response {
-        try limit("reset-client", client, configuration.rateLimits.resetsPerClient)
         let reset = try await body(&request, as: ResetCompletionBody.self)
+        try limit("reset-complete-account", AccountLog.normalizedUserId(reset.userId), configuration.rateLimits.resetCompletionsPerAccount)
         try await store.completePasswordReset(userId: reset.userId, token: reset.token, newPassword: reset.newPassword, context: context(request))
         return Response(status: .noContent)
     }
@@ -239,14 +273,17 @@ struct AccountRoutes: Sendable {
     private func limit(_ kind: String, _ key: String, _ limit: RateLimit) throws {
         guard let wait = limiter.take("\(kind):\(key)", limit: limit) else { return }
         logger.notice("rate limited", metadata: ["limit": "\(kind)"])
-        throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
+        throw Problem.rateLimited(retryAfter: wait)
     }
 
-    /// Checks the current password before a change of credentials or a deletion (a failure counts
-    /// towards the lockout like a failed login).
-    private func reauthenticate(_ state: AccountState, password: String?, request: Request) async throws {
+    /// Checks the current password before a change of credentials or a deletion: limited per
+    /// account, and counted by the store's login throttle like a login (a failure counts towards
+    /// the client's lockout).
+    private func reauthenticate(_ state: AccountState, password: String?, request: Request, client: String) async throws {
         guard let password, !state.userId.isEmpty else { throw Problem.reauthenticationRequired }
-        let details = try await store.login(userId: state.userId, password: password, context: context(request, actor: state.accountId))
+        try limit("step-up-account", state.accountId, configuration.rateLimits.stepUpsPerAccount)
+        let details = try await store.login(
+            userId: state.userId, password: password, context: context(request, actor: state.accountId, client: client))
         guard details.accountId == state.accountId else { throw AccountServiceError.wrongCredentials }
     }
 
@@ -275,21 +312,44 @@ struct AccountRoutes: Sendable {
     }
 
     private func body<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T {
-        let buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        let buffer = try await collect(&request)
         guard buffer.readableBytes > 0 else { throw Problem.malformed("the body is empty; this operation takes a JSON object") }
         return try JSONCoding.decoder(registry: store.registry).decode(T.self, from: Data(buffer.readableBytesView))
     }
 
     private func optionalBody<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T? {
-        let buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        let buffer = try await collect(&request)
         guard buffer.readableBytes > 0 else { return nil }
         return try JSONCoding.decoder(registry: store.registry).decode(T.self, from: Data(buffer.readableBytesView))
     }
 
-    /// The request's id (its `X-Request-ID`, if any) goes into the events it appends.
-    private func context(_ request: Request, actor: String? = nil) -> AccountStore.Context {
+    /// The body, up to `maxBodyBytes`, if it arrives within the body timeout (else 408).
+    private func collect(_ request: inout Request) async throws -> ByteBuffer {
+        let body = request.body
+        let limit = configuration.maxBodyBytes
+        let timeout = configuration.connections.bodyTimeout
+        let buffer = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: limit) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let buffer = first else {
+                throw Problem("body-timeout", .requestTimeout, "The request body did not arrive in time.")
+            }
+            return buffer
+        }
+        request.body = .init(buffer: buffer)
+        return buffer
+    }
+
+    /// The request's id (its `X-Request-ID`, if any) goes into the events it appends; the client
+    /// is what the store's login throttle counts under.
+    private func context(_ request: Request, actor: String? = nil, client: String? = nil) -> AccountStore.Context {
         AccountStore.Context(
-            actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) })
+            actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) },
+            client: client)
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

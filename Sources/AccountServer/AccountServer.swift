@@ -5,6 +5,7 @@
 
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 import SpeziAccountStore
@@ -35,6 +36,11 @@ public struct AccountServerConfiguration: Sendable {
     public var admin: AdminCredential?
     /// How long an admin session lasts before the credential must be presented again.
     public var adminSessionValidity: Duration = .seconds(30 * 60)
+    /// Timeouts and caps on connections and event streams.
+    public var connections = ConnectionLimits()
+    /// Proxies whose `Forwarded` / `X-Forwarded-For` headers name the client (for the limits);
+    /// empty (the default): the socket's peer is the client, and those headers are ignored.
+    public var trustedProxies: [AddressBlock] = []
     /// Whether the admin session cookie is marked `Secure` (sent over HTTPS only): set it when
     /// the console is reached through HTTPS (a TLS proxy). Off by default, for plain-HTTP loopback.
     public var secureCookies = false
@@ -79,6 +85,9 @@ public struct AccountServer: Service {
         let router = Router(context: ServerRequestContext.self)
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
+        // Then who the client is, for every limit (trusted proxies, IPv6 /64).
+        let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        router.add(middleware: ClientAddressMiddleware(resolver: resolver))
         routes.register(on: router)
         if let admin = configuration.admin {
             let sessions = AdminSessions(
@@ -89,10 +98,20 @@ public struct AccountServer: Service {
                 logger: logger
             ).register(on: router)
         }
+        let limits = configuration.connections
+        let counts = ConnectionCounts(limit: limits.maxConnectionsPerClient)
+        let capLogger = logger
+        let idle = limits.idleTimeout.components
+        var http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionCapHandler(counts: counts, resolver: resolver, logger: capLogger)],
+            idleTimeout: .nanoseconds(idle.seconds * 1_000_000_000 + idle.attoseconds / 1_000_000_000))
+        http1.httpDecoder = .init(maxHeaderFieldCount: 100)
         return Application(
             router: router,
+            server: .http1(configuration: http1),
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.port), serverName: "spezi-account-store"),
+                address: .hostname(configuration.host, port: configuration.port), serverName: "spezi-account-store",
+                availableConnectionsDelegate: .maximum(limits.effectiveMaxConnections, logger: logger)),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger
         )
@@ -112,14 +131,18 @@ public struct AccountServer: Service {
     }
 }
 
-/// The request context: Hummingbird's, plus the client's address (for the rate limits).
+/// The request context: Hummingbird's, plus the client (for the rate limits).
 struct ServerRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
-    /// The remote IP address, or "unknown" (a test channel has none).
-    let client: String
+    /// The socket's peer address; nil for a test channel.
+    let peer: String?
+    /// Who the limits count the request for: the peer, or the client a trusted proxy forwarded
+    /// for, IPv6 grouped by /64 (set by ``ClientAddressMiddleware``); "unknown" without a socket.
+    var client: String
 
     init(source: ApplicationRequestContextSource) {
         self.coreContext = CoreRequestContextStorage(source: source)
-        self.client = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        self.peer = source.channel.remoteAddress?.ipAddress
+        self.client = peer.map(ClientAddressResolver.group) ?? "unknown"
     }
 }

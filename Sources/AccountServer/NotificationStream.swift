@@ -38,11 +38,14 @@ struct NotificationStream: Sendable {
     let heartbeat: Duration
     let logger: Logger
 
-    func response() -> Response {
+    /// The streaming response; `slot` (the stream's place under the per-session and per-account
+    /// caps) is held until the stream ends or the response is dropped unsent.
+    func response(holding slot: StreamSlots.Slot) -> Response {
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
+                defer { withExtendedLifetime(slot) {} }
                 try await stream(into: &writer)
                 try await writer.finish(nil)
             })

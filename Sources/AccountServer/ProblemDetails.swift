@@ -48,10 +48,15 @@ struct Problem: Error, Encodable {
     static let signupConfirmationOff = Problem(
         "signup-confirmation-off", .notFound, "This server does not confirm signups: POST /v1/accounts signs up at once.")
 
+    static func rateLimited(retryAfter: Int) -> Problem {
+        Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: retryAfter)
+    }
+
     static let internalError = Problem("internal-error", .internalServerError, "The server failed; the failure is in its log.")
 
     /// The answer for an error thrown by the store, or nil for one that is not the client's doing.
-    static func from(_ error: any Error) -> Problem? {
+    /// `now` is the store's clock, which a lockout's end is on.
+    static func from(_ error: any Error, now: Date = Date()) -> Problem? {
         switch error {
         case let problem as Problem:
             return problem
@@ -65,7 +70,7 @@ struct Problem: Error, Encodable {
         case let error as AccountOperationError:
             return Problem(slug(of: error), .unprocessableContent, "The account details break the service's rules.", detail: error.description)
         case let error as AccountStoreError:
-            return from(error)
+            return from(error, now: now)
         case let error as DecodingError:
             return malformed(describe(error))
         default:
@@ -73,7 +78,7 @@ struct Problem: Error, Encodable {
         }
     }
 
-    private static func from(_ error: AccountStoreError) -> Problem? {
+    private static func from(_ error: AccountStoreError, now: Date) -> Problem? {
         switch error {
         case .invalidSession, .accountNotFound:
             return unauthenticated
@@ -82,10 +87,12 @@ struct Problem: Error, Encodable {
         case .notAnonymous:
             return Problem("not-anonymous", .conflict, "Only an anonymous account can be upgraded.")
         case let .lockedOut(until):
-            let wait = max(1, Int(until.timeIntervalSinceNow.rounded(.up)))
+            let wait = max(1, Int(until.timeIntervalSince(now).rounded(.up)))
             return Problem("locked-out", .tooManyRequests, "Too many failed logins: wait before trying again.", retryAfter: wait)
         case .tooMuchContention:
             return Problem("contention", .serviceUnavailable, "The account kept changing; nothing was written. Try again.", retryAfter: 1)
+        case let .overloaded(seconds):
+            return Problem("overloaded", .serviceUnavailable, "Too many password checks are waiting; nothing was done. Try again.", retryAfter: seconds)
         case .invalidPasswordResetToken:
             return Problem("invalid-reset-token", .badRequest, "The password reset token is invalid, used or expired.")
         case .invalidSignupToken:

@@ -4,6 +4,8 @@
 //
 
 import Foundation
+import Hummingbird
+import Logging
 import Synchronization
 
 /// How many requests of a kind a client (or an account) may make: `burst` at once, then one more
@@ -21,25 +23,40 @@ public struct RateLimit: Sendable, Equatable {
     }
 }
 
-/// The server's rate limits. Per client means per remote address; per account means per user id
-/// as submitted (whether or not it has an account, so the answers reveal nothing).
+/// The server's rate limits. Per client means per remote address (an IPv6 /64; behind trusted
+/// proxies the address they forwarded for); per account means per normalized user id as submitted
+/// (whether or not it has an account, so the answers reveal nothing), or per signed-in account.
+///
+/// Password checks are also counted by the store before they are made (``SpeziAccountStore/LoginThrottling``):
+/// these limits bound the request rate, the store's throttle the guesses.
 public struct RateLimits: Sendable, Equatable {
     /// Logins from one address.
     public var loginsPerClient = RateLimit(burst: 30, perMinute: 30)
-    /// Logins for one user id, from anywhere.
+    /// Logins for one user id from one client. (A user id's logins from anywhere are not cut off:
+    /// the store spaces them out instead, so that an attacker cannot keep the owner out.)
     public var loginsPerAccount = RateLimit(burst: 10, perMinute: 10)
+    /// Re-authentications with the current password (a change of credentials, a deletion) of one
+    /// signed-in account.
+    public var stepUpsPerAccount = RateLimit(burst: 5, perMinute: 2)
     /// Signups (anonymous ones included) from one address.
     public var signupsPerClient = RateLimit(burst: 10, perMinute: 10)
     /// Password reset requests and completions from one address.
     public var resetsPerClient = RateLimit(burst: 10, perMinute: 5)
-    /// Password reset requests for one user id.
+    /// Password reset requests for one user id. Beyond it a request is still answered 202, but no
+    /// new link is sent (the links sent before stay valid until they expire or one is used).
     public var resetsPerAccount = RateLimit(burst: 3, perMinute: 1)
+    /// Password reset completions naming one user id.
+    public var resetCompletionsPerAccount = RateLimit(burst: 5, perMinute: 2)
     /// Signup requests naming one user id, when signups are confirmed (each one sends a message
     /// to its owner).
     public var signupsPerUserId = RateLimit(burst: 3, perMinute: 1)
     /// Changes of one account's user id (a taken user id is refused, so each try tells whether it
     /// has an account: this bounds how fast an account can probe).
     public var userIdChangesPerAccount = RateLimit(burst: 3, perMinute: 1)
+    /// Requests from one client that append a record without a signed-in account (anonymous
+    /// sign-ins, signups, failed logins, reset requests): this bounds what one address can make
+    /// the log grow by, at most `burst + perMinute × 1,440` records a day (by default 7,300).
+    public var recordsPerClient = RateLimit(burst: 100, perMinute: 5)
     /// Admin requests that present the credential (HTTP Basic), from one address.
     public var adminAttemptsPerClient = RateLimit(burst: 20, perMinute: 20)
 
@@ -87,5 +104,48 @@ final class RateLimiter: Sendable {
     /// Drops the buckets untouched for ten minutes (any limit has refilled them by then).
     private static func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
         buckets = buckets.filter { now - $0.value.updated < .seconds(600) }
+    }
+}
+
+/// Counts a request against a per-client limit before its route runs, and answers 429 with
+/// `Retry-After` beyond it (the route does not run).
+struct ClientRateLimitMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+
+    /// The per-client limits, each a bucket of its own.
+    enum Kind: String, Sendable {
+        case signups = "signup-client"
+        case logins = "login-client"
+        case resets = "reset-client"
+        case records = "records-client"
+
+        func limit(in limits: RateLimits) -> RateLimit {
+            switch self {
+            case .signups: limits.signupsPerClient
+            case .logins: limits.loginsPerClient
+            case .resets: limits.resetsPerClient
+            case .records: limits.recordsPerClient
+            }
+        }
+    }
+
+    let kind: Kind
+    let limit: RateLimit
+    let limiter: RateLimiter
+    let logger: Logger
+
+    init(kind: Kind, limits: RateLimits, limiter: RateLimiter, logger: Logger) {
+        self.kind = kind
+        self.limit = kind.limit(in: limits)
+        self.limiter = limiter
+        self.logger = logger
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let wait = limiter.take("\(kind.rawValue):\(context.client)", limit: limit) {
+            logger.notice("rate limited", metadata: ["limit": "\(kind.rawValue)"])
+            return Problem.rateLimited(retryAfter: wait).response()
+        }
+        return try await next(request, context)
     }
 }

@@ -169,11 +169,12 @@ struct AccountServerTests {
     @Test("password reset: the same answer for known and unknown user ids; a token works once and ends every session")
     func passwordReset() async throws {
         let fixture = ServerFixture()
-        try await fixture.withServer { api, _ in
+        try await fixture.withServer { api, store in
             let (token, _) = try await api.signup("ada@example.org")
             let known = try await api.send(.post, "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#)
             let unknown = try await api.send(.post, "/v1/password-resets", json: #"{"userId":"nobody@example.org"}"#)
             #expect(known.status == 202 && unknown.status == 202 && known.text == unknown.text)
+            await store.settleBackgroundWrites()
             let reset = try #require(fixture.resets.withLock { $0.first })
             #expect(fixture.resets.withLock { $0.count } == 1)
 
@@ -234,7 +235,8 @@ struct AccountServerTests {
         limited.rateLimits.loginsPerAccount = RateLimit(burst: 2, perMinute: 1)
         limited.rateLimits.signupsPerClient = RateLimit(burst: 2, perMinute: 1)
         limited.rateLimits.resetsPerAccount = RateLimit(burst: 1, perMinute: 1)
-        try await ServerFixture().withServer(configuration: limited) { api, store in
+        let fixture = ServerFixture()
+        try await fixture.withServer(configuration: limited) { api, store in
             let (_, accountId) = try await api.signup("ada@example.org")
             for userId in ["ada@example.org", "nobody@example.org"] {
                 for _ in 0..<2 {
@@ -248,15 +250,19 @@ struct AccountServerTests {
             // Upper case is the same user id.
             #expect(try await api.send(.post, "/v1/sessions", json: #"{"userId":"ADA@example.org","password":"nope"}"#).status == 429)
             #expect(try await api.send(.post, "/v1/sessions", json: #"{"userId":"other@example.org","password":"nope"}"#).status == 401)
+            await store.settleBackgroundWrites()
             #expect(try await eventTypes(store, accountId).filter { $0 == "auth.login-failed" }.count == 2)
 
             _ = try await api.signup("bea@example.org")
             let signup = try await api.send(.post, "/v1/accounts/anonymous")
             #expect(signup.status == 429)
 
+            // Past the user id's limit a request is answered the same, and no new link goes out.
             #expect(try await api.send(.post, "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 202)
-            #expect(try await api.send(.post, "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 429)
+            #expect(try await api.send(.post, "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 202)
             #expect(try await api.send(.post, "/v1/password-resets", json: #"{"userId":"nobody@example.org"}"#).status == 202)
+            await store.settleBackgroundWrites()
+            #expect(fixture.resets.withLock { $0.map(\.userId) } == ["ada@example.org"])
         }
     }
 

@@ -22,14 +22,22 @@ final class ServeProcess {
     let errors: URL
     private(set) var base = ""
 
-    init(store: URL, extra: [String] = []) throws {
+    /// `openFiles`: the process's limit on open descriptors, soft and hard (set by the shell that
+    /// starts it).
+    init(store: URL, extra: [String] = [], openFiles: Int? = nil) throws {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         output = scratch.appendingPathComponent("out")
         errors = scratch.appendingPathComponent("err")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.executableURL = Self.binary
-        process.arguments = ["serve", "--store", store.path, "--port", "0"] + extra
+        let arguments = ["serve", "--store", store.path, "--port", "0"] + extra
+        if let openFiles {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(openFiles) && exec \"$0\" \"$@\"", Self.binary.path] + arguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = arguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
         process.environment = environment
@@ -161,7 +169,13 @@ struct ServeProcessTests {
         _ = try await server.send(
             "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
         #expect(try await server.send("POST", "/v1/password-resets", json: #"{"userId":"ada@example.org"}"#).status == 202)
-        let lines = try String(contentsOf: outbox, encoding: .utf8).split(separator: "\n")
+        // The request is answered at once and the link written after: wait for the line (30 s at most).
+        var lines: [Substring] = []
+        for _ in 0..<300 {
+            lines = try String(contentsOf: outbox, encoding: .utf8).split(separator: "\n")
+            if !lines.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
         #expect(lines.count == 1)
         let entry = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
         #expect(entry["userId"] == "ada@example.org")

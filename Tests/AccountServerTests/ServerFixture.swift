@@ -27,6 +27,11 @@ final class ServerFixture: Sendable {
     }
 
     func openStore() async throws -> AccountStore {
+        try await AccountStore(directory: directory.path, options: options())
+    }
+
+    /// Cheap hashing, the fixture's clock, resets and signup messages kept.
+    func options() -> AccountStoreOptions {
         var options = AccountStoreOptions()
         options.sync = .relaxed
         options.passwordParameters = .insecureTesting
@@ -34,7 +39,7 @@ final class ServerFixture: Sendable {
         options.clock = { [self] in self.now.withLock { $0 } }
         options.passwordResetDelivery = { [self] request in self.resets.withLock { $0.append(request) } }
         options.signupConfirmationDelivery = { [self] message in self.signups.withLock { $0.append(message) } }
-        return try await AccountStore(directory: directory.path, options: options)
+        return options
     }
 
     /// Runs `body` against a server on a fresh store; closes the store and removes the folder after.

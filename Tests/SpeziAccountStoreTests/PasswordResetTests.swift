@@ -91,15 +91,13 @@ struct PasswordResetTests {
             try await store.completePasswordReset(userId: "a@example.org", token: expiring.token, newPassword: "too late 123456")
         }
 
-        // Replaced by a newer request; and a token is no good for another account.
+        // A newer request does not void the link sent before it (a stranger's requests cannot take
+        // the owner's link away); a token is no good for another account.
         try await store.requestPasswordReset(userId: "a@example.org")
         let older = try #require(harness.last)
         try await store.requestPasswordReset(userId: "a@example.org")
         let newer = try #require(harness.last)
         #expect(older.token != newer.token)
-        await #expect(throws: AccountStoreError.invalidPasswordResetToken) {
-            try await store.completePasswordReset(userId: "a@example.org", token: older.token, newPassword: "replaced 1234567")
-        }
         await #expect(throws: AccountStoreError.invalidPasswordResetToken) {
             try await store.completePasswordReset(userId: "b@example.org", token: newer.token, newPassword: "foreign 1234567")
         }
@@ -107,12 +105,19 @@ struct PasswordResetTests {
         await #expect(throws: AccountOperationError.self) {
             try await store.completePasswordReset(userId: "a@example.org", token: newer.token, newPassword: "short")
         }
-        // A password change by the owner (logged in) ends the open request too.
+        // The older link works; using it uses up every open link.
+        try await store.completePasswordReset(userId: "a@example.org", token: older.token, newPassword: "the older link 123")
+        await #expect(throws: AccountStoreError.invalidPasswordResetToken) {
+            try await store.completePasswordReset(userId: "a@example.org", token: newer.token, newPassword: "used up 1234567")
+        }
+        // A password change by the owner (logged in) ends the open requests too.
+        try await store.requestPasswordReset(userId: "a@example.org")
+        let open = try #require(harness.last)
         var change = AccountDetails()
         change.password = "changed by the owner 1"
         _ = try await store.modify(id, try AccountModifications(modifiedDetails: change))
         await #expect(throws: AccountStoreError.invalidPasswordResetToken) {
-            try await store.completePasswordReset(userId: "a@example.org", token: newer.token, newPassword: "after a change 123")
+            try await store.completePasswordReset(userId: "a@example.org", token: open.token, newPassword: "after a change 123")
         }
         await store.close()
     }

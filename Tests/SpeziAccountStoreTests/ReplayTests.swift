@@ -118,6 +118,8 @@ struct ReplayTests {
             return try await group.reduce(members.count, +)
         }
         #expect(operations >= 10_000)
+        // Failed logins are recorded after their answers.
+        await store.settleBackgroundWrites()
         let head = try await store.log.lastPosition()
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
 

@@ -44,6 +44,32 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest request body accepted, in bytes.")
     var maxBodyBytes = 64 * 1024
 
+    @Option(help: "How long a connection may stay silent (an unfinished request head, keep-alive), in seconds.")
+    var idleTimeoutSeconds = 15.0
+
+    @Option(help: "How long a request body may take to arrive, in seconds.")
+    var bodyTimeoutSeconds = 15.0
+
+    @Option(help: "Connections open at once (default: the open-files limit, raised to its maximum, less 128).")
+    var maxConnections: Int?
+
+    @Option(help: "Connections open at once from one address (an IPv6 /64); trusted proxies are exempt.")
+    var maxConnectionsPerClient = 256
+
+    @Option(help: "Password checks allowed to wait for the hashing threads; more are answered 503 (default: 16 per core).")
+    var maxQueuedPasswordChecks: Int?
+
+    @Option(help: "Event streams open at once per session.")
+    var streamsPerSession = 4
+
+    @Option(help: "Event streams open at once per account.")
+    var streamsPerAccount = 16
+
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: "A proxy (address or CIDR block) whose Forwarded / X-Forwarded-For headers name the client; repeat for several.")
+    var trustedProxies: [String] = []
+
     @Option(help: "A file to append password reset tokens to, for delivery (JSON lines).")
     var resetOutbox: String?
 
@@ -63,9 +89,23 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--heartbeat-seconds must be between 0.01 and 3600")
         }
         guard maxBodyBytes >= 1_024 else { throw ValidationError("--max-body-bytes must be at least 1024") }
+        for (name, value) in [("--idle-timeout-seconds", idleTimeoutSeconds), ("--body-timeout-seconds", bodyTimeoutSeconds)] {
+            guard value.isFinite, (0.1...3_600).contains(value) else { throw ValidationError("\(name) must be between 0.1 and 3600") }
+        }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be positive") }
+        if let maxQueuedPasswordChecks, maxQueuedPasswordChecks < 1 { throw ValidationError("--max-queued-password-checks must be positive") }
+        guard maxConnectionsPerClient >= 1, streamsPerSession >= 1, streamsPerAccount >= 1 else {
+            throw ValidationError("--max-connections-per-client, --streams-per-session and --streams-per-account must be positive")
+        }
+        for proxy in trustedProxies where AddressBlock(proxy) == nil {
+            throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR block")
+        }
     }
 
     func run() async throws {
+        // The default soft limit (often 1,024) would cap the connections far below what the
+        // system allows; the cap keeps a reserve of descriptors below the raised limit.
+        ConnectionLimits.raiseOpenFilesLimit()
         try await guarded {
             let outbox = try resetOutbox.map(Outbox.init(path:))
             let signups = try signupOutbox.map(Outbox.init(path:))
@@ -78,6 +118,7 @@ struct Serve: AsyncParsableCommand {
             try await global.withStore(
                 creating: true,
                 adjusting: { options in
+                    options.maxQueuedPasswordChecks = maxQueuedPasswordChecks ?? AccountStoreOptions.serverPasswordCheckQueue
                     if let outbox { options.passwordResetDelivery = { request in outbox.deliver(request) } }
                     if let signups { options.signupConfirmationDelivery = { message in signups.deliver(message) } }
                 }
@@ -87,6 +128,13 @@ struct Serve: AsyncParsableCommand {
                 configuration.port = port
                 configuration.sessionValidity = .seconds(sessionSeconds)
                 configuration.maxBodyBytes = maxBodyBytes
+                configuration.connections.idleTimeout = .milliseconds(Int64((idleTimeoutSeconds * 1_000).rounded()))
+                configuration.connections.bodyTimeout = .milliseconds(Int64((bodyTimeoutSeconds * 1_000).rounded()))
+                configuration.connections.maxConnections = maxConnections
+                configuration.connections.maxConnectionsPerClient = maxConnectionsPerClient
+                configuration.connections.streamsPerSession = streamsPerSession
+                configuration.connections.streamsPerAccount = streamsPerAccount
+                configuration.trustedProxies = trustedProxies.compactMap(AddressBlock.init)
                 configuration.heartbeat = .milliseconds(Int64((heartbeatSeconds * 1_000).rounded()))
                 configuration.confirmsSignups = signups != nil
                 configuration.admin = admin

@@ -80,12 +80,13 @@ struct ChildWorkload {
                             mine.append((id, userId))
                             acks.write("\(correlation) signup \(id)")
                         } else if dice < 50 {
-                            // A wrong password: the failure is an event (a lockout refusal after the
-                            // first is not, so it is not acknowledged).
+                            // A wrong password: the failure is an event, appended after the answer
+                            // (acknowledged once it is written); a refusal by the lockout is not.
                             let (id, userId) = mine[Int(random.next() % UInt64(mine.count))]
                             do {
                                 _ = try await store.login(userId: userId, password: "wrong", context: context)
                             } catch AccountServiceError.wrongCredentials {
+                                await store.settleBackgroundWrites()
                                 acks.write("\(correlation) login \(id)")
                             } catch AccountStoreError.lockedOut {}
                         } else if dice < 85 {

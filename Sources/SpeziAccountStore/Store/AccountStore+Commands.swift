@@ -15,11 +15,15 @@ extension AccountStore {
         public var actor: String?
         /// Ties the command's events to a request (written into the events).
         public var correlationID: String?
+        /// Who asks, as the password checks are throttled: a client's address (or address group).
+        /// Never written into the events. Nil: one client for all such commands.
+        public var client: String?
 
         /// Creates a context.
-        public init(actor: String? = nil, correlationID: String? = nil) {
+        public init(actor: String? = nil, correlationID: String? = nil, client: String? = nil) {
             self.actor = actor
             self.correlationID = correlationID
+            self.client = client
         }
 
         var metadata: EventMetadata { EventMetadata(actor: actor, correlationID: correlationID) }
@@ -39,14 +43,18 @@ extension AccountStore {
     /// Signup; `validating: false` when the caller (the service) already validated the whole details
     /// against its own configuration and passes only the keys it stores.
     func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
-        let signup = try await prepareSignup(signupDetails, validating: validating)
+        let signup = try await prepareSignup(signupDetails, validating: validating, refusingTakenUserId: true)
         return try await create(options.makeAccountId(), userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context)
     }
 
     /// Checks the details of a signup or upgrade (limits, the rules unless the caller validated
     /// them, supported keys, user id and password present) and hashes the password, off the pool.
-    func prepareSignup(_ signupDetails: AccountDetails, validating: Bool) async throws -> (userId: String, hash: String, values: EncodedAccountValues)
-    {
+    /// With `refusingTakenUserId`, a user id that has an account already is refused before the
+    /// hash is made (`credentialsTaken`), so that a taken id costs no derivation; the append still
+    /// decides under concurrent signups.
+    func prepareSignup(
+        _ signupDetails: AccountDetails, validating: Bool, refusingTakenUserId: Bool = false
+    ) async throws -> (userId: String, hash: String, values: EncodedAccountValues) {
         try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
         if validating {
             try AccountValidation.validateSignup(signupDetails, values: valueConfiguration, service: serviceConfiguration)
@@ -55,8 +63,10 @@ extension AccountStore {
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
         }
+        try Self.checkUserId(userId)
         let values = try loggedValues(signupDetails)
-        let hash = try await hasher.hashOffPool(password)
+        if refusingTakenUserId, try await accounts.accountId(forUserId: userId) != nil { throw AccountServiceError.credentialsTaken }
+        let hash = try await hashPassword(password)
         return (userId, hash, values)
     }
 
@@ -67,6 +77,8 @@ extension AccountStore {
     ) async throws
         -> AccountDetails
     {
+        try Self.checkUserId(userId)
+        if try await accounts.legacyHolder(ofUserId: userId, other: nil) != nil { throw AccountServiceError.credentialsTaken }
         let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
         let result: AppendResult
         do {
@@ -107,7 +119,7 @@ extension AccountStore {
     }
 
     func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
-        let signup = try await prepareSignup(signupDetails, validating: validating)
+        let signup = try await prepareSignup(signupDetails, validating: validating, refusingTakenUserId: true)
         return try await upgrade(accountId, userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context) {
             AccountStoreError.notAnonymous(accountId)
         }
@@ -119,6 +131,8 @@ extension AccountStore {
         _ accountId: String, userId: String, passwordHash hash: String, values: EncodedAccountValues, context: Context,
         notAnonymous: () -> any Error
     ) async throws -> AccountDetails {
+        try Self.checkUserId(userId)
+        if try await accounts.legacyHolder(ofUserId: userId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
         let outcome = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw notAnonymous() }
             return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
@@ -129,71 +143,6 @@ extension AccountStore {
         var details = try details(from: outcome.state)
         details.isNewUser = true
         return details
-    }
-
-    /// Checks a user id and password. Records the outcome (`auth.login-succeeded` or
-    /// `auth.login-failed`) in the account's stream, rehashes a password stored with weaker
-    /// parameters than the configured ones, and locks the account for a while after too many
-    /// failures in a row.
-    ///
-    /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
-    ///   ``AccountStoreError/lockedOut(until:)``.
-    public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
-        try await login(userId: userId, password: password, context: context, alsoAppend: [])
-    }
-
-    /// ``login(userId:password:context:)`` that appends `alsoAppend` after `auth.login-succeeded`.
-    func login(userId: String, password: String, context: Context, alsoAppend: [AccountEvent]) async throws -> AccountDetails {
-        guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
-            throw AccountServiceError.wrongCredentials
-        }
-        guard let accountId = try await accounts.accountId(forUserId: userId), let state = try await accounts.load(accountId),
-            !state.isDeleted, let stored = state.passwordHash
-        else {
-            // Spend the time one check takes, so that unknown user ids cannot be told apart by timing.
-            _ = try? await hasher.verifyOffPool(password, against: try await timingDecoyHash())
-            throw AccountServiceError.wrongCredentials
-        }
-        let now = options.clock()
-        if state.failedLogins >= options.lockout.attempts, let last = state.lastFailedLogin {
-            let until = last.addingTimeInterval(Double(options.lockout.duration.components.seconds))
-            if now < until {
-                // One refusal per lockout goes into the log: the first. Later attempts in the same
-                // lockout are refused without an event (an attacker could otherwise grow the stream
-                // without bound) and only logged here.
-                if try await lastEventIsLockoutRefusal(accountId, version: state.version) {
-                    Self.logger.info("login refused during a recorded lockout", metadata: ["account": "\(accountId)"])
-                } else {
-                    do {
-                        try await accounts.append(
-                            [.loginFailed(reason: "lockedOut")], to: accountId, expectedVersion: .exact(state.version), metadata: context.metadata)
-                    } catch EventLogError.wrongExpectedVersion {
-                        // A concurrent attempt recorded its refusal (or the account changed) first.
-                    }
-                }
-                throw AccountStoreError.lockedOut(until: until)
-            }
-        }
-        guard try await hasher.verifyOffPool(password, against: stored) else {
-            try await accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any, metadata: context.metadata)
-            throw AccountServiceError.wrongCredentials
-        }
-        var events: [AccountEvent] = []
-        if try hasher.needsRehash(stored) {
-            events.append(.passwordChanged(passwordHash: try await hasher.hashOffPool(password)))
-        }
-        events.append(.loginSucceeded)
-        events += alsoAppend
-        let result = try await accounts.append(events, to: accountId, expectedVersion: .any, metadata: context.metadata)
-        try await awaitCache(result.positions.upperBound)
-        guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
-        return details
-    }
-
-    /// Whether the account's last event is a login refused because it was locked out.
-    private func lastEventIsLockoutRefusal(_ accountId: String, version: UInt64) async throws -> Bool {
-        guard let record = try await accounts.log.readStream(accountId, from: version, limit: 1).first else { return false }
-        return try accounts.event(from: record) == .loginFailed(reason: "lockedOut")
     }
 
     /// Records a logout.
@@ -240,8 +189,12 @@ extension AccountStore {
         let passwordKey = AccountDetails.__Key_password.self
         let modified = try loggedValues(modifications.modifiedDetails)
         var newPasswordHash: String?
-        if let password = modifications.modifiedDetails.password { newPasswordHash = try await hasher.hashOffPool(password) }
+        if let password = modifications.modifiedDetails.password { newPasswordHash = try await hashPassword(password) }
         let removed = modifications.removedKeys.map { $0.identifier }.filter { $0 != userIdKey.identifier && $0 != passwordKey.identifier }
+        if let newUserId = modifications.modifiedDetails[userIdKey] {
+            try Self.checkUserId(newUserId)
+            if try await accounts.legacyHolder(ofUserId: newUserId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
+        }
         let outcome = try await retrying(accountId) { state in
             var events: [AccountEvent] = []
             var claims: Set<String> = []
@@ -249,9 +202,8 @@ extension AccountStore {
             if let newUserId = modifications.modifiedDetails[userIdKey], newUserId != state.userId {
                 events.append(.userIdChanged(old: state.userId, new: newUserId))
                 claims.insert(accounts.claim(forUserId: newUserId))
-                if !state.userId.isEmpty, accounts.claim(forUserId: state.userId) != accounts.claim(forUserId: newUserId) {
-                    releases.insert(accounts.claim(forUserId: state.userId))
-                }
+                // The old user id's claim, current or written before UserIdNormalization.
+                if !state.userId.isEmpty { releases = accounts.claims(forUserId: state.userId).subtracting(claims) }
             }
             if let newPasswordHash {
                 events.append(.passwordChanged(passwordHash: newPasswordHash))
@@ -277,7 +229,7 @@ extension AccountStore {
         let position: UInt64?
         do {
             position = try await retrying(accountId) { state in
-                let releases: Set<String> = state.userId.isEmpty ? [] : [accounts.claim(forUserId: state.userId)]
+                let releases: Set<String> = state.userId.isEmpty ? [] : accounts.claims(forUserId: state.userId)
                 return (endingSessions(of: state, reason: "account-deleted") + [.accountDeleted], [], releases)
             } context: {
                 context
@@ -328,6 +280,14 @@ extension AccountStore {
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
+    }
+
+    /// Refuses a user id the store does not take for a new account or a changed user id
+    /// (``UserIdNormalization/refusal(of:)``) with `AccountOperationError.invalidValue`.
+    static func checkUserId(_ userId: String) throws {
+        if let refusal = UserIdNormalization.refusal(of: userId) {
+            throw AccountOperationError.invalidValue(key: AccountDetails.__Key_userId.identifier, rule: refusal.rawValue, message: refusal.message)
+        }
     }
 
     /// A random pause before retry `attempt`: up to 50 µs doubled per attempt, at most 20 ms.

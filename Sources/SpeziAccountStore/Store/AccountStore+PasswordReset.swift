@@ -27,8 +27,9 @@ extension AccountStore {
     /// (`auth.password-reset-requested`) and handed to ``AccountStoreOptions/passwordResetDelivery``.
     ///
     /// Unknown user ids, deleted and anonymous accounts are answered the same way (nothing is logged
-    /// or delivered), so the request cannot be used to find out which accounts exist. A newer
-    /// request replaces an older token.
+    /// or delivered), so the request cannot be used to find out which accounts exist. Earlier
+    /// tokens stay valid until they expire or one of them is used: a new request does not void the
+    /// link the owner holds.
     public func requestPasswordReset(userId: String, context: Context = Context()) async throws {
         let token = Self.makeResetToken()
         guard userId.utf8.count <= options.limits.maxUserIdBytes, let accountId = try await accounts.accountId(forUserId: userId),
@@ -45,45 +46,79 @@ extension AccountStore {
         await delivery(PasswordResetRequest(accountId: accountId, userId: state.userId, token: token, expiresAt: expiresAt))
     }
 
-    /// Completes a password reset with the token its owner received: `newPassword` (checked by the
-    /// service's rules) replaces the password, which also uses the token up. A token works only if
-    /// it belongs to the latest reset request of the account, has not expired, and no password
-    /// change followed the request; anything else, an unknown user id included, throws
-    /// ``AccountStoreError/invalidPasswordResetToken``.
+    /// ``requestPasswordReset(userId:context:)`` without waiting for it: the caller returns at
+    /// once, whether or not the user id has an account, so that the answer's timing tells nothing.
+    /// A failure is logged; ``settleBackgroundWrites()`` waits for the request.
+    public func startPasswordResetRequest(userId: String, context: Context = Context()) {
+        backgroundWrites.start { [self] in
+            do {
+                try await requestPasswordReset(userId: userId, context: context)
+            } catch {
+                Self.logger.error("a password reset request failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Completes a password reset with a token its owner received: `newPassword` (checked by the
+    /// service's rules) replaces the password, which also uses every open token up. A token works
+    /// if it belongs to a reset request of the account made after its last password change, and
+    /// has not expired; anything else, an unknown user id included, throws
+    /// ``AccountStoreError/invalidPasswordResetToken``, never sooner than
+    /// ``invalidResetAnswerTime`` after the call (the new password is hashed either way, and the
+    /// account's open requests read only where it exists: the floor hides that difference). A
+    /// completed reset also lifts every login lock of the user id.
     public func completePasswordReset(userId: String, token: String, newPassword: String, context: Context = Context()) async throws {
+        let start = ContinuousClock.now
+        do {
+            try await resetPassword(userId: userId, token: token, newPassword: newPassword, context: context)
+        } catch AccountStoreError.invalidPasswordResetToken {
+            try await Task.sleep(until: start + Self.invalidResetAnswerTime)
+            throw AccountStoreError.invalidPasswordResetToken
+        }
+    }
+
+    /// The shortest time before a reset completion is refused for its token or user id.
+    public static let invalidResetAnswerTime = Duration.milliseconds(250)
+
+    private func resetPassword(userId: String, token: String, newPassword: String, context: Context) async throws {
         var proposed = AccountDetails()
         proposed.password = newPassword
         try AccountValidation.validateRules(proposed, service: serviceConfiguration)
-        guard newPassword.utf8.count <= options.limits.maxPasswordBytes, userId.utf8.count <= options.limits.maxUserIdBytes,
-            let accountId = try await accounts.accountId(forUserId: userId)
-        else { throw AccountStoreError.invalidPasswordResetToken }
+        guard newPassword.utf8.count <= options.limits.maxPasswordBytes, userId.utf8.count <= options.limits.maxUserIdBytes else {
+            throw AccountStoreError.invalidPasswordResetToken
+        }
+        let newHash = try await hashPassword(newPassword)
+        guard let accountId = try await accounts.accountId(forUserId: userId) else { throw AccountStoreError.invalidPasswordResetToken }
         let presented = Array(Self.resetTokenHash(token).utf8)
-        let newHash = try await hasher.hashOffPool(newPassword)
         for _ in 0..<options.maxConflictRetries {
-            let (pending, version) = try await pendingReset(accountId)
-            guard let pending, PasswordHasher.constantTimeEquals(presented, Array(pending.tokenHash.utf8)),
-                Int64((options.clock().timeIntervalSince1970 * 1_000_000).rounded()) < pending.expiresAtMicros
-            else { throw AccountStoreError.invalidPasswordResetToken }
+            let (pending, version) = try await pendingResets(accountId)
+            let now = Int64((options.clock().timeIntervalSince1970 * 1_000_000).rounded())
+            // Every open token is compared, so the time taken does not say which one matched.
+            let matches = pending.reduce(false) { found, request in
+                PasswordHasher.constantTimeEquals(presented, Array(request.tokenHash.utf8)) && now < request.expiresAtMicros || found
+            }
+            guard matches else { throw AccountStoreError.invalidPasswordResetToken }
             // Every open session ends with the reset (whoever knew the old password is signed out).
             guard let state = try await accounts.load(accountId, throughVersion: version) else { throw AccountStoreError.invalidPasswordResetToken }
             do {
                 let result = try await accounts.append(
                     [.passwordChanged(passwordHash: newHash)] + endingSessions(of: state, reason: "password-reset"), to: accountId,
                     expectedVersion: .exact(version), metadata: context.metadata)
+                throttle.clear(userKey: AccountLog.normalizedUserId(userId))
                 try await awaitCache(result.positions.upperBound)
                 return
             } catch EventLogError.wrongExpectedVersion {
-                // The account changed meanwhile: look again (a password change there uses the token up).
+                // The account changed meanwhile: look again (a password change there uses the tokens up).
                 continue
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
     }
 
-    /// The account's open reset request (the latest one, unless a password change or the deletion
-    /// followed it) and the stream's version.
-    private func pendingReset(_ accountId: String) async throws -> (request: (tokenHash: String, expiresAtMicros: Int64)?, version: UInt64) {
-        var pending: (tokenHash: String, expiresAtMicros: Int64)?
+    /// The account's open reset requests (those since its last password change, none after its
+    /// deletion) and the stream's version.
+    private func pendingResets(_ accountId: String) async throws -> (requests: [(tokenHash: String, expiresAtMicros: Int64)], version: UInt64) {
+        var pending: [(tokenHash: String, expiresAtMicros: Int64)] = []
         var version: UInt64 = 0
         var next: UInt64 = 1
         while true {
@@ -93,10 +128,10 @@ extension AccountStore {
                 switch record.type {
                 case "auth.password-reset-requested":
                     if case let .passwordResetRequested(tokenHash, expiresAtMicros) = try accounts.event(from: record) {
-                        pending = (tokenHash, expiresAtMicros)
+                        pending.append((tokenHash, expiresAtMicros))
                     }
                 case "account.password-changed", "account.deleted":
-                    pending = nil
+                    pending = []
                 default:
                     break
                 }

@@ -63,8 +63,27 @@ public struct AccountStoreOptions: Sendable {
     public var projections = ProjectionStoreOptions()
     /// Size limits per operation.
     public var limits = AccountStoreLimits()
-    /// Failed logins in a row that lock an account, and for how long.
-    public var lockout = (attempts: 5, duration: Duration.seconds(300))
+    /// How password checks are throttled (see ``LoginThrottling``): by default five failures in a
+    /// row lock the client that made them out of that user id for five minutes, and past 20
+    /// failures of a user id its checks are spaced out, one every 2 s.
+    public var loginThrottling = LoginThrottling()
+    /// Failed logins in a row from one client that lock it out of a user id, and for how long:
+    /// ``LoginThrottling/attemptsPerClient`` and ``LoginThrottling/lockDuration``.
+    public var lockout: (attempts: Int, duration: Duration) {
+        get { (loginThrottling.attemptsPerClient, loginThrottling.lockDuration) }
+        set {
+            loginThrottling.attemptsPerClient = max(1, newValue.attempts)
+            loginThrottling.lockDuration = newValue.duration
+        }
+    }
+    /// Password derivations (signups, logins, changes, resets) allowed to wait for the hashing
+    /// threads at once; more are refused with ``AccountStoreError/overloaded(retryAfter:)``.
+    /// Nil (the default): every caller waits its turn. A server facing the internet sets it
+    /// (`accountctl serve` sets ``serverPasswordCheckQueue``), so that a flood of requests that
+    /// hash is refused at once instead of queueing behind work no client waits for.
+    public var maxQueuedPasswordChecks: Int?
+    /// The queue bound `accountctl serve` sets: 16 derivations per core.
+    public static var serverPasswordCheckQueue: Int { 16 * max(1, ProcessInfo.processInfo.activeProcessorCount) }
     /// The clock (inject a fixed one in tests).
     public var clock: @Sendable () -> Date = { Date() }
     /// How often a command retries when another writer changed the account between its read and
@@ -119,6 +138,12 @@ public final class AccountStore: Sendable {
     /// A hash of nothing in particular, checked against for unknown user ids (one derivation, like a
     /// real check); made on first need, not at start-up.
     private let decoyHash = Mutex<String?>(nil)
+    /// Counts password checks per user id and client before they are made.
+    let throttle: LoginThrottle
+    /// Bounds the password derivations waiting for the hashing threads.
+    let hashing: HashingAdmission
+    /// Appends made after their callers were answered; close waits for them.
+    let backgroundWrites = BackgroundWrites()
 
     /// The service configuration used when none is given: any key, email user ids, user id and password required.
     public static let defaultServiceConfiguration = AccountServiceConfiguration(supportedKeys: .arbitrary) {
@@ -178,10 +203,13 @@ public final class AccountStore: Sendable {
         self.valueConfiguration = values
         self.registry = AccountKeyRegistry.builtIn.merging(AccountKeyRegistry(values.keys + options.additionalKeys))
         self.options = options
+        self.throttle = LoginThrottle(policy: options.loginThrottling)
+        self.hashing = HashingAdmission(limit: options.maxQueuedPasswordChecks ?? .max)
     }
 
     /// Stops the projections and closes the files.
     public func close() async {
+        await backgroundWrites.settle()
         await projections.close()
         await log.close()
         accounts.vault?.release()
@@ -282,11 +310,21 @@ public final class AccountStore: Sendable {
 
     func timingDecoyHash() async throws -> String {
         if let hash = decoyHash.withLock({ $0 }) { return hash }
-        let hash = try await hasher.hashOffPool(UUID.random().uuidString)
+        let hash = try await hashPassword(UUID.random().uuidString)
         return decoyHash.withLock { stored in
             stored = stored ?? hash
             return stored!
         }
+    }
+
+    /// Hashes a password on the hashing threads, if the queue has room.
+    func hashPassword(_ password: String) async throws -> String {
+        try await hashing.run { try await hasher.hashOffPool(password) }
+    }
+
+    /// Checks a password on the hashing threads, if the queue has room.
+    func verifyPassword(_ password: String, against stored: String) async throws -> Bool {
+        try await hashing.run { try await hasher.verifyOffPool(password, against: stored) }
     }
 
     /// Refuses keys the service does not store.

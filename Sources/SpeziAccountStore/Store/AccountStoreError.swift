@@ -15,8 +15,12 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case notAnonymous(String)
     /// Other writers kept changing the account; the operation gave up after several tries.
     case tooMuchContention(accountId: String, attempts: Int)
-    /// Too many failed logins in a row: wait until the given time.
+    /// Too many failed logins in a row from this client (or a check whose turn is too far off):
+    /// wait until the given time.
     case lockedOut(until: Date)
+    /// Too many password checks are queued already; nothing was done: try again after the given
+    /// number of seconds.
+    case overloaded(retryAfter: Int)
     /// A value is larger than the store accepts (see ``AccountStoreLimits``); nothing was written.
     case valueTooLarge(key: String, bytes: Int, limit: Int)
     /// More keys in one operation than the store accepts; nothing was written.
@@ -46,6 +50,7 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .notAnonymous(id): "account \"\(id)\" is not anonymous"
         case let .tooMuchContention(id, attempts): "account \"\(id)\" kept changing under \(attempts) attempts; nothing was written"
         case let .lockedOut(until): "too many failed logins; try again after \(ISO8601DateFormatter().string(from: until))"
+        case let .overloaded(seconds): "too many password checks are waiting; try again in \(seconds) s"
         case let .valueTooLarge(key, bytes, limit): "the value of \(key) has \(bytes) bytes; at most \(limit) are accepted"
         case let .tooManyKeys(count, limit): "\(count) keys in one operation; at most \(limit) are accepted"
         case let .keyMismatch(message): message

@@ -1,0 +1,105 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLog
+import Foundation
+import SpeziAccount
+
+extension AccountStore {
+    /// Checks a user id and password. Records the outcome (`auth.login-succeeded` or
+    /// `auth.login-failed`) in the account's stream and rehashes a password stored with weaker
+    /// parameters than the configured ones.
+    ///
+    /// Every check is counted before the password is hashed (``AccountStoreOptions/loginThrottling``):
+    /// a client that failed too often for this user id is locked out of it for a while, and a user
+    /// id that failed too often from anywhere is checked at a slower pace. Known and unknown user
+    /// ids are counted, checked and answered alike.
+    ///
+    /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
+    ///   ``AccountStoreError/lockedOut(until:)``, ``AccountStoreError/overloaded(retryAfter:)``.
+    public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
+        try await login(userId: userId, password: password, context: context, alsoAppend: [])
+    }
+
+    /// ``login(userId:password:context:)`` that appends `alsoAppend` after `auth.login-succeeded`.
+    ///
+    /// The success is appended at the version whose password hash was checked, so a session
+    /// cannot be opened with a password that a change replaced meanwhile.
+    func login(userId: String, password: String, context: Context, alsoAppend: [AccountEvent]) async throws -> AccountDetails {
+        guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
+            throw AccountServiceError.wrongCredentials
+        }
+        let ticket = try throttle.admit(userKey: AccountLog.normalizedUserId(userId), client: context.client ?? "", now: options.clock())
+        var outcome = LoginThrottle.Outcome.abandoned
+        defer { throttle.finish(ticket, outcome, now: options.clock()) }
+        if ticket.delay > .zero { try await Task.sleep(for: ticket.delay) }
+
+        guard let accountId = try await accounts.accountId(forUserId: userId), var state = try await accounts.load(accountId),
+            !state.isDeleted, var stored = state.passwordHash
+        else {
+            // The same work as a real check, so that unknown user ids cannot be told apart by timing.
+            _ = try await verifyPassword(password, against: try await timingDecoyHash())
+            outcome = .failed
+            throw AccountServiceError.wrongCredentials
+        }
+        guard try await verifyPassword(password, against: stored) else {
+            outcome = .failed
+            recordFailedLogin(accountId, context: context)
+            throw AccountServiceError.wrongCredentials
+        }
+        outcome = .succeeded
+        for _ in 0..<options.maxConflictRetries {
+            var events: [AccountEvent] = []
+            if try hasher.needsRehash(stored) {
+                events.append(.passwordChanged(passwordHash: try await hashPassword(password)))
+            }
+            events.append(.loginSucceeded)
+            events += alsoAppend
+            do {
+                let result = try await accounts.append(events, to: accountId, expectedVersion: .exact(state.version), metadata: context.metadata)
+                try await awaitCache(result.positions.upperBound)
+                guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+                return details
+            } catch EventLogError.wrongExpectedVersion {
+                // The account changed since its password was checked: a session may only follow
+                // the password it was opened with.
+                guard let current = try await accounts.load(accountId), !current.isDeleted, let hash = current.passwordHash else {
+                    outcome = .failed
+                    throw AccountServiceError.wrongCredentials
+                }
+                if hash != stored {
+                    guard try await verifyPassword(password, against: hash) else {
+                        outcome = .failed
+                        throw AccountServiceError.wrongCredentials
+                    }
+                    stored = hash
+                }
+                state = current
+                try await Task.sleep(for: Self.conflictBackoff(attempt: 0))
+            }
+        }
+        throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
+    }
+
+    /// Appends `auth.login-failed` for a wrong password without making the caller wait for it:
+    /// the answer then takes as long as for an unknown user id, which appends nothing. The store
+    /// waits for it when it closes; an append that fails is logged.
+    private func recordFailedLogin(_ accountId: String, context: Context) {
+        let metadata = context.metadata
+        backgroundWrites.start { [accounts] in
+            do {
+                try await accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any, metadata: metadata)
+            } catch {
+                Self.logger.error("a failed login could not be recorded", metadata: ["account": "\(accountId)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Waits for the records appended without their callers waiting (failed logins, password reset
+    /// requests) that have started so far.
+    public func settleBackgroundWrites() async {
+        await backgroundWrites.settle()
+    }
+}

@@ -1,0 +1,123 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import AccountServer
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Connections held open by an attacker: idle sockets, slow heads, many event streams, and a
+/// process short of descriptors. Real sockets, real server.
+@Suite("the server under idle and streaming connections", .timeLimit(.minutes(3)))
+struct HostileConnectionTests {
+    @Test("idle connections are closed after the idle timeout, one client's beyond its cap at once; another client is served")
+    func idleConnections() async throws {
+        var configuration = AccountServerConfiguration()
+        configuration.connections.idleTimeout = .seconds(1)
+        configuration.connections.maxConnections = 200
+        configuration.connections.maxConnectionsPerClient = 100
+        try await LiveServer.with(configuration: configuration, realHashing: false) { server in
+            let (refusedAtOnce, closedWhenIdle) = try await offThePool { () -> (Int, Int) in
+                var descriptors: [Int32] = []
+                defer { descriptors.forEach { close($0) } }
+                // Half a slow head: never finished.
+                for _ in 0..<250 {
+                    let descriptor = try RawHTTP.connect(port: server.port, source: "127.0.0.2")
+                    try RawHTTP.write(descriptor, Array("GET /health HTTP/1.1\r\nHost: x\r\n".utf8)[...])
+                    descriptors.append(descriptor)
+                }
+                var open: [Int32] = []
+                var refused = 0
+                for descriptor in descriptors {
+                    if RawHTTP.closedByServer(descriptor, within: 0.05) { refused += 1 } else { open.append(descriptor) }
+                }
+                let idle = open.filter { RawHTTP.closedByServer($0, within: 20) }.count
+                return (refused, idle)
+            }
+            print("idle connections: \(refusedAtOnce) of 250 closed at once (per-client cap 100), \(closedWhenIdle) closed after the idle timeout")
+            // One client gets its 100; the 150 beyond are closed at once (some only once the first
+            // ones idled out, which the second count then holds).
+            #expect(refusedAtOnce >= 100)
+            #expect(refusedAtOnce + closedWhenIdle == 250)
+            let health = try await RawHTTP.send(port: server.port, source: "127.0.0.3", "GET", "/health")
+            #expect(health.status == 200)
+        }
+    }
+
+    @Test("a process with 256 descriptors survives 600 connections: accepting pauses at the cap, and it serves afterwards")
+    func descriptorExhaustion() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("fd-store-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: store) }
+        // The hard limit too: the server cannot raise it.
+        let server = try ServeProcess(store: store, extra: ["--idle-timeout-seconds", "1", "--max-connections-per-client", "10000"], openFiles: 256)
+        try await server.start()
+        let port = try #require(Int(server.base.split(separator: ":").last ?? ""))
+        ConnectionLimits.raiseOpenFilesLimit()
+        let held = try await offThePool { () -> Int in
+            var descriptors: [Int32] = []
+            defer { descriptors.forEach { close($0) } }
+            for _ in 0..<600 {
+                // Past the accept cap, connections wait in the kernel's backlog or are refused there.
+                guard let descriptor = try? RawHTTP.connect(port: port, source: "127.0.0.2", timeoutSeconds: 3) else { continue }
+                descriptors.append(descriptor)
+            }
+            return descriptors.count
+        }
+        print("descriptor exhaustion: \(held) of 600 connections were opened against a server limited to 256 descriptors")
+        #expect(held > 256)
+        #expect(server.process.isRunning)
+        let health = try await RawHTTP.send(port: port, source: "127.0.0.3", "GET", "/health")
+        #expect(health.status == 200)
+        let signup = try await RawHTTP.send(
+            port: port, "POST", "/v1/accounts", json: #"{"userId":"fd@example.org","password":"correct horse battery","name":{"givenName":"F"}}"#)
+        #expect(signup.status == 201)
+        #expect(await server.terminate() == 0)
+    }
+
+    @Test("event streams are capped per session (4) and per account; a closed stream frees its place")
+    func streamCaps() async throws {
+        var configuration = AccountServerConfiguration()
+        configuration.connections.streamsPerSession = 4
+        configuration.connections.streamsPerAccount = 6
+        configuration.heartbeat = .milliseconds(200)
+        try await LiveServer.with(configuration: configuration, realHashing: false) { server in
+            let (token, _) = try await server.signup("streams@example.org")
+            let second = try #require(try await server.login("streams@example.org", "correct horse battery").json["token"] as? String)
+            let events = RawHTTP.request("GET", "/v1/account/events", headers: ["Authorization": "Bearer \(token)"])
+            let otherEvents = RawHTTP.request("GET", "/v1/account/events", headers: ["Authorization": "Bearer \(second)"])
+            let outcome = try await offThePool { () -> [Int] in
+                var statuses: [Int] = []
+                var open: [Int32] = []
+                defer { open.forEach { close($0) } }
+                func stream(_ request: [UInt8]) throws -> Int {
+                    let descriptor = try RawHTTP.connect(port: server.port)
+                    try RawHTTP.write(descriptor, request[...])
+                    let head = try RawHTTP.readHead(descriptor)
+                    if head.status == 200 { open.append(descriptor) } else { close(descriptor) }
+                    return head.status
+                }
+                for _ in 0..<5 { statuses.append(try stream(events)) }
+                // The account's cap (6) with the second session's streams.
+                for _ in 0..<3 { statuses.append(try stream(otherEvents)) }
+                // One of the first session's streams closes: its place is free again.
+                close(open.removeFirst())
+                for _ in 0..<50 {
+                    usleep(100_000)
+                    let status = try stream(events)
+                    if status == 200 {
+                        statuses.append(status)
+                        break
+                    }
+                }
+                return statuses
+            }
+            #expect(outcome == [200, 200, 200, 200, 429, 200, 200, 429, 200])
+        }
+    }
+}
