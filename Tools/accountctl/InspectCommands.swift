@@ -9,11 +9,12 @@ import Foundation
 import SpeziAccount
 import SpeziAccountStore
 
-/// `accountctl verify`: checksums, hash chain, positions and indexes of the whole log.
+/// `accountctl verify`: checksums, hash chain, positions and indexes of the whole log; then, as
+/// warnings, accounts whose user ids the current rule would not have let in (by account id).
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check the log's checksums, hash chain, positions and indexes (exit 1 at the first problem)."
+        abstract: "Check the log's checksums, hash chain, positions and indexes (exit 1 at the first problem); warn of colliding user ids."
     )
 
     @OptionGroup var global: GlobalOptions
@@ -28,6 +29,10 @@ struct Verify: AsyncParsableCommand {
                     throw VerifyFailure(problem: problem)
                 }
                 print("intact: \(report.recordsChecked) records, last position \(report.lastPosition), head hash \(report.headHash)")
+                // Warnings, not damage: accounts created before the current user-id rule.
+                for finding in try await store.userIdFindings() {
+                    print("warning: \(finding)")
+                }
             }
         }
     }

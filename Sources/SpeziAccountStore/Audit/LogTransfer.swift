@@ -63,6 +63,9 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
     case outOfOrder(line: String, position: UInt64, expected: UInt64)
     case hashMismatch(position: UInt64)
     case missingKey(position: UInt64, account: String)
+    /// The user id the record at `position` gives `account` normalizes to the user id of `holder`
+    /// (``UserIdNormalization``), and the claims of both forms, current and older, are taken.
+    case userIdCollision(position: UInt64, account: String, holder: String)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -75,6 +78,9 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
         case let .missingKey(position, account):
             "position \(position) is sealed with the key of account \(account), which the vault given does not hold: "
                 + "give the exported store's own keys/vault (--vault)"
+        case let .userIdCollision(position, account, holder):
+            "position \(position): the user id of account \(account) normalizes to that of account \(holder) "
+                + "(see accountctl verify): change one of them in the exported store first"
         }
     }
 }

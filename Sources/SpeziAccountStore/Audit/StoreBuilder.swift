@@ -55,7 +55,7 @@ enum StoreBuilder {
     /// and records the keying; the log is synced at the end.
     static func fill(_ log: any EventLogBackend, vault: KeyVault, progress: ((UInt64) -> Void)?, next: Source) async throws -> UInt64 {
         let accounts = AccountLog(log: log, vault: vault)
-        var userIds: [String: String] = [:]
+        var claimBook = ClaimBook()
         var expected: UInt64 = 1
         var chunk: [(record: ExportedRecord, append: StreamAppend)] = []
         while let (record, origin) = try next() {
@@ -65,7 +65,7 @@ enum StoreBuilder {
             if record.payload.first == Sealing.version, try !vault.hasSlot(record.stream) {
                 throw LogTransferError.missingKey(position: record.position, account: record.stream)
             }
-            let (claims, releases) = claimChanges(record, accounts: accounts, userIds: &userIds)
+            let (claims, releases) = try claimBook.changes(record, accounts: accounts)
             let metadata = EventMetadata(
                 actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
             let proposed = ProposedEvent(
@@ -115,30 +115,58 @@ enum StoreBuilder {
         guard stored.count == chunk.count else { throw LogTransferError.hashMismatch(position: first + UInt64(stored.count)) }
     }
 
-    /// The claims a record takes and releases (user ids, keyed by the new store's vault).
-    private static func claimChanges(
-        _ record: ExportedRecord, accounts: AccountLog, userIds: inout [String: String]
-    ) -> (claims: Set<String>, releases: Set<String>) {
-        var claims: Set<String> = []
-        var releases: Set<String> = []
-        let event = record.payload.withUnsafeBytes {
-            try? AccountEvent.decode(type: record.type, payload: $0, accountId: record.stream, vault: accounts.vault)
+    /// The user-id claims of the store being built: which claim each stream holds, and who holds each.
+    ///
+    /// An account takes the claim of its normalized user id (``AccountLog/claim(forUserId:)``), or,
+    /// when an account earlier in the log took that one (their user ids collide under
+    /// ``UserIdNormalization`` and were written before it), the claim of its user id trimmed and
+    /// lowercased, as it was written (``AccountLog/legacyClaim(forUserId:)``). Logins then find the
+    /// same accounts as in the store exported.
+    struct ClaimBook {
+        private var held: [String: String] = [:]
+        private var owners: [String: String] = [:]
+
+        /// The claims a record takes and releases (user ids, keyed by the new store's vault).
+        mutating func changes(_ record: ExportedRecord, accounts: AccountLog) throws -> (claims: Set<String>, releases: Set<String>) {
+            let event = record.payload.withUnsafeBytes {
+                try? AccountEvent.decode(type: record.type, payload: $0, accountId: record.stream, vault: accounts.vault)
+            }
+            let stream = record.stream
+            switch event {
+            case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
+                guard !userId.isEmpty else { return ([], []) }
+                return ([try take(userId, for: stream, at: record.position, accounts: accounts)], [])
+            case let .userIdChanged(_, new):
+                let released = release(stream)
+                let taken = try take(new, for: stream, at: record.position, accounts: accounts)
+                guard let released, released != taken else { return ([taken], []) }
+                return ([taken], [released])
+            case .accountDeleted:
+                guard let released = release(stream) else { return ([], []) }
+                return ([], [released])
+            default:
+                return ([], [])
+            }
         }
-        switch event {
-        case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
-            if !userId.isEmpty { claims.insert(accounts.claim(forUserId: userId)) }
-            userIds[record.stream] = userId
-        case let .userIdChanged(old, new):
-            claims.insert(accounts.claim(forUserId: new))
-            if !old.isEmpty, accounts.claim(forUserId: old) != accounts.claim(forUserId: new) { releases.insert(accounts.claim(forUserId: old)) }
-            userIds[record.stream] = new
-        case .accountDeleted:
-            if let userId = userIds[record.stream], !userId.isEmpty { releases.insert(accounts.claim(forUserId: userId)) }
-            userIds[record.stream] = nil
-        default:
-            break
+
+        private mutating func take(_ userId: String, for stream: String, at position: UInt64, accounts: AccountLog) throws -> String {
+            var claim = accounts.claim(forUserId: userId)
+            if let owner = owners[claim], owner != stream {
+                claim = accounts.legacyClaim(forUserId: userId)
+                if let other = owners[claim], other != stream {
+                    throw LogTransferError.userIdCollision(position: position, account: stream, holder: other)
+                }
+            }
+            held[stream] = claim
+            owners[claim] = stream
+            return claim
         }
-        return (claims, releases)
+
+        private mutating func release(_ stream: String) -> String? {
+            guard let claim = held.removeValue(forKey: stream) else { return nil }
+            owners[claim] = nil
+            return claim
+        }
     }
 }
 

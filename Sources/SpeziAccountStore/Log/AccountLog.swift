@@ -24,9 +24,10 @@ public struct AccountLog: Sendable {
         self.vault = vault
     }
 
-    /// A user id as it is compared: case-insensitive and trimmed.
+    /// A user id as it is compared: the profile of ``UserIdNormalization`` (NFKC, full case
+    /// folding, NFKC, trimmed).
     public static func normalizedUserId(_ userId: String) -> String {
-        userId.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        UserIdNormalization.normalized(userId)
     }
 
     /// The claim that keeps a user id unique, without a vault: the normalized user id in the clear.
@@ -37,8 +38,26 @@ public struct AccountLog: Sendable {
     /// The claim that keeps a user id unique. With a vault it is an HMAC-SHA256 of the normalized
     /// user id under the vault's claim secret, so no e-mail address is stored in the clear.
     public func claim(forUserId userId: String) -> String {
-        guard let vault else { return Self.userIdClaim(userId) }
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(Self.normalizedUserId(userId).utf8), using: vault.claimSecret)
+        claim(ofNormalized: Self.normalizedUserId(userId))
+    }
+
+    /// The claim of `userId` as it was written before ``UserIdNormalization``: of the user id
+    /// trimmed and `lowercased()`. Accounts created then hold this claim; it equals
+    /// ``claim(forUserId:)`` for most user ids (those that are NFKC, with no letter that case
+    /// folding maps other than `lowercased()` does).
+    public func legacyClaim(forUserId userId: String) -> String {
+        claim(ofNormalized: UserIdNormalization.legacyNormalized(userId))
+    }
+
+    /// The claims an account with this user id may hold: the current one and, when it differs,
+    /// the one written before ``UserIdNormalization``. What a change of user id or a deletion releases.
+    public func claims(forUserId userId: String) -> Set<String> {
+        [claim(forUserId: userId), legacyClaim(forUserId: userId)]
+    }
+
+    private func claim(ofNormalized normalized: String) -> String {
+        guard let vault else { return "userid:" + normalized }
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(normalized.utf8), using: vault.claimSecret)
         return "userid:" + mac.map { String(format: "%02x", $0) }.joined()
     }
 
@@ -94,7 +113,28 @@ public struct AccountLog: Sendable {
     }
 
     /// The account that holds a user id (deleted accounts release theirs).
+    ///
+    /// An account created before ``UserIdNormalization`` holds the claim of its user id trimmed and
+    /// lowercased; that claim of `userId` (``legacyClaim(forUserId:)``) is looked up first, then the
+    /// claim of the normalized user id. So each older account is still found under the user id it
+    /// was created with, also when two of them now normalize the same (`accountctl verify` names
+    /// those), and every other spelling of a user id finds the account that holds the normalized
+    /// one. A user id the store refuses (``UserIdNormalization/refusal(of:)``) is looked up only
+    /// under the older claim: it finds an account only if one was created with it before.
     public func accountId(forUserId userId: String) async throws -> String? {
-        try await log.claimOwner(claim(forUserId: userId))
+        let legacy = legacyClaim(forUserId: userId)
+        guard UserIdNormalization.isAcceptable(userId) else { return try await log.claimOwner(legacy) }
+        let current = claim(forUserId: userId)
+        if legacy != current, let owner = try await log.claimOwner(legacy) { return owner }
+        return try await log.claimOwner(current)
+    }
+
+    /// Another account that holds the older claim of `userId` (``legacyClaim(forUserId:)``) when it
+    /// differs from the current one: an account created before ``UserIdNormalization`` under this
+    /// spelling, which a new claim would not collide with.
+    func legacyHolder(ofUserId userId: String, other accountId: String?) async throws -> String? {
+        let legacy = legacyClaim(forUserId: userId)
+        guard legacy != claim(forUserId: userId), let owner = try await log.claimOwner(legacy), owner != accountId else { return nil }
+        return owner
     }
 }

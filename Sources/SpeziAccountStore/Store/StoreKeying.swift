@@ -177,7 +177,7 @@ enum StoreKeyingCheck {
         guard let (claim, owner) = try (log as? EventLog)?.claims(withPrefix: "userid:", limit: 1).first else { return }
         let accounts = AccountLog(log: log, vault: vault)
         let userId = try await accounts.load(owner)?.userId ?? ""
-        guard !userId.isEmpty, accounts.claim(forUserId: userId) == claim else {
+        guard !userId.isEmpty, accounts.claims(forUserId: userId).contains(claim) else {
             throw AccountStoreError.keyMismatch(
                 "\(place) (vault \(vault.id)) does not open the accounts of the log at \(log.location): \(place.putBackHint)")
         }
