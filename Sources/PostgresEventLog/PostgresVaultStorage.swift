@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import KeyVaultStorage
 import Logging
 import PostgresNIO
@@ -18,6 +19,15 @@ import Synchronization
 /// it. ``withLock(exclusive:_:)`` is a transaction holding a transaction-level advisory lock;
 /// writes become durable at its commit (`synchronous_commit = on` whatever the log's durability).
 /// A lost connection fails the call in progress with a clear error; the next call connects again.
+///
+/// Every wait has a deadline (the `timeout`): connecting (a server that accepts the TCP
+/// connection but never finishes the startup, because it is paused or still starting, would
+/// otherwise hold the thread for ever), each query and the advisory lock. A call past its deadline
+/// fails with ``PostgresVaultError/timedOut(_:)`` and drops its connection (closing the
+/// connection ends the transaction and its lock on the server); the next call connects again.
+/// Failures of the server or the connection are transient (``TransientFailure``): the caller may
+/// retry them. An outage is logged once when it begins and once, with its duration, when a call
+/// succeeds again.
 package final class PostgresVaultStorage: KeyVaultStorage {
     /// Nodes share the vault: none can tell whether it is alone (see `KeyVaultStorage`).
     package let openedAlone = false
@@ -27,6 +37,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     private let logger: Logger
     private let connection = Mutex<PostgresConnection?>(nil)
     private let inTransaction = Mutex(false)
+    private let outage: PostgresOutage
 
     /// The advisory-lock key of a schema's vault (the log's own lock uses `hashtext(schema)`).
     private var lockKey: String { "spezi-key-vault:" + settings.schema }
@@ -69,6 +80,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         var logger = Logger(label: "PostgresEventLog.vault")
         logger.logLevel = .warning
         self.logger = logger
+        outage = PostgresOutage("the key vault at \(location)", logger: logger)
     }
 
     package func readHeader() throws -> [UInt8] {
@@ -151,7 +163,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
             defer { connection = nil }
             return connection
         }
-        _ = try? open?.close().wait()
+        if let open { _ = try? wait(open.close(), doing: "close its connection") }
     }
 
     // MARK: The connection
@@ -169,25 +181,79 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         let eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         let opened: PostgresConnection
         do {
-            opened = try PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 1, logger: logger).wait()
+            // A connection that comes after the deadline is closed at once, not left open.
+            opened = try wait(
+                PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 1, logger: logger), doing: "connect",
+                late: { $0.close().whenComplete { _ in } })
+        } catch let error as PostgresVaultError {
+            throw noteFailure(error)
         } catch {
-            throw PostgresVaultError.server("cannot connect to the key vault at \(location): \(Self.describe(error))")
+            throw noteFailure(PostgresVaultError.server("cannot connect to the key vault at \(location): \(Self.describe(error))"))
         }
         connection.withLock { $0 = opened }
         return opened
     }
 
-    /// Runs `query` and waits for its rows, closing the connection (which fails the query) when
-    /// the server has not answered within the timeout.
+    /// Runs `query` and waits for its rows, at most the timeout. A failure drops the connection
+    /// (closed, and forgotten: the next call connects again), so that nothing waits on a
+    /// connection that is gone or in a state nobody knows.
     @discardableResult
     private func run(_ connection: PostgresConnection, _ query: PostgresQuery) throws -> [PostgresRow] {
-        let timer = connection.eventLoop.scheduleTask(in: timeout.timeAmount) { connection.close().whenComplete { _ in } }
-        defer { timer.cancel() }
         do {
-            return try connection.query(query, logger: logger).wait().rows
+            let rows = try wait(connection.query(query, logger: logger), doing: "answer", abandon: { connection.close().whenComplete { _ in } }).rows
+            outage.succeeded()
+            return rows
         } catch {
-            throw PostgresVaultError.server("the key vault at \(location): \(Self.describe(error))")
+            drop(connection)
+            if let error = error as? PostgresVaultError { throw noteFailure(error) }
+            throw noteFailure(PostgresVaultError.server("the key vault at \(location): \(Self.describe(error))"))
         }
+    }
+
+    /// Closes `connection` (without waiting) and forgets it, if it is the open one.
+    private func drop(_ connection: PostgresConnection) {
+        self.connection.withLock { open in
+            if open === connection { open = nil }
+        }
+        connection.close().whenComplete { _ in }
+    }
+
+    /// Counts a transient failure towards the outage under way (logged once when it begins).
+    private func noteFailure(_ error: PostgresVaultError) -> PostgresVaultError {
+        if error.isTransient { outage.failed(error) }
+        return error
+    }
+
+    /// Waits on the calling thread (the vault's own: never one of Swift's cooperative pool) for
+    /// `future`, at most the timeout. The future cascades into a promise that a task scheduled
+    /// on the future's event loop fails at the deadline with ``PostgresVaultError/timedOut(_:)``,
+    /// so the wait ends then even when the operation itself does not (closing a connection need
+    /// not fail what is pending on it at once; a connect to a paused server waits for its
+    /// handshake). At the deadline `abandon` runs (it closes the connection a query runs on);
+    /// a value that arrives after it goes to `late` (a connection opened too late is closed).
+    private func wait<T: Sendable>(
+        _ future: EventLoopFuture<T>, doing what: String, late: @escaping @Sendable (T) -> Void = { _ in },
+        abandon: @escaping @Sendable () -> Void = {}
+    ) throws -> T {
+        let eventLoop = future.eventLoop
+        let promise = eventLoop.makePromise(of: T.self)
+        let decided = OnceFlag()
+        let message = "the key vault at \(settings) did not \(what) within \(timeout) (timed out)"
+        // Both run on the event loop, one after the other: whichever comes first decides.
+        let timer = eventLoop.scheduleTask(in: timeout.timeAmount) {
+            guard decided.take() else { return }
+            promise.fail(PostgresVaultError.timedOut(message))
+            abandon()
+        }
+        future.whenComplete { result in
+            timer.cancel()
+            if decided.take() {
+                promise.completeWith(result)
+            } else if case let .success(value) = result {
+                late(value)
+            }
+        }
+        return try promise.futureResult.wait()
     }
 
     /// Runs `body` in a transaction on the connection: committed when it returns, rolled back
@@ -202,7 +268,9 @@ package final class PostgresVaultStorage: KeyVaultStorage {
             try run(connection, "COMMIT")
             return result
         } catch {
-            if !connection.isClosed { _ = try? run(connection, "ROLLBACK") }
+            // A failed statement dropped the connection, which ended the transaction on the
+            // server; an error of the body leaves it open, to be rolled back.
+            if self.connection.withLock({ $0 === connection }), !connection.isClosed { _ = try? run(connection, "ROLLBACK") }
             throw error
         }
     }
@@ -230,20 +298,40 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     ]
 }
 
+/// Set once, by the first that takes it.
+private final class OnceFlag: Sendable {
+    private let taken = Atomic(false)
+
+    /// True for the first caller only.
+    func take() -> Bool { !taken.exchange(true, ordering: .acquiringAndReleasing) }
+}
+
 /// Errors of the key vault on PostgreSQL.
-package enum PostgresVaultError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum PostgresVaultError: Error, Sendable, Equatable, CustomStringConvertible, TransientFailure {
     /// The log's schema has no key vault (and none was to be created).
     case missing(location: String)
     /// A row does not have the layout of FORMAT.md.
     case damaged(location: String, reason: String)
-    /// The server could not be reached, refused, or did not answer in time.
+    /// The server could not be reached, refused, or the connection was lost.
     case server(String)
+    /// The server did not answer (connect, query, lock) within the vault's timeout.
+    case timedOut(String)
 
     package var description: String {
         switch self {
         case let .missing(location): "there is no key vault at \(location)"
         case let .damaged(location, reason): "the key vault at \(location) is damaged: \(reason)"
         case let .server(message): message
+        case let .timedOut(message): message
+        }
+    }
+
+    /// A server that could not be reached or did not answer may answer later; a missing or
+    /// damaged vault stays so.
+    package var isTransient: Bool {
+        switch self {
+        case .server, .timedOut: true
+        case .missing, .damaged: false
         }
     }
 }

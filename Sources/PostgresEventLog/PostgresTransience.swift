@@ -1,0 +1,114 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLogProtocol
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Which failures of the server or the connection may pass by themselves (a lost connection, a
+/// server that is restarting or not answering yet): those are retried, the others are final.
+enum PostgresTransience {
+    /// True for a lost or refused connection, a server shutting down or starting up, a deadline
+    /// that ran out, a deadlock or serialization failure; false for what the same request would
+    /// meet again (a refused login, a missing table, a malformed answer).
+    static func isTransient(_ error: any Error) -> Bool {
+        switch error {
+        case let error as PSQLError:
+            switch error.code {
+            case .server:
+                return error.serverInfo?[.sqlState].map(isTransient(sqlState:)) ?? false
+            case .clientClosedConnection, .serverClosedConnection, .connectionError, .uncleanShutdown, .queryCancelled:
+                return true
+            default:
+                return false
+            }
+        case let error as PostgresTransactionError:
+            return [error.beginError, error.closureError, error.commitError, error.rollbackError].contains { $0.map(isTransient) ?? false }
+        case let error as any TransientFailure:
+            return error.isTransient
+        case let error as EventLogError:
+            if case let .storage(inner) = error { return isTransient(inner) }
+            return false
+        case is IOError, is ChannelError, is NIOConnectionError:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// SQLSTATE classes of failures that pass: 08 connection exception, 53 insufficient
+    /// resources, 57P01–57P05 (the server is shutting down, crashed, starting up, idle session
+    /// ended), 40001 and 40P01 (serialization failure, deadlock), 55P03 (a lock not available).
+    static func isTransient(sqlState: String) -> Bool {
+        sqlState.hasPrefix("08") || sqlState.hasPrefix("53") || sqlState.hasPrefix("57P") || ["40001", "40P01", "55P03"].contains(sqlState)
+    }
+
+    /// The wait before try `attempt` (1 for the first retry): doubling from `first` up to
+    /// `cap`, with a random part (the upper half of the span, "equal jitter") so that the nodes
+    /// that lost the same server do not all come back in the same millisecond.
+    static func backoff(attempt: Int, first: Duration = .milliseconds(50), cap: Duration = .seconds(1)) -> Duration {
+        let doubled = first * (1 << min(max(attempt - 1, 0), 20))
+        let span = min(doubled, cap)
+        return span / 2 + span / 2 * Double.random(in: 0...1)
+    }
+}
+
+/// One outage of the server as one thing seen from here: logged once when it begins (its first
+/// failure) and once when it ends (the first success after it), with how long it lasted, instead
+/// of a line for every failed try.
+final class PostgresOutage: Sendable {
+    private struct State {
+        var since: ContinuousClock.Instant?
+        var failures = 0
+        var lastError = ""
+    }
+
+    private let state = Mutex(State())
+    private let what: String
+    private let logger: Logger
+
+    /// `what`: what is out, e.g. "the key vault at postgres://…".
+    init(_ what: String, logger: Logger) {
+        self.what = what
+        self.logger = logger
+    }
+
+    /// Whether an outage is under way.
+    var isOngoing: Bool { state.withLock { $0.since != nil } }
+
+    /// A try failed with a transient error: the first failure of an outage is logged.
+    func failed(_ error: any Error) {
+        let first = state.withLock { state in
+            state.failures += 1
+            state.lastError = String(describing: error)
+            guard state.since == nil else { return false }
+            state.since = .now
+            return true
+        }
+        if first {
+            logger.warning("\(what) cannot be reached; retrying", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A try succeeded: an outage under way ends, logged with its duration.
+    func succeeded() {
+        let ended = state.withLock { state -> (Duration, Int, String)? in
+            guard let since = state.since else { return nil }
+            defer { state = State() }
+            return (.now - since, state.failures, state.lastError)
+        }
+        if let (duration, failures, lastError) = ended {
+            logger.warning(
+                "\(what) is reachable again after an outage of \(Self.seconds(duration))",
+                metadata: ["failures": "\(failures)", "last error": "\(lastError)"])
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        String(format: "%.3f s", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
+}
