@@ -47,7 +47,8 @@ struct AccountRoutes: Sendable {
     }
 
     static let operationTable: [Operation] = [
-        Operation(.post, "/v1/accounts", limits: [.signups, .records]) { routes, request, client in try await routes.signup(&request, client: client) },
+        Operation(.post, "/v1/accounts", limits: [.signups, .records]) { routes, request, client in try await routes.signup(&request, client: client)
+        },
         Operation(.post, "/v1/accounts/confirm", limits: [.signups, .records]) { routes, request, client in
             try await routes.confirmSignup(&request, client: client)
         },
@@ -68,8 +69,10 @@ struct AccountRoutes: Sendable {
         Operation(.post, "/v1/password-resets/complete", limits: [.resets]) { routes, request, client in
             try await routes.completeReset(&request, client: client)
         },
+        Operation(.get, "/v1/positions/:position") { routes, request, _ in try await routes.position(request) },
         Operation(.get, "/openapi.yaml") { routes, _, _ in routes.openAPIDocument() },
-        Operation(.get, "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) }
+        Operation(.get, "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) },
+        Operation(.get, "/health/ready") { routes, _, _ in try await routes.readiness() }
     ]
 
     func register(on router: Router<ServerRequestContext>) {
@@ -98,6 +101,10 @@ struct AccountRoutes: Sendable {
             response = Problem.bodyTooLarge(configuration.maxBodyBytes).response()
         } catch let error where Problem.isMalformedFraming(error) {
             response = Problem.malformedFraming.response()
+        } catch let AccountStoreError.committedNotApplied(position, reason) {
+            // Done, but this node cannot show it yet: never answered as failed.
+            logger.warning("answered 202: committed, not yet applied here", metadata: ["position": "\(position)", "reason": "\(reason)"])
+            response = Self.accepted(position: position)
         } catch {
             if let problem = Problem.from(error, now: store.now()) {
                 response = problem.response()

@@ -36,6 +36,9 @@ public struct AccountServerConfiguration: Sendable {
     public var admin: AdminCredential?
     /// How long an admin session lasts before the credential must be presented again.
     public var adminSessionValidity: Duration = .seconds(30 * 60)
+    /// How long a projection may be behind the log without advancing before `/health/ready` calls
+    /// the node not ready.
+    public var stallThreshold: Duration = .seconds(5)
     /// Timeouts and caps on connections and event streams.
     public var connections = ConnectionLimits()
     /// Proxies whose `Forwarded` / `X-Forwarded-For` headers name the client (for the limits);
@@ -120,7 +123,13 @@ public struct AccountServer: Service {
     /// The methods and paths the server answers (those under `/admin/` when it has an admin
     /// credential), as the OpenAPI document lists them (`/{id}` style).
     public static var operations: [(method: String, path: String)] {
-        AccountRoutes.operationTable.map { ($0.method.rawValue, $0.path) }
+        AccountRoutes.operationTable.map { operation in
+            // `:name` in the router is `{name}` in OpenAPI.
+            let parts = operation.path.split(separator: "/", omittingEmptySubsequences: false).map {
+                $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
+            }
+            return (operation.method.rawValue, parts.joined(separator: "/"))
+        }
             + AdminRoutes.table.map { method, path, _ in
                 // `:name` in the router is `{name}` in OpenAPI.
                 let parts = path.split(separator: "/", omittingEmptySubsequences: false).map {

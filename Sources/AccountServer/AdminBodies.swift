@@ -11,7 +11,10 @@ import SpeziAccountStore
 /// An account found by id or user id (no personal values: lists show ids only).
 struct FoundBody: Encodable {
     let accountId: String
+    /// From the log: whether the account is deleted.
     let deleted: Bool
+    /// Whether this node's details cache has applied the account's latest record.
+    let applied: Bool
 }
 
 /// Activity counts, one point per bucket, oldest first.

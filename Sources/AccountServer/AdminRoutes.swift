@@ -160,10 +160,14 @@ struct AdminRoutes: Sendable {
             throw Problem.malformed("query must name an account id or a user id")
         }
         if !query.hasPrefix("$"), let version = try await store.log.streamVersion(query), version > 0 {
-            return try AccountRoutes.json(FoundBody(accountId: query, deleted: try store.cachedState(of: query)?.isDeleted ?? true))
+            // The log says whether it is deleted; the cache says only whether this node has applied it.
+            let cached = try store.cachedState(of: query)
+            let deleted = try await store.accounts.load(query)?.isDeleted ?? true
+            return try AccountRoutes.json(FoundBody(accountId: query, deleted: deleted, applied: cached?.version == version))
         }
         guard let accountId = try await store.accounts.accountId(forUserId: query) else { throw Problem.noSuchAccount }
-        return try AccountRoutes.json(FoundBody(accountId: accountId, deleted: false))
+        let applied = try await store.log.streamVersion(accountId).map { try store.cachedState(of: accountId)?.version == $0 } ?? false
+        return try AccountRoutes.json(FoundBody(accountId: accountId, deleted: false, applied: applied))
     }
 
     private func history(_ request: Request, _ context: ServerRequestContext, _ admin: String) async throws -> Response {

@@ -92,12 +92,13 @@ struct Problem: Error, Encodable {
         case .tooMuchContention:
             return Problem("contention", .serviceUnavailable, "The account kept changing; nothing was written. Try again.", retryAfter: 1)
         case let .overloaded(seconds):
-            return Problem("overloaded", .serviceUnavailable, "Too many password checks are waiting; nothing was done. Try again.", retryAfter: seconds)
+            return Problem(
+                "overloaded", .serviceUnavailable, "Too many password checks are waiting; nothing was done. Try again.", retryAfter: seconds)
         case .invalidPasswordResetToken:
             return Problem("invalid-reset-token", .badRequest, "The password reset token is invalid, used or expired.")
         case .invalidSignupToken:
             return Problem("invalid-signup-token", .badRequest, "The signup confirmation token is invalid, used or expired.")
-        case .keyMismatch, .storeTransfer, .unsupportedLogLocation, .signupConfirmationUnavailable:
+        case .keyMismatch, .storeTransfer, .unsupportedLogLocation, .signupConfirmationUnavailable, .committedNotApplied:
             return nil
         }
     }

@@ -32,8 +32,9 @@ struct BatchApplier<P: Projection> {
     var count = 0
     /// The projection threw: it stops at this record.
     var failure: ProjectionError?
-    /// The projections' own storage failed: the batch is abandoned and retried.
-    var storageFailure: LMDBError?
+    /// The projections' own storage failed, or a backend the projection reads through (a key vault
+    /// on PostgreSQL) is briefly unavailable: the batch is abandoned and retried.
+    var storageFailure: (any Error)?
 
     init(projection: P, name: String, state: ProjectionState, reached: UInt64) {
         self.projection = projection
@@ -48,6 +49,10 @@ struct BatchApplier<P: Projection> {
         do {
             try projection.apply(record, to: state, batch: &batch)
         } catch let error as LMDBError {
+            storageFailure = error
+            return false
+        } catch let error where isTransientFailure(error) {
+            // Not the record's fault: the batch is retried, the projection not stopped.
             storageFailure = error
             return false
         } catch is ProjectionState.ReadOnlyState {

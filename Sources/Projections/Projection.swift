@@ -164,6 +164,10 @@ public struct ProjectionStatus: Sendable, Equatable {
     public let failure: String?
     /// The runner's current storage failure (it retries), if any.
     public var storageError: String? = nil
+    /// Since when the runner has failed to advance (nil while it advances).
+    public var storageErrorSince: Date? = nil
+    /// When the serving generation last applied a batch in this process (its open, before any).
+    public var lastAdvanced: Date? = nil
 
     /// Whether both sides are equal.
     public static func == (lhs: ProjectionStatus, rhs: ProjectionStatus) -> Bool {

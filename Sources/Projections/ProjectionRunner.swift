@@ -20,27 +20,50 @@ extension ProjectionStore {
     func run() async {
         /// The storage failure last logged, so that a failure repeated every retry is logged once.
         var reported: String?
+        /// When the current outage began, and how many retries it took so far.
+        var outage: (since: ContinuousClock.Instant, retries: Int)?
         while !Task.isCancelled {
             let worked: Bool
             do {
                 worked = try await step()
             } catch {
                 if state.withLock({ $0.closed }) { return }
-                // A storage failure of the projections environment (or of reading the log): it is
-                // logged, shown by status(), and retried; waiting commands give up after their timeout.
+                // A storage failure of the projections environment, of reading the log, or of a
+                // backend a projection reads through (a key vault on PostgreSQL): it is logged
+                // once, shown by status(), and retried with capped exponential backoff and jitter;
+                // waiting commands give up after their timeout.
                 let message = String(describing: error)
-                state.withLock { $0.storageError = message }
+                let retries = (outage?.retries ?? 0) + 1
+                let since = outage?.since ?? .now
+                outage = (since, retries)
+                state.withLock { state in
+                    state.storageError = message
+                    state.storageErrorSince = state.storageErrorSince ?? Date()
+                }
                 if reported != message {
-                    Self.logger.error("projections cannot advance; retrying", metadata: ["error": "\(message)", "path": "\(environment.path)"])
+                    Self.logger.error(
+                        "projections cannot advance; retrying",
+                        metadata: ["error": "\(message)", "path": "\(environment.path)", "transient": "\(isTransientFailure(error))"])
                     reported = message
                 }
-                try? await Task.sleep(for: .milliseconds(100))
+                try? await Task.sleep(for: Self.retryDelay(attempt: retries))
                 continue
             }
-            if reported != nil {
-                state.withLock { $0.storageError = nil }
-                Self.logger.notice("projections advance again", metadata: ["path": "\(environment.path)"])
+            if let current = outage {
+                state.withLock { state in
+                    state.storageError = nil
+                    state.storageErrorSince = nil
+                }
+                let lasted = ContinuousClock.now - current.since
+                Self.logger.notice(
+                    "projections advance again",
+                    metadata: [
+                        "path": "\(environment.path)",
+                        "outage-seconds": "\(Double(lasted.components.seconds) + Double(lasted.components.attoseconds) / 1e18)",
+                        "retries": "\(current.retries)"
+                    ])
                 reported = nil
+                outage = nil
             }
             if worked {
                 await Task.yield()
@@ -61,6 +84,14 @@ extension ProjectionStore {
                 group.cancelAll()
             }
         }
+    }
+
+    /// The pause before retry `attempt` (1, 2, …) of a failed round: 50 ms doubled per attempt up
+    /// to 1 s, each with up to 50 % of random jitter (so that nodes sharing a restarted server do
+    /// not come back in step).
+    static func retryDelay(attempt: Int) -> Duration {
+        let base = min(1_000, 50 << min(attempt - 1, 5))
+        return .milliseconds(base / 2 + Int.random(in: 0...base / 2))
     }
 
     /// One round: starts requested rebuilds, applies a batch to every generation that is behind,
@@ -209,6 +240,7 @@ extension ProjectionStore {
                 if state.building[name]?.number == generation.number { state.building[name] = generation }
             } else if state.active[name]?.number == generation.number {
                 state.active[name] = generation
+                state.lastAdvanced[name] = Date()
             }
             if let failure { state.failures[name] = failure }
             return (

@@ -52,6 +52,11 @@ public final class ProjectionStore: Sendable {
         var nextWaiterID: UInt64 = 0
         /// The last storage failure of the runner (cleared by the next round that succeeds).
         var storageError: String?
+        /// When the runner's current storage failures began.
+        var storageErrorSince: Date?
+        /// When each serving generation last applied a batch (or the store opened).
+        var lastAdvanced: [String: Date] = [:]
+        let openedAt = Date()
         var rebuildWaiters: [(name: String, id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var progress: [String: @Sendable (UInt64, UInt64) -> Void] = [:]
         var closed = false
@@ -253,7 +258,8 @@ public final class ProjectionStore: Sendable {
                 return ProjectionStatus(
                     name: name, generation: active.number, checkpoint: active.checkpoint,
                     lag: last > active.checkpoint ? last - active.checkpoint : 0,
-                    rebuilding: building, failure: state.failures[name]?.description, storageError: state.storageError)
+                    rebuilding: building, failure: state.failures[name]?.description, storageError: state.storageError,
+                    storageErrorSince: state.storageErrorSince, lastAdvanced: state.lastAdvanced[name] ?? state.openedAt)
             }
         }
     }

@@ -291,7 +291,7 @@ struct AccountServerTests {
         let documented = Set(OpenAPIOperations.parse(text).map { "\($0.method) \($0.path)" })
         let served = Set(AccountServer.operations.map { "\($0.method) \($0.path)" })
         #expect(documented == served)
-        #expect(documented.count == 28)
+        #expect(documented.count == 30)
         try await ServerFixture().withServer { api, _ in
             let answer = try await api.send(.get, "/openapi.yaml")
             #expect(answer.status == 200)

@@ -25,7 +25,7 @@ struct HostileConnectionTests {
         try await LiveServer.with(configuration: configuration, realHashing: false) { server in
             let (refusedAtOnce, closedWhenIdle) = try await offThePool { () -> (Int, Int) in
                 var descriptors: [Int32] = []
-                defer { descriptors.forEach { close($0) } }
+                defer { for descriptor in descriptors { close(descriptor) } }
                 // Half a slow head: never finished.
                 for _ in 0..<250 {
                     let descriptor = try RawHTTP.connect(port: server.port, source: "127.0.0.2")
@@ -61,7 +61,7 @@ struct HostileConnectionTests {
         ConnectionLimits.raiseOpenFilesLimit()
         let held = try await offThePool { () -> Int in
             var descriptors: [Int32] = []
-            defer { descriptors.forEach { close($0) } }
+            defer { for descriptor in descriptors { close(descriptor) } }
             for _ in 0..<600 {
                 // Past the accept cap, connections wait in the kernel's backlog or are refused there.
                 guard let descriptor = try? RawHTTP.connect(port: port, source: "127.0.0.2", timeoutSeconds: 3) else { continue }
@@ -94,7 +94,7 @@ struct HostileConnectionTests {
             let outcome = try await offThePool { () -> [Int] in
                 var statuses: [Int] = []
                 var open: [Int32] = []
-                defer { open.forEach { close($0) } }
+                defer { for descriptor in open { close(descriptor) } }
                 func stream(_ request: [UInt8]) throws -> Int {
                     let descriptor = try RawHTTP.connect(port: server.port)
                     try RawHTTP.write(descriptor, request[...])

@@ -88,11 +88,15 @@ struct HostileGuessingTests {
             _ = try await server.signup(Self.owner)
             for _ in 0..<5 { #expect(try await server.login(Self.owner, "forgotten", source: "127.0.0.5").status == 401) }
             #expect(try await server.login(Self.owner, Self.password, source: "127.0.0.5").status == 429)
-            #expect(try await RawHTTP.send(port: server.port, source: "127.0.0.5", "POST", "/v1/password-resets", json: #"{"userId":"\#(Self.owner)"}"#).status == 202)
+            #expect(
+                try await RawHTTP.send(port: server.port, source: "127.0.0.5", "POST", "/v1/password-resets", json: #"{"userId":"\#(Self.owner)"}"#)
+                    .status == 202)
             await server.store.settleBackgroundWrites()
             let link = try #require(server.fixture.resets.withLock { $0.last })
             let completion = #"{"userId":"\#(Self.owner)","token":"\#(link.token)","newPassword":"a brand new secret"}"#
-            #expect(try await RawHTTP.send(port: server.port, source: "127.0.0.5", "POST", "/v1/password-resets/complete", json: completion).status == 204)
+            #expect(
+                try await RawHTTP.send(port: server.port, source: "127.0.0.5", "POST", "/v1/password-resets/complete", json: completion).status == 204
+            )
             #expect(try await server.login(Self.owner, "a brand new secret", source: "127.0.0.5").status == 201)
         }
     }
@@ -109,7 +113,8 @@ struct HostileGuessingTests {
             for _ in 0..<8 {
                 let answer = try await RawHTTP.send(
                     port: server.port, source: "127.0.0.6", "POST", "/v1/account/upgrade",
-                    json: #"{"userId":"\#(Self.owner)","password":"another password 1","name":{"givenName":"Eve"}}"#, headers: ["Authorization": "Bearer \(token)"])
+                    json: #"{"userId":"\#(Self.owner)","password":"another password 1","name":{"givenName":"Eve"}}"#,
+                    headers: ["Authorization": "Bearer \(token)"])
                 statuses.append(answer.status)
             }
             #expect(statuses == [409, 409, 409, 409, 409, 429, 429, 429])
@@ -121,9 +126,11 @@ struct HostileGuessingTests {
         var configuration = AccountServerConfiguration()
         configuration.rateLimits.signupsPerClient = RateLimit(burst: 1_000, perMinute: 1_000)
         configuration.rateLimits.recordsPerClient = RateLimit(burst: 1_000, perMinute: 1_000)
-        try await LiveServer.with(configuration: configuration, adjusting: { $0.maxQueuedPasswordChecks = 2 }) { server in
+        try await LiveServer.with(configuration: configuration, tweaks: StoreTweaks(maxQueuedPasswordChecks: 2)) { server in
             let requests = (0..<24).map { index in
-                RawHTTP.request("POST", "/v1/accounts", json: #"{"userId":"flood\#(index)@example.org","password":"correct horse battery","name":{"givenName":"F"}}"#)
+                RawHTTP.request(
+                    "POST", "/v1/accounts",
+                    json: #"{"userId":"flood\#(index)@example.org","password":"correct horse battery","name":{"givenName":"F"}}"#)
             }
             let answers = try await RawHTTP.together(port: server.port, source: "127.0.0.7", requests)
             let overloaded = answers.filter { $0.status == 503 && $0.problemType == "urn:spezi-account-store:problem:overloaded" }
@@ -146,7 +153,8 @@ struct HostileGuessingTests {
                 let (token, _) = try await server.signup(userId)
                 async let login = server.login(userId, Self.password, source: "127.0.0.8")
                 async let change = RawHTTP.send(
-                    port: server.port, "PATCH", "/v1/account", json: #"{"set":{"password":"new password \#(round)"},"currentPassword":"\#(Self.password)"}"#,
+                    port: server.port, "PATCH", "/v1/account",
+                    json: #"{"set":{"password":"new password \#(round)"},"currentPassword":"\#(Self.password)"}"#,
                     headers: ["Authorization": "Bearer \(token)"])
                 let (opened, changed) = try await (login, change)
                 #expect(changed.status == 200)

@@ -43,7 +43,10 @@ struct HostileProbingTests {
             var report: [String] = []
             for (route, json) in [
                 ("/v1/password-resets", #"{"userId":"%@"}"#),
-                ("/v1/password-resets/complete", #"{"userId":"%@","token":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","newPassword":"a new secret 123"}"#)
+                (
+                    "/v1/password-resets/complete",
+                    #"{"userId":"%@","token":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","newPassword":"a new secret 123"}"#
+                )
             ] {
                 var answers: [String: Set<String>] = [:]
                 var medians: [String: Double] = [:]
@@ -136,7 +139,9 @@ struct HostileProbingTests {
             _ = try await server.signup(Self.owner, source: "127.0.0.3")
             let before = try await server.store.log.lastPosition()
             var statuses: [Int] = []
-            for _ in 0..<3 { statuses.append(try await RawHTTP.send(port: server.port, source: "127.0.0.2", "POST", "/v1/accounts/anonymous").status) }
+            for _ in 0..<3 {
+                statuses.append(try await RawHTTP.send(port: server.port, source: "127.0.0.2", "POST", "/v1/accounts/anonymous").status)
+            }
             for _ in 0..<3 { statuses.append(try await server.login(Self.owner, "wrong", source: "127.0.0.2").status) }
             #expect(statuses == [201, 201, 201, 401, 429, 429])
             await server.store.settleBackgroundWrites()
@@ -149,7 +154,9 @@ struct HostileProbingTests {
     func resetLinksStay() async throws {
         try await LiveServer.with(realHashing: false) { server in
             _ = try await server.signup(Self.owner)
-            #expect(try await RawHTTP.send(port: server.port, source: "127.0.0.4", "POST", "/v1/password-resets", json: #"{"userId":"\#(Self.owner)"}"#).status == 202)
+            #expect(
+                try await RawHTTP.send(port: server.port, source: "127.0.0.4", "POST", "/v1/password-resets", json: #"{"userId":"\#(Self.owner)"}"#)
+                    .status == 202)
             await server.store.settleBackgroundWrites()
             let first = try #require(server.fixture.resets.withLock { $0.first })
             for index in 0..<6 {

@@ -20,7 +20,9 @@ struct LiveServer {
     let fixture: ServerFixture
 
     /// A signup with real password hashing; returns the token and the account id.
-    func signup(_ userId: String, password: String = "correct horse battery", source: String? = nil) async throws -> (
+    func signup(
+        _ userId: String, password: String = "correct horse battery", source: String? = nil
+    ) async throws -> (
         token: String, accountId: String
     ) {
         let answer = try await RawHTTP.send(
@@ -38,7 +40,7 @@ struct LiveServer {
     /// Runs `body` against a live server; stops it and removes the store after.
     static func with(
         configuration: AccountServerConfiguration = AccountServerConfiguration(), realHashing: Bool = true,
-        adjusting: @Sendable (inout AccountStoreOptions) -> Void = { _ in },
+        tweaks: StoreTweaks = StoreTweaks(),
         _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         let fixture = ServerFixture()
@@ -47,7 +49,8 @@ struct LiveServer {
             options.passwordHashing = .recommended
             options.allowWeakPasswordParameters = false
         }
-        adjusting(&options)
+        if let queue = tweaks.maxQueuedPasswordChecks { options.maxQueuedPasswordChecks = queue }
+        if let timeout = tweaks.readYourWritesTimeout { options.projections.readYourWritesTimeout = timeout }
         let store = try await AccountStore(directory: fixture.directory.path, options: options)
         var configuration = configuration
         configuration.port = 0
@@ -78,6 +81,12 @@ struct LiveServer {
         try? FileManager.default.removeItem(at: fixture.directory)
         try outcome.get()
     }
+}
+
+/// Store options a test changes.
+struct StoreTweaks {
+    var maxQueuedPasswordChecks: Int?
+    var readYourWritesTimeout: Duration?
 }
 
 /// The server as a service that reports its port.

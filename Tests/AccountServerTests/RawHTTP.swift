@@ -154,7 +154,7 @@ enum RawHTTP {
     static func together(port: Int, source: String? = nil, _ requests: [[UInt8]]) async throws -> [Answer] {
         try await offThePool {
             var descriptors: [Int32] = []
-            defer { descriptors.forEach { close($0) } }
+            defer { for descriptor in descriptors { close(descriptor) } }
             for request in requests {
                 let descriptor = try connect(port: port, source: source)
                 descriptors.append(descriptor)

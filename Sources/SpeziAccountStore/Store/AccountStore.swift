@@ -274,8 +274,25 @@ public final class AccountStore: Sendable {
     }
 
     /// Waits until the details cache has applied `position`: what an operation returns, every read shows.
+    /// Waits until the details cache has applied `position`, which a command has just committed.
+    /// When it cannot say so in time (its projection is stalled, say by a key vault that is
+    /// briefly unreachable, or has stopped) the command still happened: this throws
+    /// ``AccountStoreError/committedNotApplied(position:reason:)``, never a failure.
     func awaitCache(_ position: UInt64) async throws {
-        try await projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: position)
+        do {
+            try await projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: position)
+        } catch let error as ProjectionError {
+            Self.logger.warning(
+                "a committed command is answered before the details cache has it", metadata: ["position": "\(position)", "reason": "\(error)"])
+            throw AccountStoreError.committedNotApplied(position: position, reason: error.description)
+        }
+    }
+
+    /// Whether the details cache has applied the log up to `position` (a position that
+    /// ``AccountStoreError/committedNotApplied(position:reason:)`` named, for instance).
+    public func hasApplied(_ position: UInt64) async throws -> Bool {
+        let status = try await projections.status().first { $0.name == AccountDetailsProjection.projectionName }
+        return (status?.checkpoint ?? 0) >= position
     }
 
     /// Values to log for these details: every key but the account id, user id and password, which

@@ -18,6 +18,10 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     /// Too many failed logins in a row from this client (or a check whose turn is too far off):
     /// wait until the given time.
     case lockedOut(until: Date)
+    /// The command was committed to the log at `position`, but the details cache could not
+    /// confirm it in time (its projection is stalled or stopped; `reason` says why). It is not a
+    /// failure: the change is in the log and reaches the cache once it advances. Do not repeat it.
+    case committedNotApplied(position: UInt64, reason: String)
     /// Too many password checks are queued already; nothing was done: try again after the given
     /// number of seconds.
     case overloaded(retryAfter: Int)
@@ -50,6 +54,7 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .notAnonymous(id): "account \"\(id)\" is not anonymous"
         case let .tooMuchContention(id, attempts): "account \"\(id)\" kept changing under \(attempts) attempts; nothing was written"
         case let .lockedOut(until): "too many failed logins; try again after \(ISO8601DateFormatter().string(from: until))"
+        case let .committedNotApplied(position, reason): "committed at position \(position); the cache has not applied it yet (\(reason))"
         case let .overloaded(seconds): "too many password checks are waiting; try again in \(seconds) s"
         case let .valueTooLarge(key, bytes, limit): "the value of \(key) has \(bytes) bytes; at most \(limit) are accepted"
         case let .tooManyKeys(count, limit): "\(count) keys in one operation; at most \(limit) are accepted"

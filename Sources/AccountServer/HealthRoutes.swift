@@ -1,0 +1,107 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import Hummingbird
+import Metrics
+import Projections
+import SpeziAccountStore
+
+/// Readiness, and the answers for writes that are done but not yet visible on this node.
+extension AccountRoutes {
+    /// `202 {"status":"accepted","position":N}` with `Location: /v1/positions/N`: the command
+    /// committed at position N, and this node's details cache has not applied it yet.
+    static func accepted(position: UInt64) -> Response {
+        var response = (try? json(AcceptedBody(position: position), status: .accepted)) ?? Response(status: .accepted)
+        response.headers[.location] = "/v1/positions/\(position)"
+        response.headers[.retryAfter] = "1"
+        return response
+    }
+
+    /// `GET /v1/positions/{position}`: 200 once this node has applied the log up to it, else 202
+    /// with `Retry-After`.
+    func position(_ request: Request) async throws -> Response {
+        guard let text = request.uri.path.split(separator: "/").last, let position = UInt64(text) else {
+            throw Problem.malformed("the position is not a number")
+        }
+        let applied = try await store.hasApplied(position)
+        var response = try Self.json(PositionBody(position: position, applied: applied), status: applied ? .ok : .accepted)
+        if !applied { response.headers[.retryAfter] = "1" }
+        return response
+    }
+
+    /// `GET /health/ready`: 200 when this node can serve (it reaches its log within 2 s and no
+    /// projection is stopped, failing, or behind without having advanced for
+    /// ``AccountServerConfiguration/stallThreshold``), else 503 with the reasons; either way each
+    /// projection's position, lag, last error and since when. Also sets the
+    /// `account_server_ready` gauge.
+    func readiness() async throws -> Response {
+        var reasons: [String] = []
+        let store = self.store
+        let reached: [ProjectionStatus]? = await withTaskGroup(of: [ProjectionStatus]?.self) { group in
+            group.addTask { try? await store.projections.status() }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(2))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        let statuses = reached ?? []
+        if reached == nil { reasons.append("the log does not answer within 2 s") }
+        for status in statuses {
+            if let failure = status.failure { reasons.append("projection \(status.name) stopped: \(failure)") }
+            if let error = status.storageError { reasons.append("projection \(status.name) cannot advance: \(error)") }
+            let threshold =
+                Double(configuration.stallThreshold.components.seconds) + Double(configuration.stallThreshold.components.attoseconds) / 1e18
+            if status.failure == nil, status.storageError == nil, status.lag > 0, let last = status.lastAdvanced,
+                Date().timeIntervalSince(last) > threshold
+            {
+                reasons.append(
+                    "projection \(status.name) is \(status.lag) records behind and has not advanced for \(Int(Date().timeIntervalSince(last))) s")
+            }
+        }
+        let formatter = ISO8601DateFormatter()
+        let body = ReadinessBody(
+            status: reasons.isEmpty ? "ready" : "not-ready", reasons: reasons,
+            projections: statuses.map { status in
+                ReadinessBody.Projection(
+                    name: status.name, checkpoint: status.checkpoint, lag: status.lag, failure: status.failure,
+                    lastError: status.storageError, since: status.storageErrorSince.map(formatter.string(from:)),
+                    lastAdvanced: status.lastAdvanced.map(formatter.string(from:)))
+            })
+        Gauge(label: "account_server_ready").record(reasons.isEmpty ? 1 : 0)
+        if !reasons.isEmpty { logger.notice("not ready", metadata: ["reasons": "\(reasons.joined(separator: "; "))"]) }
+        var response = try Self.json(body, status: reasons.isEmpty ? .ok : .serviceUnavailable)
+        if !reasons.isEmpty { response.headers[.retryAfter] = "1" }
+        return response
+    }
+}
+
+struct AcceptedBody: Encodable {
+    var status = "accepted"
+    let position: UInt64
+}
+
+struct PositionBody: Encodable {
+    let position: UInt64
+    let applied: Bool
+}
+
+struct ReadinessBody: Encodable {
+    struct Projection: Encodable {
+        let name: String
+        let checkpoint: UInt64
+        let lag: UInt64
+        let failure: String?
+        let lastError: String?
+        let since: String?
+        let lastAdvanced: String?
+    }
+
+    let status: String
+    let reasons: [String]
+    let projections: [Projection]
+}

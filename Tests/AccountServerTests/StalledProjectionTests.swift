@@ -1,0 +1,78 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import AccountServer
+import Foundation
+import SpeziAccountStore
+import TestSupport
+import Testing
+
+/// A node whose details cache cannot advance: another process holds the projections' LMDB write
+/// lock (Python's lmdb package, as an operator's tool would). Writes still commit to the log.
+@Suite("a node whose projection is stalled", .timeLimit(.minutes(3)))
+struct StalledProjectionTests {
+    @Test("a committed write is answered 202 with its position, never 5xx; readiness says why; all is there once it advances")
+    func stalledProjection() async throws {
+        var configuration = AccountServerConfiguration()
+        configuration.stallThreshold = .milliseconds(500)
+        try await LiveServer.with(configuration: configuration, realHashing: false, tweaks: StoreTweaks(readYourWritesTimeout: .seconds(1))) {
+            server in
+            #expect(try await RawHTTP.send(port: server.port, "GET", "/health/ready").status == 200)
+            // The write lock, held by another process until its standard input closes.
+            let holder = Process()
+            holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            holder.arguments = [
+                "python3", "-c",
+                "import lmdb, sys; env = lmdb.open(sys.argv[1], max_dbs=256); txn = env.begin(write=True); print('held', flush=True); sys.stdin.read()",
+                server.store.directory + "/projections"
+            ]
+            let input = Pipe()
+            let output = Pipe()
+            holder.standardInput = input
+            holder.standardOutput = output
+            try holder.run()
+            defer {
+                try? input.fileHandleForWriting.close()
+                holder.waitUntilExit()
+            }
+            let line = try await offThePool { String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) }
+            try #require(line.contains("held"), "the lock holder said \(line)")
+
+            let signup = try await RawHTTP.send(
+                port: server.port, "POST", "/v1/accounts",
+                json: #"{"userId":"late@example.org","password":"correct horse battery","name":{"givenName":"L"}}"#)
+            #expect(signup.status == 202)
+            #expect(signup.json["status"] as? String == "accepted")
+            let position = try #require(signup.json["position"] as? Int)
+            #expect(signup.headers["location"] == "/v1/positions/\(position)")
+            // Committed: in the log, whatever the cache says.
+            #expect(try await server.store.accounts.accountId(forUserId: "late@example.org") != nil)
+            #expect(try await RawHTTP.send(port: server.port, "GET", "/v1/positions/\(position)").status == 202)
+            // A retry of the signup is told the user id is taken (it was done).
+            let retry = try await RawHTTP.send(
+                port: server.port, "POST", "/v1/accounts",
+                json: #"{"userId":"late@example.org","password":"correct horse battery","name":{"givenName":"L"}}"#)
+            #expect(retry.status == 409)
+
+            try await Task.sleep(for: .seconds(1))
+            let ready = try await RawHTTP.send(port: server.port, "GET", "/health/ready")
+            #expect(ready.status == 503)
+            let reasons = ready.json["reasons"] as? [String] ?? []
+            #expect(reasons.contains { $0.contains("account-details") && $0.contains("has not advanced") }, "\(reasons)")
+
+            try input.fileHandleForWriting.close()
+            let deadline = ContinuousClock.now + .seconds(30)
+            var applied = 0
+            while ContinuousClock.now < deadline {
+                applied = try await RawHTTP.send(port: server.port, "GET", "/v1/positions/\(position)").status
+                if applied == 200 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(applied == 200)
+            #expect(try await RawHTTP.send(port: server.port, "GET", "/health/ready").status == 200)
+            #expect(try await server.login("late@example.org", "correct horse battery").status == 201)
+        }
+    }
+}
