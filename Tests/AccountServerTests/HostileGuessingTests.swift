@@ -138,6 +138,11 @@ struct HostileGuessingTests {
             #expect(!overloaded.isEmpty)
             #expect(overloaded.allSatisfy { $0.headers["retry-after"] == "1" })
             #expect(answers.filter { $0.status == 201 }.count + overloaded.count == 24)
+            // After the flood: the log verifies, and every acknowledged signup is there.
+            #expect(try await server.store.log.verify(batchSize: 256, progress: nil).problem == nil)
+            for (index, answer) in answers.enumerated() where answer.status == 201 {
+                #expect(try await server.store.accounts.accountId(forUserId: "flood\(index)@example.org") != nil)
+            }
         }
     }
 
