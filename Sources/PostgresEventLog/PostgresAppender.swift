@@ -50,6 +50,7 @@ final class PostgresAppender: Sendable {
     private let logger: Logger
     private let onCommit: @Sendable (UInt64) -> Void
     private let timeout: Duration
+    private let outage: PostgresOutage
     /// The most events one transaction takes.
     private let maxGroupEvents = 4_096
 
@@ -63,6 +64,7 @@ final class PostgresAppender: Sendable {
         self.clock = clock
         self.logger = logger
         self.onCommit = onCommit
+        outage = PostgresOutage("the log at \(location) (appending)", logger: logger)
     }
 
     /// Queues the append and returns after the transaction that holds it committed.
@@ -205,58 +207,87 @@ final class PostgresAppender: Sendable {
     /// those beliefs hold. When they do not (another server appended, or this process has not
     /// seen the streams before) the server's answer corrects them for one more try, and after
     /// that the group takes the locked path, which always decides on what is stored.
+    ///
+    /// A transient failure (a lost connection, a server restarting or not answering) is retried
+    /// with capped exponential backoff and jitter for up to the operation timeout. A retry of a
+    /// group that did commit is answered with its original positions (its event ids are in the
+    /// log), so a commit whose answer was lost is reported as done once the server answers again,
+    /// not as failed. An outage is logged once when it begins and once, with its duration, at the
+    /// first commit after it.
     private func commit(_ appends: [CheckedAppend]) async -> [Result<AppendResult, any Error>] {
         let what = "append to the log at \(location)"
-        let (client, logger, now, channel, timeout) = (client, logger, CheckedAppend.micros(clock()), location.channel, timeout)
+        let started = ContinuousClock.now
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let outcomes = try await commitOnce(appends, within: max(timeout - (ContinuousClock.now - started), .milliseconds(100)))
+                outage.succeeded()
+                return outcomes
+            } catch {
+                let failure = PostgresFailure.wrap(error, doing: what)
+                let wait = PostgresTransience.backoff(attempt: attempt)
+                let transient = PostgresTransience.isTransient(failure)
+                if transient { outage.failed(failure) }
+                guard transient, !Task.isCancelled, ContinuousClock.now - started + wait < timeout else {
+                    logger.error(
+                        "append transaction failed",
+                        metadata: ["error": "\(failure)", "log": "\(location)", "tries": "\(attempt)", "transient": "\(transient)"])
+                    return appends.map { _ in .failure(failure) }
+                }
+                try? await Task.sleep(for: wait)
+            }
+        }
+    }
+
+    /// One try of ``commit(_:)``, within `timeout`: throws what failed.
+    private func commitOnce(_ appends: [CheckedAppend], within timeout: Duration) async throws -> [Result<AppendResult, any Error>] {
+        let what = "append to the log at \(location)"
+        let (client, logger, now, channel) = (client, logger, CheckedAppend.micros(clock()), location.channel)
         let keys = GroupKeys(appends)
         // Taken out while the group commits, so that it is changed in place, never copied.
         var snapshot = belief.withLock { belief in
             defer { belief = nil }
             return belief
         }
-        do {
-            var decision: GroupDecision?
-            for attempt in 0..<2 {
-                guard snapshot != nil else { break }
-                let candidate = GroupDecision(appends, on: snapshot!, now: now)
-                let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
-                let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false) {
-                    try await PostgresAppendStatements.conditionalAppend(
-                        candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
-                }
-                guard let report else {
-                    paths.withLock { paths in
-                        if attempt == 0 { paths.believed += 1 } else { paths.corrected += 1 }
-                    }
-                    decision = candidate
-                    break
-                }
-                snapshot!.learn(report, keys)
+        // What a failed try was decided on may be wrong now: the belief stays empty, and the next
+        // try starts from the server.
+        var decision: GroupDecision?
+        for attempt in 0..<2 {
+            guard snapshot != nil else { break }
+            let candidate = GroupDecision(appends, on: snapshot!, now: now)
+            let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
+            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false) {
+                try await PostgresAppendStatements.conditionalAppend(
+                    candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
             }
-            if decision == nil {
-                paths.withLock { $0.locked += 1 }
-                let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false) {
-                    try await client.withTransaction(logger: logger) { connection in
-                        let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
-                        let decision = GroupDecision(appends, on: facts, now: now)
-                        if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
-                        return (decision, facts)
-                    }
+            guard let report else {
+                paths.withLock { paths in
+                    if attempt == 0 { paths.believed += 1 } else { paths.corrected += 1 }
                 }
-                if snapshot == nil { snapshot = facts } else { snapshot!.learn(facts, keys) }
-                decision = locked
+                decision = candidate
+                break
             }
-            guard let decision else { throw PostgresLogError.server("no append path decided the group") }
-            snapshot!.absorb(decision)
-            belief.withLock { [snapshot] in $0 = snapshot }
-            if decision.writes { onCommit(decision.head.position) }
-            return decision.outcomes
-        } catch {
-            let failure = PostgresFailure.wrap(error, doing: what)
-            logger.error("append transaction failed", metadata: ["error": "\(failure)", "log": "\(location)"])
-            // What the failed group was decided on may be wrong now: the next one starts from the server.
-            return appends.map { _ in .failure(failure) }
+            snapshot!.learn(report, keys)
         }
+        if decision == nil {
+            paths.withLock { $0.locked += 1 }
+            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false) {
+                try await client.withTransaction(logger: logger) { connection in
+                    let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
+                    let decision = GroupDecision(appends, on: facts, now: now)
+                    if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
+                    return (decision, facts)
+                }
+            }
+            if snapshot == nil { snapshot = facts } else { snapshot!.learn(facts, keys) }
+            decision = locked
+        }
+        guard let decision else { throw PostgresLogError.server("no append path decided the group") }
+        snapshot!.absorb(decision)
+        belief.withLock { [snapshot] in $0 = snapshot }
+        if decision.writes { onCommit(decision.head.position) }
+        return decision.outcomes
     }
 }
 
@@ -274,8 +305,10 @@ package struct AppendPaths: Sendable, Equatable {
 
 /// A failure of the server or the connection, with the server's own words (postgres-nio keeps
 /// them out of its errors' plain descriptions).
-struct PostgresFailure: Error, CustomStringConvertible {
+struct PostgresFailure: Error, CustomStringConvertible, TransientFailure {
     let description: String
+    /// The server or the connection may answer later (``PostgresTransience``).
+    let isTransient: Bool
 
     static func wrap(_ error: any Error, doing what: String) -> EventLogError {
         if let error = error as? EventLogError { return error }
@@ -292,6 +325,6 @@ struct PostgresFailure: Error, CustomStringConvertible {
         } else {
             detail = String(describing: error)
         }
-        return .storage(PostgresFailure(description: "cannot \(what): \(detail)"))
+        return .storage(PostgresFailure(description: "cannot \(what): \(detail)", isTransient: PostgresTransience.isTransient(error)))
     }
 }

@@ -134,7 +134,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         { position in if !fromStandby { notifier.publish(position) } }
         self.tasks = Mutex(runners)
         if !fromStandby {
-            let listener = Task { [notifier] in await Self.listen(client, channel: location.channel, notifier: notifier, logger: logger) }
+            let listener = Task { [notifier] in
+                await Self.listen(client, channel: location.channel, notifier: notifier, logger: logger, location: location)
+            }
             tasks.withLock { $0.append(listener) }
         }
     }
@@ -187,8 +189,12 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     /// and stops when nobody waited at three checks a second apart, so a process that only appends
     /// does not receive a notification for each of its own commits. Once `LISTEN` took effect it
     /// reads the head, for commits made just before. Reconnects after a lost connection (polling
-    /// covers the gap).
-    private static func listen(_ client: PostgresClient, channel: String, notifier: CommitNotifier, logger: Logger) async {
+    /// covers the gap) with capped exponential backoff and jitter; an outage is logged once when
+    /// it begins and once, with its duration, when `LISTEN` took effect again.
+    private static func listen(
+        _ client: PostgresClient, channel: String, notifier: CommitNotifier, logger: Logger, location: PostgresLogLocation
+    ) async {
+        let outage = PostgresOutage("commit notifications of the log at \(location)", logger: logger)
         while !Task.isCancelled && !notifier.isClosed {
             await notifier.untilWaitedFor()
             if Task.isCancelled || notifier.isClosed { return }
@@ -196,6 +202,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                 // True when it stopped because nobody waited (then it waits for the next one at once).
                 let idle = try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
+                        outage.succeeded()
                         if let head = try? await withDeadline(
                             .seconds(5), doing: "read the head after LISTEN", { try await headPosition(client, logger: logger) })
                         {
@@ -224,9 +231,10 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                 if idle { continue }
             } catch {
                 if Task.isCancelled || notifier.isClosed { return }
-                logger.notice("commit notifications interrupted; polling until they are back", metadata: ["error": "\(error)"])
+                // Subscribers poll until notifications are back.
+                outage.failed(error)
             }
-            try? await Task.sleep(for: .seconds(1))
+            try? await Task.sleep(for: PostgresTransience.backoff(attempt: outage.failures, first: .milliseconds(100), cap: .seconds(2)))
         }
     }
 

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import Foundation
 import PostgresNIO
 
@@ -124,7 +125,7 @@ public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible 
 }
 
 /// What can go wrong with the PostgreSQL log besides the log's own errors.
-public enum PostgresLogError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum PostgresLogError: Error, Sendable, Equatable, CustomStringConvertible, TransientFailure {
     /// The URL cannot be used; the message says why.
     case invalidLocation(String)
     /// The schema was made by a newer version of this backend.
@@ -139,6 +140,15 @@ public enum PostgresLogError: Error, Sendable, Equatable, CustomStringConvertibl
         case let .newerSchema(found, supported, location):
             "the log at \(location) has schema version \(found); this build knows versions up to \(supported): upgrade it"
         case let .server(message): message
+        }
+    }
+
+    /// A server that could not be reached or did not answer in time may answer later; a wrong
+    /// location or a newer schema stays so.
+    public var isTransient: Bool {
+        switch self {
+        case .server: true
+        case .invalidLocation, .newerSchema: false
         }
     }
 }

@@ -73,11 +73,15 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
     /// have gaps, so where the batch after next starts is not known).
     private var depth: Int { streamID == nil ? 2 : 1 }
 
+    /// The server cannot be reached (logged once per outage, with its duration when it ends).
+    private let outage: PostgresOutage
+
     init(log: PostgresEventLog, position: UInt64, streamID: String?, batchSize: Int) {
         self.log = log
         self.position = position
         self.streamID = streamID
         self.batchSize = batchSize
+        outage = PostgresOutage("a subscription to the log at \(log.location)" + (streamID.map { " (stream \($0))" } ?? ""), logger: log.logger)
     }
 
     deinit {
@@ -119,10 +123,10 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
     }
 
     /// The next non-empty batch; nil once the log is closed or the task cancelled. While the
-    /// server cannot be reached the subscription waits and tries again (logging the outage once),
-    /// and goes on from the last record it delivered: no gap, no repeat.
+    /// server cannot be reached the subscription waits and tries again, with capped exponential
+    /// backoff and jitter (logging the outage once when it begins and once, with its duration,
+    /// when it reads again), and goes on from the last record it delivered: no gap, no repeat.
     func next() async throws -> [RecordedEvent]? {
-        var outage: String?
         while true {
             if Task.isCancelled || log.notifier.isClosed {
                 dropAhead()
@@ -138,21 +142,15 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
                 // The consumer went away while a batch was being read: the subscription ends.
                 if Task.isCancelled { return nil }
                 guard case .storage = error else { throw error }
-                if outage == nil {
-                    log.logger.warning(
-                        "a subscription cannot read; retrying", metadata: ["error": "\(error)", "after": "\(position)", "log": "\(log.location)"])
-                }
-                outage = "\(error)"
-                try? await Task.sleep(for: log.options.pollInterval * 4)
+                outage.failed(error)
+                try? await Task.sleep(
+                    for: PostgresTransience.backoff(attempt: outage.failures, first: .milliseconds(50), cap: log.options.pollInterval * 4))
                 continue
             } catch {
                 if Task.isCancelled { return nil }
                 throw error
             }
-            if outage != nil {
-                log.logger.notice("a subscription reads again", metadata: ["after": "\(position)", "log": "\(log.location)"])
-                outage = nil
-            }
+            outage.succeeded()
             if let last = records.last {
                 position = last.position
                 if records.count >= batchSize { readAhead(after: last.position) } else { dropAhead() }

@@ -80,6 +80,9 @@ final class PostgresOutage: Sendable {
     /// Whether an outage is under way.
     var isOngoing: Bool { state.withLock { $0.since != nil } }
 
+    /// The failed tries of the outage under way (0 when there is none): the next try's backoff.
+    var failures: Int { state.withLock { $0.failures } }
+
     /// A try failed with a transient error: the first failure of an outage is logged.
     func failed(_ error: any Error) {
         let first = state.withLock { state in

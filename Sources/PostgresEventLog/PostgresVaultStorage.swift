@@ -36,7 +36,8 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     private let timeout: Duration
     private let logger: Logger
     private let connection = Mutex<PostgresConnection?>(nil)
-    private let inTransaction = Mutex(false)
+    /// The connection of the transaction under way (``withLock(exclusive:_:)``), or nil.
+    private let transactionConnection = Mutex<PostgresConnection?>(nil)
     private let outage: PostgresOutage
 
     /// The advisory-lock key of a schema's vault (the log's own lock uses `hashtext(schema)`).
@@ -151,11 +152,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
                 ON CONFLICT (slot) DO UPDATE SET bytes = excluded.bytes
                 """)
         }
-        if inTransaction.withLock({ $0 }) {
-            try write(try connected())
-        } else {
-            try transaction(write)
-        }
+        try transaction(write)
     }
 
     package func release() {
@@ -170,6 +167,15 @@ package final class PostgresVaultStorage: KeyVaultStorage {
 
     /// The open connection, or a new one.
     private func connected() throws -> PostgresConnection {
+        if let inTransaction = transactionConnection.withLock({ $0 }) {
+            // Inside a transaction every statement runs on its connection, under its lock: once
+            // that connection is gone, so are the transaction and the lock, and a new connection
+            // would write outside both.
+            guard connection.withLock({ $0 === inTransaction }), !inTransaction.isClosed else {
+                throw noteFailure(PostgresVaultError.server("the key vault at \(location) lost its connection in a transaction"))
+            }
+            return inTransaction
+        }
         if let open = connection.withLock({ $0 }), !open.isClosed { return open }
         let configuration: PostgresConnection.Configuration
         do {
@@ -187,6 +193,9 @@ package final class PostgresVaultStorage: KeyVaultStorage {
                 late: { $0.close().whenComplete { _ in } })
         } catch let error as PostgresVaultError {
             throw noteFailure(error)
+        } catch let error as PSQLError where error.underlying.map(Self.isConnectTimeout) ?? false {
+            // The TCP connect's own timeout (the same span) came first.
+            throw noteFailure(PostgresVaultError.timedOut("the key vault at \(settings) did not connect within \(timeout) (timed out)"))
         } catch {
             throw noteFailure(PostgresVaultError.server("cannot connect to the key vault at \(location): \(Self.describe(error))"))
         }
@@ -259,10 +268,11 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// Runs `body` in a transaction on the connection: committed when it returns, rolled back
     /// when it throws. A transaction inside one (a write inside ``withLock(exclusive:_:)``) joins it.
     private func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        if transactionConnection.withLock({ $0 != nil }) { return try body(try connected()) }
         let connection = try connected()
         try run(connection, "BEGIN")
-        inTransaction.withLock { $0 = true }
-        defer { inTransaction.withLock { $0 = false } }
+        transactionConnection.withLock { $0 = connection }
+        defer { transactionConnection.withLock { $0 = nil } }
         do {
             let result = try body(connection)
             try run(connection, "COMMIT")
@@ -273,6 +283,11 @@ package final class PostgresVaultStorage: KeyVaultStorage {
             if self.connection.withLock({ $0 === connection }), !connection.isClosed { _ = try? run(connection, "ROLLBACK") }
             throw error
         }
+    }
+
+    private static func isConnectTimeout(_ error: any Error) -> Bool {
+        if case .connectTimeout = error as? ChannelError { return true }
+        return false
     }
 
     private static func describe(_ error: any Error) -> String {
