@@ -236,6 +236,7 @@ extension ProjectionStore {
         let failure = outcome.failure
         let (ready, failed, progress) = state.withLock { state in
             state.storageError = nil
+            state.storageErrorSince = nil
             if building {
                 if state.building[name]?.number == generation.number { state.building[name] = generation }
             } else if state.active[name]?.number == generation.number {

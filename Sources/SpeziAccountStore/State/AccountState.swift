@@ -26,7 +26,7 @@ public struct AccountState: Sendable, Equatable {
     public internal(set) var createdAt: Date
     /// When its last event was appended.
     public internal(set) var updatedAt: Date
-    /// Failed logins since the last successful one or the last password change.
+    /// Failed logins since the last successful one.
     public internal(set) var failedLogins: Int
     /// When the last failed login happened.
     public internal(set) var lastFailedLogin: Date?
@@ -87,9 +87,6 @@ public struct AccountState: Sendable, Equatable {
             for identifier in removed { self.values[identifier] = nil }
         case let .passwordChanged(passwordHash):
             self.passwordHash = passwordHash
-            // A new password ends the streak of failures (a completed reset unlocks).
-            self.failedLogins = 0
-            self.lastFailedLogin = nil
         case let .userIdChanged(_, new):
             self.userId = new
         case .accountDeleted:

@@ -88,9 +88,21 @@ extension AccountStore {
     /// waits for it when it closes; an append that fails is logged.
     private func recordFailedLogin(_ accountId: String, context: Context) {
         let metadata = context.metadata
+        let attempts = options.maxConflictRetries
         backgroundWrites.start { [accounts] in
             do {
-                try await accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any, metadata: metadata)
+                // At the account's current version, so that it never lands after a deletion.
+                for attempt in 0..<attempts {
+                    guard let state = try await accounts.load(accountId), !state.isDeleted else { return }
+                    do {
+                        try await accounts.append(
+                            [.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .exact(state.version), metadata: metadata)
+                        return
+                    } catch EventLogError.wrongExpectedVersion {
+                        try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
+                    }
+                }
+                Self.logger.warning("a failed login was not recorded: the account kept changing", metadata: ["account": "\(accountId)"])
             } catch {
                 Self.logger.error("a failed login could not be recorded", metadata: ["account": "\(accountId)", "error": "\(error)"])
             }
