@@ -211,27 +211,38 @@ public final class KeyVault: Sendable {
         let id = Array(accountId.utf8)
         guard id.count <= Self.maxAccountIdBytes else { throw KeyVaultError.accountIdTooLong(accountId) }
         if let existing = knownKey(for: accountId) { return existing }
-        return try withFile(exclusive: true) {
+        let (key, written) = try withFile(exclusive: true) { () throws -> (SymmetricKey, Int?) in
             try refresh()
             if let existing = cache.withLock({ $0.byAccount[accountId] }) {
                 guard let key = existing.key else { throw KeyVaultError.notAVault(path: path, reason: "the key of \(accountId) was destroyed") }
-                return key
+                return (key, nil)
             }
             let key = SymmetricKey(size: .bits256)
             let slot = cache.withLock { $0.slotCount }
             try storage.writeSlots(VaultFile.slotBytes(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: id), at: slot)
-            cache.withLock { cache in
-                cache.slotCount = slot + 1
-                cache.byAccount[accountId] = Entry(slot: slot, state: .live, key: key)
+            return (key, slot)
+        }
+        // Cached only once the write is durable (a storage that commits does so when the lock
+        // ends): a slot whose commit failed must not count as this account's, nor move the count
+        // past a slot number another process may take (it would never read that slot).
+        if let written { remember([(accountId, Entry(slot: written, state: .live, key: key))]) }
+        return key
+    }
+
+    /// Adds slots this process wrote to the cache.
+    private func remember(_ written: [(String, Entry)]) {
+        cache.withLock { cache in
+            for (accountId, entry) in written {
+                cache.slotCount = max(cache.slotCount, entry.slot + 1)
+                cache.byAccount[accountId] = entry
             }
-            return key
         }
     }
 
     /// Keys for many new accounts at once, written with one flush (bulk imports, benchmarks).
     public func makeKeys(for accountIds: [String]) throws {
         for accountId in accountIds where accountId.utf8.count > Self.maxAccountIdBytes { throw KeyVaultError.accountIdTooLong(accountId) }
-        try withFile(exclusive: true) {
+        let added = try withFile(exclusive: true) { () throws -> [(String, Entry)] in
             try refresh()
             let (known, first) = cache.withLock { (Set($0.byAccount.keys), $0.slotCount) }
             var bytes: [UInt8] = []
@@ -242,13 +253,11 @@ public final class KeyVault: Sendable {
                 bytes += VaultFile.slotBytes(state: .live, key: key.withUnsafeBytes { Array($0) }, accountId: Array(accountId.utf8))
                 added.append((accountId, Entry(slot: first + added.count, state: .live, key: key)))
             }
-            guard !added.isEmpty else { return }
+            guard !added.isEmpty else { return [] }
             try storage.writeSlots(bytes, at: first)
-            cache.withLock { [added] cache in
-                cache.slotCount = first + added.count
-                for (accountId, entry) in added { cache.byAccount[accountId] = entry }
-            }
+            return added
         }
+        remember(added)
     }
 
     /// Marks the key as about to be destroyed (before the deletion is appended), so that a crash in
@@ -271,15 +280,17 @@ public final class KeyVault: Sendable {
 
     /// Moves the account's slot from one of `states` (as the file holds it now) to `state`.
     private func change(_ accountId: String, from states: Set<SlotState>, to state: SlotState) throws {
-        try withFile(exclusive: true) {
-            guard var entry = try currentEntry(accountId), states.contains(entry.state) else { return }
+        let changed = try withFile(exclusive: true) { () throws -> Entry? in
+            guard var entry = try currentEntry(accountId), states.contains(entry.state) else { return nil }
             let key = state == .shredded ? [UInt8](repeating: 0, count: 32) : entry.key.map { $0.withUnsafeBytes { Array($0) } }
-            guard let key else { return }
+            guard let key else { return nil }
             try storage.writeSlots(VaultFile.slotBytes(state: state, key: key, accountId: Array(accountId.utf8)), at: entry.slot)
             entry.state = state
             entry.key = state == .shredded ? nil : entry.key
-            cache.withLock { [entry] in $0.byAccount[accountId] = entry }
+            return entry
         }
+        // Cached once durable, as in makeKey(for:).
+        if let changed { remember([(accountId, changed)]) }
     }
 
     /// After a crash: keys marked for shredding are destroyed when the deletion reached the log. A
