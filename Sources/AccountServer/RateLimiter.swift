@@ -27,7 +27,7 @@ public struct RateLimit: Sendable, Equatable {
 /// proxies the address they forwarded for); per account means per normalized user id as submitted
 /// (whether or not it has an account, so the answers reveal nothing), or per signed-in account.
 ///
-/// Password checks are also counted by the store before they are made (``SpeziAccountStore/LoginThrottling``):
+/// Password checks are also counted by the store before they are made (`LoginThrottling`):
 /// these limits bound the request rate, the store's throttle the guesses.
 public struct RateLimits: Sendable, Equatable {
     /// Logins from one address.
