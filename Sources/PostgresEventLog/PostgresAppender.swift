@@ -209,7 +209,8 @@ final class PostgresAppender: Sendable {
     /// that the group takes the locked path, which always decides on what is stored.
     ///
     /// A transient failure (a lost connection, a server restarting or not answering) is retried
-    /// with capped exponential backoff and jitter for up to the operation timeout. A retry of a
+    /// with capped exponential backoff and jitter for up to the operation timeout, each try
+    /// within ``PostgresTransience/tryLimit(within:)``. A retry of a
     /// group that did commit is answered with its original positions (its event ids are in the
     /// log), so a commit whose answer was lost is reported as done once the server answers again,
     /// not as failed. An outage is logged once when it begins and once, with its duration, at the
@@ -221,7 +222,8 @@ final class PostgresAppender: Sendable {
         while true {
             attempt += 1
             do {
-                let outcomes = try await commitOnce(appends, within: max(timeout - (ContinuousClock.now - started), .milliseconds(100)))
+                let remaining = max(timeout - (ContinuousClock.now - started), .milliseconds(100))
+                let outcomes = try await commitOnce(appends, within: min(remaining, PostgresTransience.tryLimit(within: timeout)))
                 outage.succeeded()
                 return outcomes
             } catch {

@@ -60,6 +60,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     let appender: PostgresAppender
     private let tasks: Mutex<[Task<Void, Never>]>
     private let isClosed = Mutex(false)
+    /// Reads that cannot reach the server (logged once per outage, with its duration when it ends).
+    private let readOutage: PostgresOutage
 
     /// Connects, creates or migrates the schema, and starts listening for commits.
     public static func open(_ url: String, options: PostgresLogOptions = PostgresLogOptions()) async throws -> PostgresEventLog {
@@ -106,6 +108,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         self.readClient = readClient ?? client
         self.standby = readClient == nil ? nil : location.standby
         self.logID = logID
+        self.readOutage = PostgresOutage("reads of the log at \(location)", logger: logger)
         let logger = logger
         let reads = readClient ?? client
         let head: UInt64
@@ -450,7 +453,10 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     }
 
     /// Runs one read against the server with the log's timeout, turning failures into log errors.
-    /// With `fromStandby`, on the hot standby when the log reads from one.
+    /// With `fromStandby`, on the hot standby when the log reads from one. A transient failure (a
+    /// lost connection, a restarting server, a try without an answer) is tried again with capped
+    /// exponential backoff and jitter within the timeout, each try within
+    /// ``PostgresTransience/tryLimit(within:)`` (reads change nothing, so a try may be repeated).
     func query<T: Sendable>(
         _ what: String, fromStandby: Bool = false, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
     ) async throws -> T {
@@ -458,12 +464,29 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let server = fromStandby ? readClient : client
         let place = fromStandby ? standby.map { "the standby \($0.host):\($0.port) of " } ?? "" : ""
         let location = location
-        do {
-            return try await Self.withDeadline(options.operationTimeout, doing: "\(what) of \(place)the log at \(location)") { [logger] in
-                try await body(server, logger)
+        let limit = options.operationTimeout
+        let started = ContinuousClock.now
+        var attempt = 0
+        while true {
+            attempt += 1
+            let remaining = max(limit - (ContinuousClock.now - started), .milliseconds(100))
+            do {
+                let value = try await Self.withDeadline(
+                    min(remaining, PostgresTransience.tryLimit(within: limit)), doing: "\(what) of \(place)the log at \(location)"
+                ) { [logger] in
+                    try await body(server, logger)
+                }
+                readOutage.succeeded()
+                return value
+            } catch {
+                let failure = PostgresFailure.wrap(error, doing: "\(what) of \(place)the log at \(location)")
+                let wait = PostgresTransience.backoff(attempt: attempt)
+                guard PostgresTransience.isTransient(failure), !Task.isCancelled, isClosed.withLock({ !$0 }),
+                    ContinuousClock.now - started + wait < limit
+                else { throw failure }
+                readOutage.failed(failure)
+                try await Task.sleep(for: wait)
             }
-        } catch {
-            throw PostgresFailure.wrap(error, doing: "\(what) of \(place)the log at \(location)")
         }
     }
 }

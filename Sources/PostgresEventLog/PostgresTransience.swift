@@ -47,6 +47,14 @@ enum PostgresTransience {
         sqlState.hasPrefix("08") || sqlState.hasPrefix("53") || sqlState.hasPrefix("57P") || ["40001", "40P01", "55P03"].contains(sqlState)
     }
 
+    /// The longest one try of an operation may take within the operation's `limit`: a fifth of
+    /// it, at least a second. A request caught by a crash of the server (its connection neither
+    /// answered nor closed) is given up after that and tried again on another connection, rather
+    /// than holding its caller for the whole limit.
+    static func tryLimit(within limit: Duration) -> Duration {
+        max(limit / 5, .seconds(1))
+    }
+
     /// The wait before try `attempt` (1 for the first retry): doubling from `first` up to
     /// `cap`, with a random part (the upper half of the span, "equal jitter") so that the nodes
     /// that lost the same server do not all come back in the same millisecond.

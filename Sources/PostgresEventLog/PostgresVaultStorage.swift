@@ -46,7 +46,12 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// Connects and creates the tables when they are missing. With `create`, a vault without a
     /// header gets one (`header`, made by the caller); without it, a missing header is
     /// ``PostgresVaultError/missing(location:)``.
-    package convenience init(location: PostgresLogLocation, create header: [UInt8]?, timeout: Duration = .seconds(15)) throws {
+    ///
+    /// `timeout` bounds each wait (connect, statement, lock). The vault's statements are small and
+    /// its transactions short, so 5 s is ample; a statement caught by a crash of the server (its
+    /// connection neither answering nor closing) then holds the vault's one thread, and every
+    /// node's projections behind it, for 5 s rather than 15.
+    package convenience init(location: PostgresLogLocation, create header: [UInt8]?, timeout: Duration = .seconds(5)) throws {
         self.init(unopened: location, timeout: timeout)
         try transaction { connection in
             _ = try run(connection, "SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))")

@@ -1,0 +1,448 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import Synchronization
+import TestSupport
+import Testing
+
+/// Three `accountctl serve` nodes on one PostgreSQL log while PostgreSQL crashes and restarts
+/// under load (issue 40): an op history, checked at the end through a fourth node that builds
+/// its projections from the log alone.
+@Suite("Three app servers through PostgreSQL crashes under load", .timeLimit(.minutes(6)))
+struct PostgresRestartFaultTests {
+    /// How long a client waits for an answer: a request without one by then hung.
+    static let clientTimeout = TimeAmount.seconds(45)
+    static let crashes = 4
+    static let clients = 6
+    /// How long PostgreSQL stays down in each crash.
+    static let downtime = Duration.seconds(2)
+    /// The most a node may take to write again once PostgreSQL is back.
+    static let recoveryLimit = Duration.seconds(5)
+
+    @Test(
+        "pg_ctl stop -m immediate under load, four times: every node writes again within 5 s, none hangs, nothing acknowledged is lost, nothing answered as failed was done"
+    )
+    func crashesUnderLoad() async throws {
+        let postgres = try await PostgresServer.start(name: "fault")
+        defer { postgres.remove() }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("pg-fault-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let extra = ["--log", postgres.url(schema: "accounts"), "--trusted-proxy", "127.0.0.1"]
+        var nodes: [ServeProcess] = []
+        for index in 0..<3 {
+            let node = try ServeProcess(store: root.appendingPathComponent("node-\(index)"), extra: extra)
+            try await node.start()
+            nodes.append(node)
+        }
+        let bases = nodes.map(\.base)
+        let history = FaultHistory()
+        let runningFlag = RunningFlag()
+
+        let clients = (0..<Self.clients).map { client in
+            Task { await Self.client(client, bases: bases, history: history, running: runningFlag) }
+        }
+        try await Task.sleep(for: .seconds(3))
+
+        var recoveries: [[Duration?]] = []
+        var readiness: [[Duration?]] = []
+        var crashesDone = 0
+        for crash in 1...Self.crashes {
+            let crashed = ContinuousClock.now
+            try await postgres.stop(mode: "immediate")
+            crashesDone += 1
+            try await Task.sleep(for: Self.downtime)
+            try await postgres.start()
+            let back = ContinuousClock.now
+            history.outage(from: crashed, to: back)
+            // Each node, at once: signups until one is acknowledged; /health/ready until it is 200.
+            async let writes = Self.firstWrites(crash: crash, bases: bases, history: history, since: back)
+            async let ready = Self.firstReady(bases: bases, since: back)
+            let (written, readied) = await (writes, ready)
+            recoveries.append(written)
+            readiness.append(readied)
+            print(
+                "crash \(crash): PostgreSQL down \(Self.text(back - crashed)); first acknowledged write per node after it was back: "
+                    + written.map { $0.map(Self.text) ?? "none within 30 s" }.joined(separator: ", ") + "; /health/ready 200 after: "
+                    + readied.map { $0.map(Self.text) ?? "not within 30 s" }.joined(separator: ", "))
+            try await Task.sleep(for: .seconds(4))
+        }
+        runningFlag.stop()
+        for client in clients { await client.value }
+
+        // Faults happened, under load.
+        let ops = history.all
+        let outages = history.outages
+        let inOutage = ops.filter { op in op.kind.isWrite && outages.contains { op.started < $0.to && op.ended > $0.from } }
+        let answeredFailed = ops.filter { ($0.status ?? 0) >= 500 }
+        print("history: \(ops.count) requests; \(inOutage.count) writes in flight while PostgreSQL was down; statuses \(Self.statusCounts(ops))")
+        #expect(crashesDone >= 3)
+        #expect(inOutage.count > 0, "no write was in flight while PostgreSQL was down")
+        print("\(answeredFailed.count) requests answered 5xx")
+
+        // No node hung: every request was answered within the client's timeout.
+        let unanswered = ops.filter { $0.status == nil }
+        #expect(unanswered.isEmpty, "\(unanswered.count) requests got no answer: \(unanswered.prefix(5).map(\.summary))")
+
+        // Every node wrote again within the limit after every restart.
+        for (crash, perNode) in recoveries.enumerated() {
+            for (node, time) in perNode.enumerated() {
+                #expect(
+                    time.map { $0 <= Self.recoveryLimit } ?? false,
+                    "crash \(crash + 1): node \(node) wrote again after \(time.map(Self.text) ?? "never")")
+            }
+        }
+
+        // What the nodes logged about the outages (and how a node that died ended).
+        for (index, node) in nodes.enumerated() {
+            let log = (try? String(contentsOf: node.errors, encoding: .utf8)) ?? ""
+            let lines = log.split(separator: "\n").filter { line in
+                [" warning ", " error ", " critical ", "Fatal error"].contains { line.contains($0) }
+            }
+            print("node \(index)\(node.process.isRunning ? "" : " (died)"): \(lines.count) warnings and errors; the first 30:")
+            for line in lines.prefix(30) { print("  " + line.prefix(300)) }
+        }
+
+        // The log, read by a fresh node: nothing acknowledged lost, nothing answered as failed done.
+        for node in nodes { #expect(await node.terminate() == 0) }
+        let checker = try ServeProcess(store: root.appendingPathComponent("checker"), extra: extra)
+        do {
+            try await checker.start()
+        } catch {
+            print("the checking node did not start; the key vault's slots: \(await Self.vaultDiagnosis(postgres))")
+            throw error
+        }
+        let head = try #require(
+            UInt64(try await postgres.psql("SELECT position FROM accounts.log_head").trimmingCharacters(in: .whitespacesAndNewlines)))
+        let caughtUp = ContinuousClock.now + .seconds(90)
+        while await Self.send(checker.base, "GET", "/v1/positions/\(head)").status != 200 {
+            try #require(ContinuousClock.now < caughtUp, "the checking node did not apply the log up to \(head) within 90 s")
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let problems = await Self.check(history.accounts, on: checker.base)
+        #expect(problems.isEmpty, "\(problems.count) problems: \(problems.prefix(10).joined(separator: "; "))")
+        print("checked \(history.accounts.count) accounts against the log (head \(head)); \(problems.count) problems")
+        #expect(await checker.terminate() == 0)
+    }
+
+    // MARK: The clients
+
+    /// Signs up, logs in, changes and deletes its own accounts through random nodes until stopped.
+    private static func client(_ client: Int, bases: [String], history: FaultHistory, running: RunningFlag) async {
+        var accounts: [TrackedAccount] = []
+        var step = 0
+        while running.isRunning {
+            step += 1
+            let node = Int.random(in: 0..<bases.count)
+            let usable = accounts.indices.filter { accounts[$0].isUsable }
+            if usable.count < 2 || Double.random(in: 0..<1) < 0.35 {
+                let account = TrackedAccount(userId: "c\(client)-\(step)@example.org", password: "pw-\(UUID().uuidString.prefix(12))")
+                accounts.append(await signup(account, node: node, bases: bases, history: history))
+            } else {
+                let index = usable.randomElement()!
+                accounts[index] = await operate(on: accounts[index], client: client, step: step, node: node, bases: bases, history: history)
+            }
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 5...40)))
+        }
+        history.record(accounts)
+    }
+
+    private static func signup(_ account: TrackedAccount, node: Int, bases: [String], history: FaultHistory) async -> TrackedAccount {
+        var account = account
+        let started = ContinuousClock.now
+        let answer = await send(
+            bases[node], "POST", "/v1/accounts",
+            json: #"{"userId":"\#(account.userId)","password":"\#(account.password)","name":{"givenName":"Init"}}"#)
+        history.add(FaultOp(kind: .signup, node: node, userId: account.userId, answer: answer, started: started))
+        switch answer.status {
+        case nil: account.outcome = .unknown
+        case let status? where (200..<300).contains(status):
+            account.outcome = .created
+            account.token = answer.body["token"] as? String
+        default: account.outcome = .refused(status: answer.status!)
+        }
+        return account
+    }
+
+    /// A login, a change or a deletion of a live account.
+    private static func operate(
+        on account: TrackedAccount, client: Int, step: Int, node: Int, bases: [String], history: FaultHistory
+    ) async -> TrackedAccount {
+        var account = account
+        let started = ContinuousClock.now
+        let roll = Double.random(in: 0..<1)
+        if account.token == nil || roll < 0.3 {
+            let answer = await send(bases[node], "POST", "/v1/sessions", json: #"{"userId":"\#(account.userId)","password":"\#(account.password)"}"#)
+            history.add(FaultOp(kind: .login, node: node, userId: account.userId, answer: answer, started: started))
+            if answer.status == nil { account.outcome = .unknown }
+            if answer.status == 201, let token = answer.body["token"] as? String { account.token = token }
+        } else if roll < 0.8 {
+            let value = "G\(client)x\(step)"
+            let answer = await send(bases[node], "PATCH", "/v1/account", token: account.token, json: #"{"set":{"name":{"givenName":"\#(value)"}}}"#)
+            history.add(FaultOp(kind: .change, node: node, userId: account.userId, answer: answer, started: started))
+            switch answer.status {
+            case nil: account.outcome = .unknown
+            case let status? where (200..<300).contains(status): account.givenName = value
+            case 401: account.token = nil
+            default: account.outcome = .changeRefused(value: value, status: answer.status!)
+            }
+        } else {
+            let answer = await send(bases[node], "DELETE", "/v1/account", token: account.token, json: #"{"currentPassword":"\#(account.password)"}"#)
+            history.add(FaultOp(kind: .delete, node: node, userId: account.userId, answer: answer, started: started))
+            switch answer.status {
+            case nil: account.outcome = .unknown
+            case let status? where (200..<300).contains(status): account.outcome = .deleted
+            case 401: account.token = nil
+            default: account.outcome = .deletionRefused(status: answer.status!)
+            }
+        }
+        return account
+    }
+
+    /// Per node, the time from `since` to its first acknowledged signup (nil: none within 30 s).
+    private static func firstWrites(crash: Int, bases: [String], history: FaultHistory, since: ContinuousClock.Instant) async -> [Duration?] {
+        await withTaskGroup(of: (Int, Duration?, [TrackedAccount]).self) { group in
+            for node in bases.indices {
+                group.addTask {
+                    var probes: [TrackedAccount] = []
+                    var attempt = 0
+                    while ContinuousClock.now - since < .seconds(30) {
+                        attempt += 1
+                        let probe = TrackedAccount(userId: "probe-\(crash)-\(node)-\(attempt)@example.org", password: "probe-password-\(attempt)")
+                        let result = await signup(probe, node: node, bases: bases, history: history)
+                        probes.append(result)
+                        if case .created = result.outcome { return (node, ContinuousClock.now - since, probes) }
+                        try? await Task.sleep(for: .milliseconds(100))
+                    }
+                    return (node, nil, probes)
+                }
+            }
+            var times = [Duration?](repeating: nil, count: bases.count)
+            for await (node, time, probes) in group {
+                times[node] = time
+                history.record(probes)
+            }
+            return times
+        }
+    }
+
+    /// Per node, the time from `since` until `/health/ready` answers 200 (nil: not within 30 s).
+    private static func firstReady(bases: [String], since: ContinuousClock.Instant) async -> [Duration?] {
+        await withTaskGroup(of: (Int, Duration?).self) { group in
+            for node in bases.indices {
+                group.addTask {
+                    while ContinuousClock.now - since < .seconds(30) {
+                        if await send(bases[node], "GET", "/health/ready").status == 200 { return (node, ContinuousClock.now - since) }
+                        try? await Task.sleep(for: .milliseconds(100))
+                    }
+                    return (node, nil)
+                }
+            }
+            var times = [Duration?](repeating: nil, count: bases.count)
+            for await (node, time) in group { times[node] = time }
+            return times
+        }
+    }
+
+    // MARK: The check
+
+    /// What the log must hold for each account, asked of a node that built its projections from
+    /// the log alone: an acknowledged signup exists (with its last acknowledged change), an
+    /// acknowledged deletion is one, and a signup, change or deletion answered as failed was not done.
+    private static func check(_ accounts: [TrackedAccount], on base: String) async -> [String] {
+        var problems: [String] = []
+        for account in accounts {
+            let login = await send(base, "POST", "/v1/sessions", json: #"{"userId":"\#(account.userId)","password":"\#(account.password)"}"#)
+            let exists = login.status == 201
+            guard login.status == 201 || login.status == 401 else {
+                problems.append("\(account.userId): the checking login answered \(login.status.map(String.init) ?? "nothing")")
+                continue
+            }
+            switch account.outcome {
+            case .unknown:
+                break
+            case .created:
+                if !exists {
+                    problems.append("\(account.userId): signup acknowledged, not in the log")
+                } else if !login.text.contains("\"\(account.givenName)\"") {
+                    problems.append("\(account.userId): the acknowledged change to \(account.givenName) is not in the log")
+                }
+            case let .refused(status):
+                if exists { problems.append("\(account.userId): signup answered \(status), but it is in the log") }
+            case .deleted:
+                if exists { problems.append("\(account.userId): deletion acknowledged, but the account is still there") }
+            case let .deletionRefused(status):
+                if !exists { problems.append("\(account.userId): deletion answered \(status), but the account is deleted") }
+            case let .changeRefused(value, status):
+                if !exists {
+                    problems.append("\(account.userId): the account is gone")
+                } else if login.text.contains("\"\(value)\"") {
+                    problems.append("\(account.userId): change to \(value) answered \(status), but it is in the log")
+                } else if !login.text.contains("\"\(account.givenName)\"") {
+                    problems.append("\(account.userId): the acknowledged change to \(account.givenName) is not in the log")
+                }
+            }
+        }
+        return problems
+    }
+
+    /// Account ids with more than one key slot, and slot numbers never written (for a failure's message).
+    private static func vaultDiagnosis(_ postgres: PostgresServer) async -> String {
+        let accountId = "convert_from(substring(bytes from 41 for get_byte(bytes, 1)), 'UTF8')"
+        let twice =
+            (try? await postgres.psql(
+                "SELECT \(accountId), array_agg(slot ORDER BY slot) FROM accounts.key_slots GROUP BY 1 HAVING count(*) > 1")) ?? "?"
+        let gaps =
+            (try? await postgres.psql(
+                "SELECT s FROM generate_series(0, (SELECT max(slot) FROM accounts.key_slots)) s WHERE s NOT IN (SELECT slot FROM accounts.key_slots)"))
+            ?? "?"
+        let count = (try? await postgres.psql("SELECT count(*), max(slot) FROM accounts.key_slots")) ?? "?"
+        return "slots (count, max): \(count); accounts with several slots: [\(twice)]; slot numbers never written: [\(gaps)]"
+    }
+
+    // MARK: Requests
+
+    /// One request from a client of its own (a random forwarded address: the per-client limits
+    /// do not mix the test's clients); no status when it got no answer within the client timeout.
+    private static func send(_ base: String, _ method: String, _ path: String, token: String? = nil, json: String? = nil) async -> FaultAnswer {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = .init(rawValue: method)
+        request.headers.add(name: "X-Forwarded-For", value: "10.\(Int.random(in: 0...255)).\(Int.random(in: 0...255)).\(Int.random(in: 1...254))")
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let json {
+            request.body = .bytes(ByteBuffer(string: json))
+            request.headers.add(name: "Content-Type", value: "application/json")
+        }
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: clientTimeout)
+            let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
+            return FaultAnswer(status: Int(response.status.code), text: String(decoding: data, as: UTF8.self), error: nil)
+        } catch {
+            return FaultAnswer(status: nil, text: "", error: String(describing: error))
+        }
+    }
+
+    private static func text(_ duration: Duration) -> String {
+        String(format: "%.2f s", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
+
+    private static func statusCounts(_ ops: [FaultOp]) -> String {
+        var counts: [String: Int] = [:]
+        for op in ops { counts["\(op.kind) \(op.status.map(String.init) ?? "none")", default: 0] += 1 }
+        return counts.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+    }
+}
+
+/// An answer, or the error that stood in for one.
+private struct FaultAnswer: Sendable {
+    let status: Int?
+    let text: String
+    let error: String?
+
+    /// The body as a JSON object (empty when it is none).
+    var body: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:] }
+}
+
+/// One request of the history.
+private struct FaultOp: Sendable {
+    enum Kind: Sendable, CustomStringConvertible {
+        case signup, login, change, delete
+
+        var isWrite: Bool { self != .login }
+        var description: String {
+            switch self {
+            case .signup: "signup"
+            case .login: "login"
+            case .change: "change"
+            case .delete: "delete"
+            }
+        }
+    }
+
+    let kind: Kind
+    let node: Int
+    let userId: String
+    let status: Int?
+    let error: String?
+    let started: ContinuousClock.Instant
+    let ended: ContinuousClock.Instant
+
+    init(kind: Kind, node: Int, userId: String, answer: FaultAnswer, started: ContinuousClock.Instant) {
+        self.kind = kind
+        self.node = node
+        self.userId = userId
+        self.status = answer.status
+        self.error = answer.error
+        self.started = started
+        self.ended = .now
+    }
+
+    var summary: String { "\(kind) \(userId) on node \(node): \(error ?? "")" }
+}
+
+/// An account a client made, and what the answers it got say the log must hold.
+private struct TrackedAccount: Sendable {
+    enum Outcome: Sendable {
+        /// A request about it got no answer: what the log holds is not known.
+        case unknown
+        /// Signed up (acknowledged), with `givenName` its last acknowledged change.
+        case created
+        /// The signup was answered as failed: it must not be in the log.
+        case refused(status: Int)
+        /// The deletion was acknowledged.
+        case deleted
+        /// The deletion was answered as failed: the account must still be there.
+        case deletionRefused(status: Int)
+        /// A change was answered as failed: it must not be in the log (the account is left alone after it).
+        case changeRefused(value: String, status: Int)
+    }
+
+    let userId: String
+    let password: String
+    var token: String?
+    var outcome = Outcome.unknown
+    var givenName = "Init"
+
+    init(userId: String, password: String) {
+        self.userId = userId
+        self.password = password
+    }
+
+    /// Live and certain: the clients use it further.
+    var isUsable: Bool {
+        if case .created = outcome { return true }
+        return false
+    }
+}
+
+/// The requests and accounts of a run, and PostgreSQL's outages.
+private final class FaultHistory: Sendable {
+    private struct State {
+        var ops: [FaultOp] = []
+        var accounts: [TrackedAccount] = []
+        var outages: [(from: ContinuousClock.Instant, to: ContinuousClock.Instant)] = []
+    }
+
+    private let state = Mutex(State())
+
+    func add(_ op: FaultOp) { state.withLock { $0.ops.append(op) } }
+    func record(_ accounts: [TrackedAccount]) { state.withLock { $0.accounts += accounts } }
+    func outage(from: ContinuousClock.Instant, to: ContinuousClock.Instant) { state.withLock { $0.outages.append((from, to)) } }
+
+    var all: [FaultOp] { state.withLock { $0.ops } }
+    var accounts: [TrackedAccount] { state.withLock { $0.accounts } }
+    var outages: [(from: ContinuousClock.Instant, to: ContinuousClock.Instant)] { state.withLock { $0.outages } }
+}
+
+/// Whether the clients go on.
+private final class RunningFlag: Sendable {
+    private let running = Atomic(true)
+
+    var isRunning: Bool { running.load(ordering: .relaxed) }
+    func stop() { running.store(false, ordering: .relaxed) }
+}
