@@ -67,6 +67,28 @@ struct APIClient: Sendable {
         return response
     }
 
+    /// The log position of a `202 {"status":"accepted","position":N}` answer: the write was
+    /// committed, but the node could not show it yet. Nil for any other answer.
+    static func acceptedPosition(_ response: TransportResponse) -> UInt64? {
+        guard response.status == 202, let object = try? object(response.body), object["status"] as? String == "accepted" else { return nil }
+        return (object["position"] as? NSNumber)?.uint64Value
+    }
+
+    /// Waits (polling `GET /v1/positions/N`, at most `deadline`) until the server has applied the
+    /// log up to `position`; throws the server's problem, or a timeout, otherwise.
+    func waitUntilApplied(_ position: UInt64, deadline: Duration = .seconds(60)) async throws {
+        let end = ContinuousClock.now + deadline
+        var pause = Duration.milliseconds(100)
+        while ContinuousClock.now < end {
+            if try await call("GET", "/v1/positions/\(position)").status == 200 { return }
+            try await Task.sleep(for: pause)
+            pause = min(pause * 2, .seconds(2))
+        }
+        throw AccountServerProblem(
+            status: 202, type: "urn:spezi-account-store:problem:not-applied", title: "The server has not applied the change in time.",
+            detail: "position \(position)", retryAfter: nil)
+    }
+
     /// Opens the account's event stream (after `after`, or from now on).
     func events(token: String, after: UInt64?) async throws -> AsyncThrowingStream<ServerSentEvent, any Error> {
         var headers = ["Accept": "text/event-stream", "Authorization": "Bearer \(token)"]

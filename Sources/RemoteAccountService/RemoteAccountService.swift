@@ -82,7 +82,13 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     /// Logs in: a session on the server, then the account's details.
     public func login(userId: String, password: String) async throws {
         let body = try APIClient.json(["userId": userId, "password": password])
-        let answer = try await client.call("POST", "/v1/sessions", body: body)
+        var answer = try await client.call("POST", "/v1/sessions", body: body)
+        if let position = APIClient.acceptedPosition(answer) {
+            // A session was opened, but its token did not come back: once the server shows it,
+            // a second login opens the one this service keeps (the first expires unused).
+            try await client.waitUntilApplied(position)
+            answer = try await client.call("POST", "/v1/sessions", body: body)
+        }
         try await signIn(answer)
     }
 
@@ -92,6 +98,12 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
         let body = try JSONEncoder().encode(SignupBody(details: signupDetails))
         if let current = account.details, current.isAnonymous, let token {
             let answer = try await client.call("POST", "/v1/account/upgrade", token: token, body: body)
+            if let position = APIClient.acceptedPosition(answer) {
+                // Upgraded, not yet shown: the details come once the server has applied it.
+                try await client.waitUntilApplied(position)
+                try await refresh(token: token)
+                return
+            }
             if answer.status == 202 { throw SignupConfirmationPending() }
             var details = try client.account(from: answer.body, registry: registry)
             details.isNewUser = true
@@ -99,6 +111,14 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
             return
         }
         let answer = try await client.call("POST", "/v1/accounts", body: body)
+        if let position = APIClient.acceptedPosition(answer), let password = signupDetails.password {
+            let userId = signupDetails.userId
+            // The account exists (a retry would be told the user id is taken); its session did not
+            // come back: sign in once the server shows the account.
+            try await client.waitUntilApplied(position)
+            try await login(userId: userId, password: password)
+            return
+        }
         if answer.status == 202 { throw SignupConfirmationPending() }
         try await signIn(answer)
     }
@@ -145,6 +165,18 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
         } catch {
             if changesPassword, self.token == token { startFollowing(token: token) }
             throw error
+        }
+        if let position = APIClient.acceptedPosition(answer) {
+            // Changed, not yet shown here: wait, then read the account (a new password ended the
+            // session, and its replacement did not come back: sign in with it).
+            try await client.waitUntilApplied(position)
+            let userId = modifications.touches(AccountDetails.__Key_userId.self) ? modifications.modifiedDetails.userId : account.details?.userId
+            if changesPassword, let userId, let newPassword = modifications.modifiedDetails.password {
+                try await login(userId: userId, password: newPassword)
+            } else {
+                try await refresh(token: token)
+            }
+            return
         }
         let object = try APIClient.object(answer.body)
         if let session = object["session"] as? [String: Any], let newToken = session["token"] as? String {

@@ -75,4 +75,60 @@ struct StalledProjectionTests {
             #expect(try await server.login("late@example.org", "correct horse battery").status == 201)
         }
     }
+
+    @Test("RemoteAccountService: a signup answered 202 accepted waits for the node, then signs in; nothing is signed up twice")
+    func remoteServiceWaits() async throws {
+        try await LiveServer.with(realHashing: false, tweaks: StoreTweaks(readYourWritesTimeout: .milliseconds(500))) { server in
+            let holder = try await offThePool { try LockHolder(projections: server.store.directory + "/projections") }
+            let harness = try await RemoteHarness(server: "http://127.0.0.1:\(server.port)")
+            // The lock goes after 3 s: the signup's answer (202 after 0.5 s) came while it was held.
+            let release = Task {
+                try await Task.sleep(for: .seconds(3))
+                try await offThePool { holder.release() }
+            }
+            try await harness.service.signup(ada("remote-late@example.org"))
+            try await release.value
+            let details = try #require(harness.account.details)
+            #expect(details.userId == "remote-late@example.org")
+            #expect(holder.released)
+            // One account, one signup.
+            let accountId = try #require(try await server.store.accounts.accountId(forUserId: "remote-late@example.org"))
+            #expect(details.accountId == accountId)
+            #expect(try await server.store.log.readStream(accountId, from: 1, limit: 100).filter { $0.type == "account.created" }.count == 1)
+            await harness.runtime.shutdown()
+        }
+    }
+}
+
+/// Another process (Python's lmdb) holding the projections' LMDB write lock until released.
+final class LockHolder: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe()
+    private(set) var released = false
+
+    init(projections: String) throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c",
+            "import lmdb, sys; env = lmdb.open(sys.argv[1], max_dbs=256); txn = env.begin(write=True); print('held', flush=True); sys.stdin.read()",
+            projections
+        ]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        guard line.contains("held") else { throw CancellationError() }
+    }
+
+    func release() {
+        guard !released else { return }
+        released = true
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    deinit {
+        release()
+    }
 }
