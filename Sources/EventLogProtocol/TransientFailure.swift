@@ -17,3 +17,12 @@ public protocol TransientFailure: Error {
 public func isTransientFailure(_ error: any Error) -> Bool {
     (error as? any TransientFailure)?.isTransient ?? false
 }
+
+extension EventLogError: TransientFailure {
+    /// A storage failure is transient when its cause says so (a lost connection to the log's
+    /// server); every other case is the final word.
+    public var isTransient: Bool {
+        if case let .storage(underlying) = self { return isTransientFailure(underlying) }
+        return false
+    }
+}

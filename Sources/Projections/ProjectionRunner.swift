@@ -194,8 +194,9 @@ extension ProjectionStore {
             try log.scan(from: start + 1, batchSize: min(batchSize, 1_024)) { record in
                 applier.apply(record) && applier.count < batchSize && (applier.count % 1_024 != 0 || !givesWay())
             }
-        } catch let error as EventLogError {
+        } catch let error as EventLogError where !error.isTransient {
             // The log itself could not be read here (e.g. a corrupt record): stop this projection.
+            // A transient failure goes up instead: the batch is retried.
             applier.failure = .failed(projection: applier.name, position: applier.reached + 1, reason: error.description)
         }
     }

@@ -24,26 +24,11 @@ struct HostileConnectionTests {
         configuration.connections.maxConnections = 200
         configuration.connections.maxConnectionsPerClient = 100
         try await LiveServer.with(configuration: configuration, realHashing: false) { server in
-            let (refusedAtOnce, closedWhenIdle) = try await offThePool { () -> (Int, Int) in
-                var descriptors: [Int32] = []
-                defer { for descriptor in descriptors { close(descriptor) } }
-                // Half a slow head: never finished.
-                for _ in 0..<250 {
-                    let descriptor = try RawHTTP.connect(port: server.port, source: "127.0.0.2")
-                    try RawHTTP.write(descriptor, Array("GET /health HTTP/1.1\r\nHost: x\r\n".utf8)[...])
-                    descriptors.append(descriptor)
-                }
-                // The cap closes the ones beyond it as they are accepted (milliseconds, seconds
-                // on a loaded machine); the idle timeout is still far off.
-                sleep(4)
-                var open: [Int32] = []
-                var refused = 0
-                for descriptor in descriptors {
-                    if RawHTTP.closedByServer(descriptor, within: 0.01) { refused += 1 } else { open.append(descriptor) }
-                }
-                let idle = open.filter { RawHTTP.closedByServer($0, within: 30) }.count
-                return (refused, idle)
-            }
+            // The sockets live in a child process, so that this test process (which starts other
+            // processes; Foundation's Process mishandles descriptor numbers past 1,024) stays small.
+            let counts = try await Flood.run(
+                Flood.idleScript, arguments: [String(server.port), "127.0.0.2", "250", "4", "30"])
+            let (refusedAtOnce, closedWhenIdle) = (counts[0], counts[1])
             print("idle connections: \(refusedAtOnce) of 250 closed by the per-client cap of 100, \(closedWhenIdle) after the idle timeout")
             #expect(refusedAtOnce == 150)
             #expect(closedWhenIdle == 100)
@@ -60,17 +45,7 @@ struct HostileConnectionTests {
         let server = try ServeProcess(store: store, extra: ["--idle-timeout-seconds", "1", "--max-connections-per-client", "10000"], openFiles: 256)
         try await server.start()
         let port = try #require(Int(server.base.split(separator: ":").last ?? ""))
-        ConnectionLimits.raiseOpenFilesLimit()
-        let held = try await offThePool { () -> Int in
-            var descriptors: [Int32] = []
-            defer { for descriptor in descriptors { close(descriptor) } }
-            for _ in 0..<600 {
-                // Past the accept cap, connections wait in the kernel's backlog or are refused there.
-                guard let descriptor = try? RawHTTP.connect(port: port, source: "127.0.0.2", timeoutSeconds: 3) else { continue }
-                descriptors.append(descriptor)
-            }
-            return descriptors.count
-        }
+        let held = try await Flood.run(Flood.connectScript, arguments: [String(port), "127.0.0.2", "600", "3"])[0]
         print("descriptor exhaustion: \(held) of 600 connections were opened against a server limited to 256 descriptors")
         #expect(held > 256)
         #expect(server.process.isRunning)
@@ -121,5 +96,49 @@ struct HostileConnectionTests {
             }
             #expect(outcome == [200, 200, 200, 200, 429, 200, 200, 429, 200])
         }
+    }
+}
+
+/// Connections opened by a child process (Python's sockets): a count of them printed on one line.
+enum Flood {
+    /// Opens `count` connections from `source`, each sending half a request head; after `settle`
+    /// seconds counts those the server closed at once, then those it closes within `window`.
+    static let idleScript = """
+        import socket, sys, time, select
+        port, source, count, settle, window = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+        socks = []
+        for _ in range(count):
+            s = socket.socket(); s.settimeout(10); s.bind((source, 0)); s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /health HTTP/1.1\\r\\nHost: x\\r\\n"); socks.append(s)
+        time.sleep(settle)
+        def closed(s, seconds):
+            p = select.poll(); p.register(s, select.POLLIN)
+            if not p.poll(seconds * 1000): return False
+            try: return s.recv(1, socket.MSG_DONTWAIT) == b""
+            except OSError: return True
+        refused = [s for s in socks if closed(s, 0.01)]
+        rest = [s for s in socks if s not in refused]
+        print(len(refused), sum(1 for s in rest if closed(s, window)), flush=True)
+        """
+
+    /// Tries `count` connections from `source` (each given `timeout` seconds) and prints how many
+    /// were opened, holding them all until the end.
+    static let connectScript = """
+        import socket, sys
+        port, source, count, timeout = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+        socks = []
+        for _ in range(count):
+            s = socket.socket(); s.settimeout(timeout); s.bind((source, 0))
+            try: s.connect(("127.0.0.1", port)); socks.append(s)
+            except OSError: s.close()
+        print(len(socks), flush=True)
+        """
+
+    static func run(_ script: String, arguments: [String]) async throws -> [Int] {
+        let run = try await runProgram(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script] + arguments, timeLimit: .seconds(120))
+        let numbers = run.output.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        try #require(!numbers.isEmpty, "the flood printed \(run.output) \(run.errors)")
+        return numbers
     }
 }
