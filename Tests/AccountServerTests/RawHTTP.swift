@@ -150,20 +150,44 @@ enum RawHTTP {
     }
 
     /// Sends many requests released together: every request is written but its last byte, then
-    /// all last bytes go out in one sweep, and the answers are read in order. Off the pool.
+    /// all last bytes go out in one sweep, and the answers are read in order. The sockets live in a
+    /// child process (Python), so that this test process keeps few descriptors: Foundation's
+    /// `Process.run` crashes in a process with descriptor numbers past 1,024, and the server under
+    /// test runs in this process too.
     static func together(port: Int, source: String? = nil, _ requests: [[UInt8]]) async throws -> [Answer] {
-        try await offThePool {
-            var descriptors: [Int32] = []
-            defer { for descriptor in descriptors { close(descriptor) } }
-            for request in requests {
-                let descriptor = try connect(port: port, source: source)
-                descriptors.append(descriptor)
-                try write(descriptor, request.dropLast())
-            }
-            for (descriptor, request) in zip(descriptors, requests) { try write(descriptor, request.suffix(1)) }
-            return try descriptors.map(readAnswer)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("requests-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try JSONSerialization.data(withJSONObject: requests.map { Data($0).base64EncodedString() }).write(to: file)
+        let run = try await runProgram(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", togetherScript, String(port), source ?? "127.0.0.1", file.path],
+            timeLimit: .seconds(120))
+        guard let list = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String] else {
+            throw Failure(description: "the sender printed \(run.output.prefix(200)) \(run.errors.prefix(400))")
         }
+        return try list.map { try parse(Array(Data(base64Encoded: $0) ?? Data())) }
     }
+
+    private static let togetherScript = """
+        import base64, json, socket, sys
+        port, source, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+        requests = [base64.b64decode(r) for r in json.load(open(path))]
+        socks = []
+        for request in requests:
+            s = socket.socket(); s.settimeout(60); s.bind((source, 0)); s.connect(("127.0.0.1", port))
+            s.sendall(request[:-1]); socks.append(s)
+        for s, request in zip(socks, requests):
+            s.sendall(request[-1:])
+        answers = []
+        for s in socks:
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            answers.append(base64.b64encode(data).decode())
+            s.close()
+        print(json.dumps(answers), flush=True)
+        """
 
     /// Whether the server closes `descriptor` within `seconds` (reads EOF or a reset).
     static func closedByServer(_ descriptor: Int32, within seconds: Double) -> Bool {

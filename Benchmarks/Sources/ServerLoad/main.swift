@@ -119,6 +119,11 @@ configuration.port = 0
 let unlimited = RateLimit(burst: 1_000_000, perMinute: 1_000_000)
 configuration.rateLimits.loginsPerClient = unlimited
 configuration.rateLimits.loginsPerAccount = unlimited
+// The load is one client signing up and logging in many times: the per-address limits of a server
+// facing the internet would refuse most of it.
+configuration.rateLimits.signupsPerClient = unlimited
+configuration.rateLimits.recordsPerClient = unlimited
+configuration.connections.maxConnectionsPerClient = 100_000
 let server = AccountServer(store: store, configuration: configuration)
 let (ports, portContinuation) = AsyncStream<Int>.makeStream()
 let serving = Task { try await server.run { port in portContinuation.yield(port) } }
