@@ -223,7 +223,7 @@ final class PostgresAppender: Sendable {
             attempt += 1
             do {
                 let remaining = max(timeout - (ContinuousClock.now - started), .milliseconds(100))
-                let outcomes = try await commitOnce(appends, within: min(remaining, PostgresTransience.tryLimit(within: timeout)))
+                let outcomes = try await commitOnce(appends, within: min(remaining, PostgresTransience.tryLimit(within: timeout, attempt: attempt)))
                 outage.succeeded()
                 return outcomes
             } catch {

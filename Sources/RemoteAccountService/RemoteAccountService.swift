@@ -83,11 +83,13 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     public func login(userId: String, password: String) async throws {
         let body = try APIClient.json(["userId": userId, "password": password])
         var answer = try await client.call("POST", "/v1/sessions", body: body)
-        if let position = APIClient.acceptedPosition(answer) {
+        var tries = 1
+        while let position = APIClient.acceptedPosition(answer), tries < 5 {
             // A session was opened, but its token did not come back: once the server shows it,
-            // a second login opens the one this service keeps (the first expires unused).
+            // another login opens the one this service keeps (the first expires unused).
             try await client.waitUntilApplied(position)
             answer = try await client.call("POST", "/v1/sessions", body: body)
+            tries += 1
         }
         try await signIn(answer)
     }
