@@ -225,7 +225,12 @@ final class PostgresAppender: Sendable {
                 let remaining = max(timeout - (ContinuousClock.now - started), .milliseconds(100))
                 let outcomes = try await commitOnce(appends, within: min(remaining, PostgresTransience.tryLimit(within: timeout, attempt: attempt)))
                 outage.succeeded()
-                return outcomes
+                guard attempt > 1 else { return outcomes }
+                // An earlier try of this call may have committed before its answer was lost: the
+                // events found in the log are this call's own, not a duplicate of another's.
+                return outcomes.map { outcome in
+                    outcome.map { AppendResult(positions: $0.positions, streamVersion: $0.streamVersion, wasDuplicate: false) }
+                }
             } catch {
                 let failure = PostgresFailure.wrap(error, doing: what)
                 let wait = PostgresTransience.backoff(attempt: attempt)

@@ -48,13 +48,13 @@ enum PostgresTransience {
     }
 
     /// The longest try `attempt` (1, 2, …) of an operation may take within the operation's
-    /// `limit`: a fifth of it (at least a second) for the first, doubling with each try after. A
+    /// `limit`: a third of it (at least 5 s) for the first, doubling with each try after. A
     /// request caught by a crash of the server (its connection neither answered nor closed) is
     /// given up soon and tried again on another connection, rather than holding its caller for the
     /// whole limit; a big batch that a loaded machine takes longer to commit gets more time at its
     /// next try (a try that committed after all is answered by its event ids, never duplicated).
     static func tryLimit(within limit: Duration, attempt: Int = 1) -> Duration {
-        max(limit / 5, .seconds(1)) * (1 << min(max(attempt - 1, 0), 4))
+        max(limit / 3, .seconds(5)) * (1 << min(max(attempt - 1, 0), 4))
     }
 
     /// The wait before try `attempt` (1 for the first retry): doubling from `first` up to
