@@ -47,7 +47,7 @@ struct TransientFailureTests {
         let projection = UnreachableBackend(transient: true)
         let store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [projection])
         _ = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "s")
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(90)
         while projection.backend.calls.withLock({ $0 }) < 3, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -59,7 +59,7 @@ struct TransientFailureTests {
         #expect(failing.storageErrorSince != nil && failing.checkpoint == 0)
 
         projection.backend.down.withLock { $0 = false }
-        let healing = ContinuousClock.now + .seconds(20)
+        let healing = ContinuousClock.now + .seconds(90)
         while try await store.status().first?.checkpoint != 1, ContinuousClock.now < healing {
             try await Task.sleep(for: .milliseconds(20))
         }
