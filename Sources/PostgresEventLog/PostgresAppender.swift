@@ -223,7 +223,11 @@ final class PostgresAppender: Sendable {
             attempt += 1
             do {
                 let remaining = max(timeout - (ContinuousClock.now - started), .milliseconds(100))
-                let outcomes = try await commitOnce(appends, within: min(remaining, PostgresTransience.tryLimit(within: timeout, attempt: attempt)))
+                // Short tries only while the server is known to be out: in normal operation a try
+                // has the whole timeout (a big batch on a loaded machine takes its time, and a try
+                // given up early keeps its transaction on the server, in the way of its retry).
+                let limit = outage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: timeout, attempt: attempt)) : remaining
+                let outcomes = try await commitOnce(appends, within: limit)
                 outage.succeeded()
                 guard attempt > 1 else { return outcomes }
                 // An earlier try of this call may have committed before its answer was lost: the

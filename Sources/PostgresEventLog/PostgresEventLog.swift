@@ -472,7 +472,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
             let remaining = max(limit - (ContinuousClock.now - started), .milliseconds(100))
             do {
                 let value = try await Self.withDeadline(
-                    min(remaining, PostgresTransience.tryLimit(within: limit, attempt: attempt)), doing: "\(what) of \(place)the log at \(location)"
+                    readOutage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: limit, attempt: attempt)) : remaining,
+                    doing: "\(what) of \(place)the log at \(location)"
                 ) { [logger] in
                     try await body(server, logger)
                 }

@@ -48,7 +48,8 @@ enum PostgresTransience {
     }
 
     /// The longest try `attempt` (1, 2, …) of an operation may take within the operation's
-    /// `limit`: a third of it (at least 5 s) for the first, doubling with each try after. A
+    /// `limit` while the server is known to be out: a third of it (at least 5 s) for the first,
+    /// doubling with each try after (outside an outage a try has the whole limit). A
     /// request caught by a crash of the server (its connection neither answered nor closed) is
     /// given up soon and tried again on another connection, rather than holding its caller for the
     /// whole limit; a big batch that a loaded machine takes longer to commit gets more time at its
