@@ -80,15 +80,18 @@ extension AccountStore {
         try Self.checkUserId(userId)
         if try await accounts.legacyHolder(ofUserId: userId, other: nil) != nil { throw AccountServiceError.credentialsTaken }
         let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
-        let result: AppendResult
+        let position: UInt64
         do {
-            result = try await accounts.append(
+            position = try await accounts.append(
                 [event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
-                claims: [accounts.claim(forUserId: userId)])
+                claims: [accounts.claim(forUserId: userId)]
+            ).positions.upperBound
         } catch EventLogError.claimTaken {
             throw AccountServiceError.credentialsTaken
+        } catch {
+            position = try await committedFirstRecord(of: accountId, after: error)
         }
-        try await awaitCache(result.positions.upperBound)
+        try await awaitCache(position)
         // The details as of this signup: another writer may already have changed or deleted the
         // account, but this signup happened and its caller gets what it created.
         let created = AccountState(
@@ -99,14 +102,42 @@ extension AccountStore {
         return details
     }
 
+    /// The position of the first record of the new stream `accountId` when an append that failed
+    /// with `error` committed after all (its answer was lost to a crash of the log's server): the
+    /// account id is new, so its stream exists only if that append committed. Asks the log a few
+    /// times (it may be coming back); throws `error` when the stream is not there or the log does
+    /// not answer, so that a command that committed is not answered as failed.
+    func committedFirstRecord(of accountId: String, after error: any Error) async throws -> UInt64 {
+        if error is CancellationError { throw error }
+        for attempt in 0..<5 {
+            let first: RecordedEvent?
+            do {
+                first = try await log.readStream(accountId, from: 1, limit: 1).first
+            } catch let lookup where isTransientFailure(lookup) && attempt < 4 {
+                try await Task.sleep(for: .seconds(1))
+                continue
+            }
+            guard let first else { throw error }
+            Self.logger.warning("an append whose answer was lost had committed", metadata: ["account": "\(accountId)", "error": "\(error)"])
+            return first.position
+        }
+        throw error
+    }
+
     /// Creates an anonymous account (no user id, no password), marked anonymous and new.
     @discardableResult
     public func signInAnonymously(context: Context = Context()) async throws -> AccountDetails {
         let accountId = options.makeAccountId()
-        let result = try await accounts.append(
-            [.accountCreated(userId: "", passwordHash: nil, isAnonymous: true, values: [:])],
-            to: accountId, expectedVersion: .noStream, metadata: context.metadata)
-        try await awaitCache(result.positions.upperBound)
+        let position: UInt64
+        do {
+            position = try await accounts.append(
+                [.accountCreated(userId: "", passwordHash: nil, isAnonymous: true, values: [:])],
+                to: accountId, expectedVersion: .noStream, metadata: context.metadata
+            ).positions.upperBound
+        } catch {
+            position = try await committedFirstRecord(of: accountId, after: error)
+        }
+        try await awaitCache(position)
         guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
         details.isNewUser = true
         return details
