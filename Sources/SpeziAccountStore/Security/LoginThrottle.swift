@@ -94,7 +94,7 @@ final class LoginThrottle: Sendable {
     /// ``AccountStoreError/lockedOut(until:)`` when the client has no allowance left (its lock, or
     /// its remaining attempts all in flight) or the account-wide turn is too far off.
     func admit(userKey: String, client: String, now: Date) throws -> Ticket {
-        let lock = Self.seconds(policy.lockDuration)
+        let lock = AccountStore.seconds(policy.lockDuration)
         return try entries.withLock { entries in
             var user = entries[userKey] ?? UserEntry()
             if let last = user.lastFailure, now.timeIntervalSince(last) >= lock {
@@ -117,8 +117,8 @@ final class LoginThrottle: Sendable {
             if user.failures >= policy.accountWideAttempts {
                 let slot = max(now, user.nextSlot ?? now)
                 let wait = slot.timeIntervalSince(now)
-                if wait > Self.seconds(policy.maximumWait) { throw AccountStoreError.lockedOut(until: slot) }
-                user.nextSlot = slot.addingTimeInterval(Self.seconds(policy.slowdownInterval))
+                if wait > AccountStore.seconds(policy.maximumWait) { throw AccountStoreError.lockedOut(until: slot) }
+                user.nextSlot = slot.addingTimeInterval(AccountStore.seconds(policy.slowdownInterval))
                 delay = .milliseconds(Int64((wait * 1_000).rounded(.up)))
             }
             entry.inFlight += 1
@@ -180,10 +180,6 @@ final class LoginThrottle: Sendable {
                 || (user.lastFailure.map { now.timeIntervalSince($0) < lock } ?? false)
         }
     }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }
 
 /// A bound on the password derivations waiting for the hashing pool: beyond it a request is
@@ -212,31 +208,4 @@ final class HashingAdmission: Sendable {
 
     /// Derivations queued or running now.
     var current: Int { waiting.withLock { $0 } }
-}
-
-/// Writes whose callers do not wait for them (so that an answer does not tell by its timing
-/// whether something was written); ``settle()`` waits for those started so far.
-final class BackgroundWrites: Sendable {
-    private let running = Mutex<[UInt64: Task<Void, Never>]>([:])
-    private let counter = Mutex<UInt64>(0)
-
-    /// Starts `body`; it removes itself from the set when done.
-    func start(_ body: @escaping @Sendable () async -> Void) {
-        let id = counter.withLock { value -> UInt64 in
-            value += 1
-            return value
-        }
-        running.withLock { tasks in
-            tasks[id] = Task { [weak self] in
-                await body()
-                self?.running.withLock { $0[id] = nil }
-            }
-        }
-    }
-
-    /// Waits for every write started before the call.
-    func settle() async {
-        let tasks = running.withLock { Array($0.values) }
-        for task in tasks { await task.value }
-    }
 }
