@@ -64,7 +64,8 @@ final class PostgresAppender: Sendable {
         self.clock = clock
         self.logger = logger
         self.onCommit = onCommit
-        outage = PostgresOutage("the log at \(location) (appending)", logger: logger)
+        outage = PostgresOutage(
+            "the log at \(location) (appending)", logger: logger, server: client, inFlightLimit: PostgresTransience.tryLimit(within: timeout))
     }
 
     /// Queues the append and returns after the transaction that holds it committed.
@@ -268,7 +269,7 @@ final class PostgresAppender: Sendable {
             guard snapshot != nil else { break }
             let candidate = GroupDecision(appends, on: snapshot!, now: now)
             let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
-            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false) {
+            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: client) {
                 try await PostgresAppendStatements.conditionalAppend(
                     candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
             }
@@ -283,7 +284,7 @@ final class PostgresAppender: Sendable {
         }
         if decision == nil {
             paths.withLock { $0.locked += 1 }
-            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false) {
+            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: client) {
                 try await client.withTransaction(logger: logger) { connection in
                     let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
                     let decision = GroupDecision(appends, on: facts, now: now)

@@ -14,12 +14,15 @@ extension PostgresEventLog {
     /// the body returns after that is dropped, so a body that opens something closes it itself. With
     /// `cancellable` false, cancelling the calling task does not answer early (an append that
     /// was sent is answered with its outcome).
+    ///
+    /// `server` names the server the body talks to: when an outage of it begins, the deadlines of
+    /// its operations under way are brought forward (``DeadlineWatch/shorten(owner:to:)``).
     package static func withDeadline<T: Sendable>(
         _ limit: Duration, doing what: @autoclosure @escaping @Sendable () -> String, cancellable: Bool = true,
-        _ body: @escaping @Sendable () async throws -> T
+        server: AnyObject? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let race = DeadlineRace<T>()
-        let ticket = DeadlineWatch.shared.add(.now + limit) {
+        let ticket = DeadlineWatch.shared.add(.now + limit, owner: server.map(ObjectIdentifier.init)) {
             race.finish(.failure(PostgresLogError.server("cannot \(what()): no answer from the server within \(limit)")))
         }
         let run = {
@@ -100,7 +103,8 @@ package final class DeadlineWatch: Sendable {
     static let shared = DeadlineWatch(tick: .milliseconds(50))
 
     private struct Entry {
-        let deadline: ContinuousClock.Instant
+        var deadline: ContinuousClock.Instant
+        let owner: ObjectIdentifier?
         let expire: @Sendable () -> Void
     }
 
@@ -120,16 +124,33 @@ package final class DeadlineWatch: Sendable {
     }
 
     /// Calls `expire` once `deadline` has passed, unless the returned ticket is removed first.
-    package func add(_ deadline: ContinuousClock.Instant, expire: @escaping @Sendable () -> Void) -> UInt64 {
+    package func add(_ deadline: ContinuousClock.Instant, owner: ObjectIdentifier? = nil, expire: @escaping @Sendable () -> Void) -> UInt64 {
         let (id, start) = state.withLock { state in
             state.lastID += 1
-            state.entries[state.lastID] = Entry(deadline: deadline, expire: expire)
+            state.entries[state.lastID] = Entry(deadline: deadline, owner: owner, expire: expire)
             state.idleTicks = 0
             defer { state.watching = true }
             return (state.lastID, !state.watching)
         }
         if start { Task { await self.watch() } }
         return id
+    }
+
+    /// Brings the deadlines of `owner`'s operations under way forward to `latest` (those due
+    /// later) and returns how many it moved. Called when an outage of the server begins: a request
+    /// sent before the crash whose connection neither answers nor closes would otherwise hold
+    /// its caller (and, for an append, the appender) for the whole operation timeout, while a
+    /// retry on a new connection succeeds as soon as the server is back.
+    @discardableResult
+    package func shorten(owner: ObjectIdentifier, to latest: ContinuousClock.Instant) -> Int {
+        state.withLock { state in
+            var moved = 0
+            for (id, entry) in state.entries where entry.owner == owner && entry.deadline > latest {
+                state.entries[id]!.deadline = latest
+                moved += 1
+            }
+            return moved
+        }
     }
 
     package func remove(_ id: UInt64) {

@@ -108,7 +108,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         self.readClient = readClient ?? client
         self.standby = readClient == nil ? nil : location.standby
         self.logID = logID
-        self.readOutage = PostgresOutage("reads of the log at \(location)", logger: logger)
+        self.readOutage = PostgresOutage(
+            "reads of the log at \(location)", logger: logger, server: readClient ?? client,
+            inFlightLimit: PostgresTransience.tryLimit(within: options.operationTimeout))
         let logger = logger
         let reads = readClient ?? client
         let head: UInt64
@@ -197,7 +199,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     private static func listen(
         _ client: PostgresClient, channel: String, notifier: CommitNotifier, logger: Logger, location: PostgresLogLocation
     ) async {
-        let outage = PostgresOutage("commit notifications of the log at \(location)", logger: logger)
+        // Usually the first to see a crash (its connection stays open): operations sent to the
+        // server before it get a short deadline from then on.
+        let outage = PostgresOutage("commit notifications of the log at \(location)", logger: logger, server: client)
         while !Task.isCancelled && !notifier.isClosed {
             await notifier.untilWaitedFor()
             if Task.isCancelled || notifier.isClosed { return }
@@ -473,7 +477,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
             do {
                 let value = try await Self.withDeadline(
                     readOutage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: limit, attempt: attempt)) : remaining,
-                    doing: "\(what) of \(place)the log at \(location)"
+                    doing: "\(what) of \(place)the log at \(location)", server: server
                 ) { [logger] in
                     try await body(server, logger)
                 }

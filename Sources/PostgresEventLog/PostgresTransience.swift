@@ -81,11 +81,18 @@ final class PostgresOutage: Sendable {
     private let state = Mutex(State())
     private let what: String
     private let logger: Logger
+    /// The client whose operations under way get at most `inFlightLimit` more once the outage
+    /// begins (see ``DeadlineWatch/shorten(owner:to:)``); nil: none.
+    private let server: ObjectIdentifier?
+    private let inFlightLimit: Duration
 
-    /// `what`: what is out, e.g. "the key vault at postgres://…".
-    init(_ what: String, logger: Logger) {
+    /// `what`: what is out, e.g. "the key vault at postgres://…". `server`: the client of that
+    /// server, whose operations sent before the outage was seen are given `inFlightLimit` more.
+    init(_ what: String, logger: Logger, server: AnyObject? = nil, inFlightLimit: Duration = .seconds(5)) {
         self.what = what
         self.logger = logger
+        self.server = server.map(ObjectIdentifier.init)
+        self.inFlightLimit = inFlightLimit
     }
 
     /// Whether an outage is under way.
@@ -104,7 +111,8 @@ final class PostgresOutage: Sendable {
             return true
         }
         if first {
-            logger.warning("\(what) cannot be reached; retrying", metadata: ["error": "\(error)"])
+            let moved = server.map { DeadlineWatch.shared.shorten(owner: $0, to: .now + inFlightLimit) } ?? 0
+            logger.warning("\(what) cannot be reached; retrying", metadata: ["error": "\(error)", "requests cut short": "\(moved)"])
         }
     }
 

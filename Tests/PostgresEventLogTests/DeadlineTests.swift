@@ -44,6 +44,25 @@ struct DeadlineTests {
         Issue.record("every attempt was preempted past its deadline before the removal")
     }
 
+    @Test("an outage's start brings forward the deadlines of its server's operations under way, not others'")
+    func shortenedAtOutage() async throws {
+        let watch = DeadlineWatch(tick: .milliseconds(10))
+        let fired = Fired()
+        let server = Fired()
+        let other = Fired()
+        let serverTicket = watch.add(.now + .seconds(3_600), owner: ObjectIdentifier(server)) { fired.add("server") }
+        let soonTicket = watch.add(.now + .milliseconds(20), owner: ObjectIdentifier(server)) { fired.add("soon") }
+        let otherTicket = watch.add(.now + .seconds(3_600), owner: ObjectIdentifier(other)) { fired.add("other") }
+        let unowned = watch.add(.now + .seconds(3_600)) { fired.add("unowned") }
+        // Only the one due later than the new limit moves.
+        #expect(watch.shorten(owner: ObjectIdentifier(server), to: .now + .milliseconds(50)) == 1)
+        let patience = ContinuousClock.now + .seconds(30)
+        while fired.all.count < 2 && ContinuousClock.now < patience { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(fired.all.sorted() == ["server", "soon"])
+        for ticket in [serverTicket, soonTicket, otherTicket, unowned] { watch.remove(ticket) }
+    }
+
     @Test("a body that does not answer is answered at its deadline with a clear error, and cancelled")
     func deadlineAnswers() async throws {
         let cancelled = Fired()
