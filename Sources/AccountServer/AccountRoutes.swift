@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import Foundation
 import Hummingbird
 import Logging
@@ -107,6 +108,10 @@ struct AccountRoutes: Sendable {
             response = Self.accepted(position: position)
         } catch {
             if let problem = Problem.from(error, now: store.now()) {
+                if problem.status == 503 && isTransientFailure(error) {
+                    logger.warning(
+                        "answered 503: the log cannot be reached", metadata: ["route": "\(operation.method) \(operation.path)", "error": "\(error)"])
+                }
                 response = problem.response()
             } else {
                 logger.error(
@@ -136,8 +141,10 @@ struct AccountRoutes: Sendable {
             try await store.requestSignup(details, context: context(request, client: client))
             return try Self.json(ConfirmationSentBody(), status: .accepted)
         }
-        let created = try await store.signup(details, context: context(request, client: client))
-        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
+        let key = try await idempotencyKey(&request, route: "signup")
+        let created = try await store.signup(details, context: context(request, client: client, idempotencyKey: key))
+        let session = try await store.startSession(
+            for: created.accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
@@ -150,8 +157,10 @@ struct AccountRoutes: Sendable {
     }
 
     private func signInAnonymously(_ request: inout Request, client: String) async throws -> Response {
-        let created = try await store.signInAnonymously(context: context(request))
-        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
+        let key = try await idempotencyKey(&request, route: "anonymous")
+        let created = try await store.signInAnonymously(context: context(request, idempotencyKey: key))
+        let session = try await store.startSession(
+            for: created.accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
@@ -174,7 +183,23 @@ struct AccountRoutes: Sendable {
     }
 
     private func modify(_ request: inout Request, client: String) async throws -> Response {
-        let state = try await store.authenticate(token: try bearer(request))
+        let token = try bearer(request)
+        let key = try await idempotencyKey(&request, route: "modify", token: token)
+        let state: AccountState
+        do {
+            state = try await store.authenticate(token: token)
+        } catch AccountStoreError.invalidSession {
+            // A retry whose first attempt changed the password (which ended this session).
+            guard try await optionalBody(&request, as: ModifyBody.self)?.set?.password != nil,
+                let accountId = try await committedRetry(.modify, token: token, context: context(request, idempotencyKey: key))
+            else {
+                throw AccountStoreError.invalidSession
+            }
+            guard let details = try store.details(of: accountId) else { throw AccountStoreError.invalidSession }
+            let session = try await store.startSession(
+                for: accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
+            return try Self.json(ModifiedBody(account: AccountBody(details), session: SessionBody(session, details: details)))
+        }
         let change = try await body(&request, as: ModifyBody.self)
         let set = change.set ?? AccountDetails()
         try refuseUnknownKeys(set)
@@ -190,21 +215,33 @@ struct AccountRoutes: Sendable {
         if changesUserId { try limit("userid-change-account", state.accountId, configuration.rateLimits.userIdChangesPerAccount) }
         if changesCredentials { try await reauthenticate(state, password: change.currentPassword, request: request, client: client) }
         let modifications = try AccountModifications(modifiedDetails: set, removedAccountDetails: removedDetails(removed, from: state))
-        let details = try await store.modify(state.accountId, modifications, context: context(request, actor: state.accountId))
+        let details = try await store.modify(state.accountId, modifications, context: context(request, actor: state.accountId, idempotencyKey: key))
         var session: SessionBody?
         if set.password != nil {
             // The password change ended every session, this one too: hand out a new one.
-            let new = try await store.startSession(for: state.accountId, validity: configuration.sessionValidity, context: context(request))
+            let new = try await store.startSession(
+                for: state.accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
             session = SessionBody(new, details: details)
         }
         return try Self.json(ModifiedBody(account: AccountBody(details), session: session))
     }
 
     private func delete(_ request: inout Request, client: String) async throws -> Response {
-        let state = try await store.authenticate(token: try bearer(request))
+        let token = try bearer(request)
+        let key = try await idempotencyKey(&request, route: "delete", token: token)
+        let state: AccountState
+        do {
+            state = try await store.authenticate(token: token)
+        } catch AccountStoreError.invalidSession {
+            // A retry of a deletion that committed.
+            guard try await committedRetry(.delete, token: token, context: context(request, idempotencyKey: key)) != nil else {
+                throw AccountStoreError.invalidSession
+            }
+            return Response(status: .noContent)
+        }
         let body = try await optionalBody(&request, as: DeleteBody.self)
         if !state.isAnonymous { try await reauthenticate(state, password: body?.currentPassword, request: request, client: client) }
-        try await store.delete(state.accountId, context: context(request, actor: state.accountId))
+        try await store.delete(state.accountId, context: context(request, actor: state.accountId, idempotencyKey: key))
         return Response(status: .noContent)
     }
 
@@ -331,7 +368,7 @@ struct AccountRoutes: Sendable {
     }
 
     /// The body, up to `maxBodyBytes`, if it arrives within the body timeout (else 408).
-    private func collect(_ request: inout Request) async throws -> ByteBuffer {
+    func collect(_ request: inout Request) async throws -> ByteBuffer {
         let body = request.body
         let limit = configuration.maxBodyBytes
         let timeout = configuration.connections.bodyTimeout
@@ -353,10 +390,10 @@ struct AccountRoutes: Sendable {
 
     /// The request's id (its `X-Request-ID`, if any) goes into the events it appends; the client
     /// is what the store's login throttle counts under.
-    private func context(_ request: Request, actor: String? = nil, client: String? = nil) -> AccountStore.Context {
+    private func context(_ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil) -> AccountStore.Context {
         AccountStore.Context(
             actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) },
-            client: client)
+            client: client, idempotencyKey: idempotencyKey)
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

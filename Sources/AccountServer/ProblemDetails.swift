@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import Foundation
 import Hummingbird
 import SpeziAccount
@@ -73,6 +74,13 @@ struct Problem: Error, Encodable {
             return from(error, now: now)
         case let error as DecodingError:
             return malformed(describe(error))
+        case let error where isTransientFailure(error):
+            // The log or the vault is out for now (a restart of its server): a write may have been
+            // done before its answer was lost, so this is no "failed"; a keyed retry tells.
+            return Problem(
+                "storage-unavailable", .serviceUnavailable,
+                "The store cannot reach its log right now. A change may have been done: repeat it with the same Idempotency-Key to learn.",
+                retryAfter: 2)
         default:
             return nil
         }

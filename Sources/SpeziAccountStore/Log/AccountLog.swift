@@ -68,6 +68,17 @@ public struct AccountLog: Sendable {
         _ events: [AccountEvent], to accountId: String, expectedVersion: ExpectedVersion,
         metadata: EventMetadata = EventMetadata(), claims: Set<String> = [], releases: Set<String> = []
     ) async throws -> AppendResult {
+        try await append(
+            events, to: accountId, expectedVersion: expectedVersion, metadata: metadata, claims: claims, releases: releases, eventIDs: nil)
+    }
+
+    /// ``append(_:to:expectedVersion:metadata:claims:releases:)`` with the events' ids given
+    /// (`eventIDs`, one per event: a keyed command's derived ids, whose repeated append is a no-op)
+    /// or time-ordered ones (nil).
+    func append(
+        _ events: [AccountEvent], to accountId: String, expectedVersion: ExpectedVersion,
+        metadata: EventMetadata, claims: Set<String>, releases: Set<String>, eventIDs: [UUID]?
+    ) async throws -> AppendResult {
         var metadata = metadata
         metadata.extra[SchemaEvolution.metadataKey] = String(evolution.currentVersion)
         var key: SymmetricKey?
@@ -76,12 +87,16 @@ public struct AccountLog: Sendable {
             key = vault.knownKey(for: accountId)
             if key == nil { key = try await vault.offPool { try $0.makeKey(for: accountId) } }
         }
-        let proposed = try events.map { event in
+        precondition(eventIDs == nil || eventIDs!.count == events.count, "one event id per event")
+        let proposed = try events.indices.map { index in
+            let event = events[index]
             var payload = event.encodedPayload()
             if let key, event.carriesPersonalData {
                 payload = try Sealing.seal(payload, key: key, accountId: accountId, label: event.typeName)
             }
-            return ProposedEvent(type: event.typeName, schemaVersion: event.schemaVersion, metadata: metadata, payload: Data(payload))
+            return ProposedEvent(
+                eventID: eventIDs?[index] ?? .timeOrdered(), type: event.typeName, schemaVersion: event.schemaVersion, metadata: metadata,
+                payload: Data(payload))
         }
         return try await log.append(proposed, to: accountId, expectedVersion: expectedVersion, claims: claims, releases: releases)
     }

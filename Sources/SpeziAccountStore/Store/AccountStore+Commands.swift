@@ -18,12 +18,20 @@ extension AccountStore {
         /// Who asks, as the password checks are throttled: a client's address (or address group).
         /// Never written into the events. Nil: one client for all such commands.
         public var client: String?
+        /// Makes a command repeatable (``KeyedCommand``): a retry with the same key (after an
+        /// answer lost to a timeout or a crash) appends nothing and answers as the first attempt
+        /// did, on any server sharing the log and vault. The key must stand for the whole request:
+        /// a server derives it from the client's `Idempotency-Key` and the request's body, so that
+        /// the same key with other content is another command. Never written into the events
+        /// (their ids are derived from it under a secret).
+        public var idempotencyKey: String?
 
         /// Creates a context.
-        public init(actor: String? = nil, correlationID: String? = nil, client: String? = nil) {
+        public init(actor: String? = nil, correlationID: String? = nil, client: String? = nil, idempotencyKey: String? = nil) {
             self.actor = actor
             self.correlationID = correlationID
             self.client = client
+            self.idempotencyKey = idempotencyKey
         }
 
         var metadata: EventMetadata { EventMetadata(actor: actor, correlationID: correlationID) }
@@ -43,8 +51,15 @@ extension AccountStore {
     /// Signup; `validating: false` when the caller (the service) already validated the whole details
     /// against its own configuration and passes only the keys it stores.
     func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
-        let signup = try await prepareSignup(signupDetails, validating: validating, refusingTakenUserId: true)
-        return try await create(options.makeAccountId(), userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context)
+        let keyedId: String?
+        if let userId = signupDetails[AccountDetails.__Key_userId.self] {
+            keyedId = try await keyedAccountId(.signup, userId: userId, context: context)
+        } else {
+            keyedId = nil
+        }
+        let signup = try await prepareSignup(signupDetails, validating: validating, refusingTakenUserId: true, unlessHeldBy: keyedId)
+        return try await create(
+            keyedId ?? options.makeAccountId(), userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context)
     }
 
     /// Checks the details of a signup or upgrade (limits, the rules unless the caller validated
@@ -52,8 +67,10 @@ extension AccountStore {
     /// With `refusingTakenUserId`, a user id that has an account already is refused before the
     /// hash is made (`credentialsTaken`), so that a taken id costs no derivation; the append still
     /// decides under concurrent signups.
+    /// A keyed retry passes the account id it would create as `unlessHeldBy`: its own first
+    /// attempt holding the user id is no refusal.
     func prepareSignup(
-        _ signupDetails: AccountDetails, validating: Bool, refusingTakenUserId: Bool = false
+        _ signupDetails: AccountDetails, validating: Bool, refusingTakenUserId: Bool = false, unlessHeldBy retried: String? = nil
     ) async throws -> (userId: String, hash: String, values: EncodedAccountValues) {
         try checkLimits(signupDetails, keyCount: signupDetails.count + signupDetails.unknownValues.count)
         if validating {
@@ -65,7 +82,9 @@ extension AccountStore {
         }
         try Self.checkUserId(userId)
         let values = try loggedValues(signupDetails)
-        if refusingTakenUserId, try await accounts.accountId(forUserId: userId) != nil { throw AccountServiceError.credentialsTaken }
+        if refusingTakenUserId, let holder = try await accounts.accountId(forUserId: userId), holder != retried {
+            throw AccountServiceError.credentialsTaken
+        }
         let hash = try await hashPassword(password)
         return (userId, hash, values)
     }
@@ -80,12 +99,18 @@ extension AccountStore {
         try Self.checkUserId(userId)
         if try await accounts.legacyHolder(ofUserId: userId, other: nil) != nil { throw AccountServiceError.credentialsTaken }
         let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
+        let eventIDs = try await keyedEventIDs(.signup, accountId: accountId, context: context, count: 1)
         let position: UInt64
         do {
-            position = try await accounts.append(
-                [event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
-                claims: [accounts.claim(forUserId: userId)]
-            ).positions.upperBound
+            if let first = eventIDs?.first, let committed = try await keyedPosition(of: first, in: accountId) {
+                // A keyed retry of a signup that committed (the account may have changed since).
+                position = committed
+            } else {
+                position = try await accounts.append(
+                    [event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
+                    claims: [accounts.claim(forUserId: userId)], releases: [], eventIDs: eventIDs
+                ).positions.upperBound
+            }
         } catch EventLogError.claimTaken {
             throw AccountServiceError.credentialsTaken
         } catch {
@@ -127,12 +152,13 @@ extension AccountStore {
     /// Creates an anonymous account (no user id, no password), marked anonymous and new.
     @discardableResult
     public func signInAnonymously(context: Context = Context()) async throws -> AccountDetails {
-        let accountId = options.makeAccountId()
+        let accountId = try await keyedAccountId(.anonymousSignup, userId: "", context: context) ?? options.makeAccountId()
         let position: UInt64
         do {
             position = try await accounts.append(
                 [.accountCreated(userId: "", passwordHash: nil, isAnonymous: true, values: [:])],
-                to: accountId, expectedVersion: .noStream, metadata: context.metadata
+                to: accountId, expectedVersion: .noStream, metadata: context.metadata, claims: [], releases: [],
+                eventIDs: try await keyedEventIDs(.anonymousSignup, accountId: accountId, context: context, count: 1)
             ).positions.upperBound
         } catch {
             position = try await committedFirstRecord(of: accountId, after: error)
@@ -226,7 +252,7 @@ extension AccountStore {
             try Self.checkUserId(newUserId)
             if try await accounts.legacyHolder(ofUserId: newUserId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
         }
-        let outcome = try await retrying(accountId) { state in
+        let outcome = try await retrying(accountId, keyed: .modify) { state in
             var events: [AccountEvent] = []
             var claims: Set<String> = []
             var releases: Set<String> = []
@@ -259,7 +285,7 @@ extension AccountStore {
         try await accounts.vault?.offPool { try $0.markShredding(accountId) }
         let position: UInt64?
         do {
-            position = try await retrying(accountId) { state in
+            position = try await retrying(accountId, keyed: .delete) { state in
                 let releases: Set<String> = state.userId.isEmpty ? [] : accounts.claims(forUserId: state.userId)
                 return (endingSessions(of: state, reason: "account-deleted") + [.accountDeleted], [], releases)
             } context: {
@@ -283,20 +309,30 @@ extension AccountStore {
     /// short random pause (growing with each attempt, so that many writers on one account spread out
     /// instead of colliding again). Returns the position of the last event appended (nil when
     /// `decide` had nothing to append) and the account's state right after the append.
+    ///
+    /// With `keyed` and a context that carries an idempotency key, the events' ids are derived
+    /// from the key, and a retry whose first attempt committed returns that attempt's first
+    /// position and the account's current state (deleted, too) without deciding again.
     func retrying(
-        _ accountId: String,
+        _ accountId: String, keyed: KeyedCommand? = nil,
         decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
         context: () -> Context
     ) async throws -> (position: UInt64?, state: AccountState) {
+        if let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) { return replayed }
         let attempts = options.maxConflictRetries
         for attempt in 0..<attempts {
             guard let state = try await accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
             guard !decision.events.isEmpty else { return (nil, state) }
             do {
+                var eventIDs: [UUID]?
+                if let keyed { eventIDs = try await keyedEventIDs(keyed, accountId: accountId, context: context(), count: decision.events.count) }
                 let result = try await accounts.append(
                     decision.events, to: accountId, expectedVersion: .exact(state.version),
-                    metadata: context().metadata, claims: decision.claims, releases: decision.releases)
+                    metadata: context().metadata, claims: decision.claims, releases: decision.releases, eventIDs: eventIDs)
+                if result.wasDuplicate, let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) {
+                    return replayed
+                }
                 var after = state
                 let now = options.clock()
                 for (offset, event) in decision.events.enumerated() {
@@ -308,9 +344,25 @@ extension AccountStore {
                 continue
             } catch EventLogError.claimTaken {
                 throw AccountServiceError.credentialsTaken
+            } catch EventLogError.duplicateEventID where keyed != nil {
+                // A concurrent retry with the same key committed first (deciding other events).
+                if let replayed = try await committedAttempt(keyed!, accountId: accountId, context: context()) { return replayed }
+                throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempt + 1)
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
+    }
+
+    /// The first position of a keyed command's committed attempt and the account's state now;
+    /// nil when the log has no such attempt (or the context no key).
+    private func committedAttempt(
+        _ command: KeyedCommand, accountId: String, context: Context
+    ) async throws -> (position: UInt64?, state: AccountState)? {
+        guard let first = try await keyedEventIDs(command, accountId: accountId, context: context, count: 1)?.first,
+            let position = try await keyedPosition(of: first, in: accountId)
+        else { return nil }
+        guard let state = try await accounts.load(accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        return (position, state)
     }
 
     /// Refuses a user id the store does not take for a new account or a changed user id

@@ -40,16 +40,21 @@ extension AccountStore {
     /// (a signup, an anonymous sign-in, a password change).
     ///
     /// - Throws: ``AccountStoreError/accountNotFound(_:)`` for a deleted or unknown account.
+    ///
+    /// With an idempotency key in `context`, the session's secret is derived from it: a retry whose
+    /// first attempt committed hands out the same token, with the first attempt's expiry.
     public func startSession(for accountId: String, validity: Duration, context: Context = Context()) async throws -> AccountSession {
-        let secret = Self.makeResetToken()
-        let expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
-        let event = AccountEvent.sessionStarted(sessionHash: Self.resetTokenHash(secret), expiresAtMicros: Self.micros(expiresAt))
-        let outcome = try await retrying(accountId) { _ in
+        let secret = try await keyedSessionSecret(accountId: accountId, context: context) ?? Self.makeResetToken()
+        let sessionHash = Self.resetTokenHash(secret)
+        var expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
+        let event = AccountEvent.sessionStarted(sessionHash: sessionHash, expiresAtMicros: Self.micros(expiresAt))
+        let outcome = try await retrying(accountId, keyed: .sessionStart) { _ in
             ([event], [], [])
         } context: {
             context
         }
         if let position = outcome.position { try await awaitCache(position) }
+        if let first = outcome.state.sessions[sessionHash] { expiresAt = Date(timeIntervalSince1970: Double(first) / 1_000_000) }
         return AccountSession(accountId: accountId, token: "\(accountId).\(secret)", expiresAt: expiresAt)
     }
 
@@ -89,6 +94,12 @@ extension AccountStore {
             context
         }
         if let position = outcome.position { try await awaitCache(position) }
+    }
+
+    /// The account a bearer token names (nil for a malformed token), whether or not its session
+    /// is valid.
+    public static func accountId(ofToken token: String) -> String? {
+        parseSessionToken(token)?.accountId
     }
 
     /// The hash a session's events carry for a bearer token (nil for a malformed token): how a

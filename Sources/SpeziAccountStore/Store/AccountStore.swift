@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import Crypto
 import EventLogProtocol
 import Foundation
 import Logging
@@ -138,6 +139,8 @@ public final class AccountStore: Sendable {
     /// A hash of nothing in particular, checked against for unknown user ids (one derivation, like a
     /// real check); made on first need, not at start-up.
     private let decoyHash = Mutex<String?>(nil)
+    /// The key idempotency keys are derived under, once read (see `AccountStore+Idempotency`).
+    let idempotencySecretCache = Mutex<SymmetricKey?>(nil)
     /// Counts password checks per user id and client before they are made.
     let throttle: LoginThrottle
     /// Bounds the password derivations waiting for the hashing threads.
