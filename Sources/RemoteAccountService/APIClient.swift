@@ -59,12 +59,59 @@ struct APIClient: Sendable {
 
     /// Sends a request; a 2xx answer comes back, anything else is thrown as an error.
     func call(_ method: String, _ path: String, token: String? = nil, body: Data? = nil) async throws -> TransportResponse {
+        let response = try await transport.send(request(method, path, token: token, body: body))
+        guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
+        return response
+    }
+
+    /// Sends a write with a new `Idempotency-Key` and, while its outcome is unknown (the
+    /// transport failed, or the server answered 503 `storage-unavailable`, 502 or 504), sends it
+    /// again with the same key after a growing pause (0.25 s doubling to 4 s) for up to
+    /// `retryWindow`: a write that was done before its answer was lost is answered as it was
+    /// the first time, never done twice. Returns the last answer as ``call(_:_:token:body:)`` does.
+    func keyedCall(
+        _ method: String, _ path: String, token: String? = nil, body: Data? = nil, retryWindow: Duration = .seconds(30)
+    ) async throws -> TransportResponse {
+        var request = request(method, path, token: token, body: body)
+        request.headers["Idempotency-Key"] = UUID().uuidString
+        let started = ContinuousClock.now
+        var attempt = 0
+        while true {
+            attempt += 1
+            let outcome: Result<TransportResponse, any Error>
+            do {
+                outcome = .success(try await transport.send(request))
+            } catch {
+                outcome = .failure(error)
+            }
+            let wait = min(Duration.milliseconds(250) * (1 << min(attempt - 1, 4)), .seconds(4))
+            guard Self.outcomeUnknown(outcome), ContinuousClock.now - started + wait <= retryWindow else {
+                let response = try outcome.get()
+                guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
+                return response
+            }
+            try await Task.sleep(for: wait)
+        }
+    }
+
+    /// Whether a write's outcome is not known from this: no answer (but not a cancellation), or
+    /// an answer that says the server could not reach its store.
+    static func outcomeUnknown(_ outcome: Result<TransportResponse, any Error>) -> Bool {
+        switch outcome {
+        case let .failure(error):
+            return !(error is CancellationError)
+        case let .success(response):
+            if response.status == 502 || response.status == 504 { return true }
+            guard response.status == 503, let object = try? object(response.body) else { return false }
+            return (object["type"] as? String)?.hasSuffix(":storage-unavailable") ?? false
+        }
+    }
+
+    private func request(_ method: String, _ path: String, token: String?, body: Data?) -> TransportRequest {
         var headers = ["Accept": "application/json"]
         if let token { headers["Authorization"] = "Bearer \(token)" }
         if body != nil { headers["Content-Type"] = "application/json" }
-        let response = try await transport.send(TransportRequest(method: method, url: url(path), headers: headers, body: body))
-        guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
-        return response
+        return TransportRequest(method: method, url: url(path), headers: headers, body: body)
     }
 
     /// The log position of a `202 {"status":"accepted","position":N}` answer: the write was

@@ -112,7 +112,7 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
             try await account.supplyUserDetails(details)
             return
         }
-        let answer = try await client.call("POST", "/v1/accounts", body: body)
+        let answer = try await client.keyedCall("POST", "/v1/accounts", body: body)
         if let position = APIClient.acceptedPosition(answer), let password = signupDetails.password {
             let userId = signupDetails.userId
             // The account exists (a retry would be told the user id is taken); its session did not
@@ -134,7 +134,7 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
 
     /// Signs in with a new anonymous account.
     public func signInAnonymously() async throws {
-        let answer = try await client.call("POST", "/v1/accounts/anonymous")
+        let answer = try await client.keyedCall("POST", "/v1/accounts/anonymous")
         try await signIn(answer)
     }
 
@@ -163,7 +163,7 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
         if changesPassword { stopFollowing() }
         let answer: TransportResponse
         do {
-            answer = try await client.call("PATCH", "/v1/account", token: token, body: body)
+            answer = try await client.keyedCall("PATCH", "/v1/account", token: token, body: body)
         } catch {
             if changesPassword, self.token == token { startFollowing(token: token) }
             throw error
@@ -213,7 +213,7 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
         let password = details.isAnonymous ? nil : try await currentPassword(.deleteAccount)
         try await notifications.reportEvent(.deletingAccount(details.accountId))
         stopFollowing()
-        _ = try await client.call("DELETE", "/v1/account", token: token, body: try APIClient.json(["currentPassword": password]))
+        _ = try await client.keyedCall("DELETE", "/v1/account", token: token, body: try APIClient.json(["currentPassword": password]))
         self.token = nil
         await account.removeUserDetails()
     }
