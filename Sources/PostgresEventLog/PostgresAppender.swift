@@ -65,7 +65,7 @@ final class PostgresAppender: Sendable {
         self.logger = logger
         self.onCommit = onCommit
         outage = PostgresOutage(
-            "the log at \(location) (appending)", logger: logger, server: client, inFlightLimit: PostgresTransience.tryLimit(within: timeout))
+            "the log at \(location) (appending)", logger: logger, server: client)
     }
 
     /// Queues the append and returns after the transaction that holds it committed.

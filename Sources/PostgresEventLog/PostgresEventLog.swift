@@ -109,8 +109,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         self.standby = readClient == nil ? nil : location.standby
         self.logID = logID
         self.readOutage = PostgresOutage(
-            "reads of the log at \(location)", logger: logger, server: readClient ?? client,
-            inFlightLimit: PostgresTransience.tryLimit(within: options.operationTimeout))
+            "reads of the log at \(location)", logger: logger, server: readClient ?? client)
         let logger = logger
         let reads = readClient ?? client
         let head: UInt64

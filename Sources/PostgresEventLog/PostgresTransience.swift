@@ -58,6 +58,11 @@ enum PostgresTransience {
         max(limit / 3, .seconds(5)) * (1 << min(max(attempt - 1, 0), 4))
     }
 
+    /// What an operation sent before an outage was seen has left once it is (see
+    /// ``DeadlineWatch/shorten(owner:to:)``): its server went away, so its answer most likely
+    /// will not come; a retry on a new connection is answered by the event ids if it did commit.
+    static let inFlightLimit = Duration.seconds(2)
+
     /// The wait before try `attempt` (1 for the first retry): doubling from `first` up to
     /// `cap`, with a random part (the upper half of the span, "equal jitter") so that the nodes
     /// that lost the same server do not all come back in the same millisecond.
@@ -88,7 +93,7 @@ final class PostgresOutage: Sendable {
 
     /// `what`: what is out, e.g. "the key vault at postgres://…". `server`: the client of that
     /// server, whose operations sent before the outage was seen are given `inFlightLimit` more.
-    init(_ what: String, logger: Logger, server: AnyObject? = nil, inFlightLimit: Duration = .seconds(5)) {
+    init(_ what: String, logger: Logger, server: AnyObject? = nil, inFlightLimit: Duration = PostgresTransience.inFlightLimit) {
         self.what = what
         self.logger = logger
         self.server = server.map(ObjectIdentifier.init)
