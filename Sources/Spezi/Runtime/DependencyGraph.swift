@@ -3,131 +3,165 @@
 // SPDX-License-Identifier: MIT
 //
 
-/// One module instance in the graph being booted.
+/// One module instance being loaded.
 final class ModuleNode {
     let module: any Module
     let declarations: ModuleDeclarations
-    /// Indices of the nodes this node depends on.
-    var edges: [Int] = []
+    /// Whether the runtime created or loaded it on another module's behalf (a default instance, a
+    /// DefaultInitializable created on demand, a `load` or collection dependency).
+    let isImplicit: Bool
 
-    init(_ module: any Module) {
+    init(_ module: any Module, isImplicit: Bool) {
         self.module = module
         self.declarations = ModuleDeclarations(of: module)
+        self.isImplicit = isImplicit
     }
 
+    var id: ObjectIdentifier { ObjectIdentifier(module) }
     var name: String { moduleName(type(of: module)) }
 }
 
-/// Resolves the dependencies of a configuration and orders the modules dependencies-first.
-struct DependencyGraph {
+/// Resolves the dependencies of a batch of modules against the modules already loaded, and
+/// orders the batch dependencies-first.
+///
+/// Resolution, in this order: every `load` and collection dependency is loaded; a required or
+/// optional dependency takes the first loaded module of exactly its type; a required one
+/// without such a module takes its default instance; what is still missing is then created on
+/// demand (DefaultInitializable, one at a time, since a new module may bring the others); then
+/// optional dependencies with a default get it; a required dependency still missing is an error.
+struct ModuleResolver {
+    /// The modules loaded before, in order.
+    let existing: [any Module]
+    /// The modules of this batch, in the order they were added.
     private(set) var nodes: [ModuleNode] = []
-    private var byType: [ObjectIdentifier: Int] = [:]
-    private var byInstance: [ObjectIdentifier: Int] = [:]
+    private var known: Set<ObjectIdentifier>
+    private var resolved: [ObjectIdentifier: any Module] = [:]
 
-    /// Adds a module (and, transitively, the modules its collection dependencies bring along).
-    /// A second instance of an already registered type is ignored: the first one wins.
-    @discardableResult
-    mutating func add(_ module: any Module) -> Int {
-        if let index = byInstance[ObjectIdentifier(module)] {
-            return index
+    init(existing: [any Module]) {
+        self.existing = existing
+        self.known = Set(existing.map { ObjectIdentifier($0) })
+    }
+
+    /// Adds a module and, transitively, what its `load` and collection dependencies bring along.
+    /// An instance that is already loaded or added is not added again.
+    mutating func add(_ module: any Module, isImplicit: Bool = false) {
+        guard known.insert(ObjectIdentifier(module)).inserted else {
+            return
         }
-        let typeId = ObjectIdentifier(type(of: module))
-        if let index = byType[typeId] {
-            return index
-        }
-        let node = ModuleNode(module)
-        let index = nodes.count
+        let node = ModuleNode(module, isImplicit: isImplicit)
         nodes.append(node)
-        byType[typeId] = index
-        byInstance[ObjectIdentifier(module)] = index
-        for box in node.declarations.dependencies where box.kind == .collection {
+        for box in node.declarations.dependencies {
             for child in box.instances {
-                let childIndex = add(child)
-                nodes[index].edges.append(childIndex)
+                add(child, isImplicit: true)
             }
         }
-        return index
     }
 
-    private func provider(for box: DependencyBox) -> Int? {
-        if let type = box.type, let index = byTypeLookup(type) {
-            return index
+    /// The first loaded or added module a dependency accepts.
+    private func provider(for box: DependencyBox) -> (any Module)? {
+        if box.kind == .load || box.kind == .collection {
+            return box.instances.first
         }
-        return nodes.firstIndex { box.matches($0.module) }
+        return existing.first(where: box.matches) ?? nodes.lazy.map(\.module).first(where: box.matches)
     }
 
-    private func byTypeLookup(_ type: Any.Type) -> Int? {
-        byType[ObjectIdentifier(type)]
+    private var pending: [(node: ModuleNode, box: DependencyBox)] {
+        nodes.flatMap { node in
+            node.declarations.dependencies.filter { resolved[ObjectIdentifier($0)] == nil && $0.kind != .collection }.map { (node, $0) }
+        }
     }
 
-    /// Resolves required and optional dependencies, creating on-demand modules, and injects them.
-    mutating func resolve() throws {
-        // required dependencies first; creating a module may add more nodes, so loop by index.
-        var index = 0
-        while index < nodes.count {
-            let node = nodes[index]
-            for box in node.declarations.dependencies where box.kind == .required {
-                if let providerIndex = provider(for: box) {
-                    node.edges.append(providerIndex)
-                } else if let makeFallback = box.makeFallback {
-                    node.edges.append(add(makeFallback()))
-                } else {
-                    throw SpeziError.missingDependency(module: node.name, dependency: box.typeName)
+    /// Resolves every dependency of the batch, adding default and on-demand modules as needed.
+    ///
+    /// - Throws: SpeziError/missingDependency(module:dependency:) for a required dependency nothing satisfies.
+    mutating func resolve() throws(SpeziError) {
+        while true {
+            var progress = false
+            for (_, box) in pending {
+                if let module = provider(for: box) {
+                    resolved[ObjectIdentifier(box)] = module
+                    progress = true
+                } else if box.kind == .required, let makeDefault = box.makeDefault {
+                    let module = makeDefault()
+                    add(module, isImplicit: true)
+                    resolved[ObjectIdentifier(box)] = module
+                    progress = true
                 }
             }
-            index += 1
-        }
-        for node in nodes {
-            for box in node.declarations.dependencies where box.kind == .optional {
-                if let providerIndex = provider(for: box) {
-                    node.edges.append(providerIndex)
-                }
+            if progress {
+                continue
             }
+            if let (_, box) = pending.first(where: { $0.box.makeOnDemand != nil }), let make = box.makeOnDemand {
+                add(make(), isImplicit: true)
+                continue
+            }
+            if let (_, box) = pending.first(where: { $0.box.kind == .optional && $0.box.makeDefault != nil }), let make = box.makeDefault {
+                add(make(), isImplicit: true)
+                continue
+            }
+            break
         }
+        if let (node, box) = pending.first(where: { $0.box.kind != .optional }) {
+            throw .missingDependency(module: node.name, dependency: box.typeName)
+        }
+    }
+
+    /// Injects what resolve() found into every dependency of the batch (an absent optional
+    /// dependency is injected as nil).
+    func inject() {
         for node in nodes {
             for box in node.declarations.dependencies {
-                switch box.kind {
-                case .collection:
-                    box.resolved.withLock { $0 = box.instances }
-                case .required, .optional:
-                    let resolved = provider(for: box).map { [nodes[$0].module] } ?? []
-                    box.resolved.withLock { $0 = resolved }
+                if box.kind == .collection {
+                    box.inject(box.instances)
+                } else {
+                    box.inject(resolved[ObjectIdentifier(box)].map { [$0] } ?? [])
                 }
-                box.isInjected.withLock { $0 = true }
             }
         }
     }
 
-    /// The nodes ordered so that every module comes after its dependencies; throws on a cycle.
-    func configurationOrder() throws -> [ModuleNode] {
+    /// The batch ordered so that every module comes after the modules it depends on (modules
+    /// loaded before are already configured). An optional dependency orders too, unless it
+    /// closes a cycle; a cycle of required dependencies is an error.
+    ///
+    /// - Throws: SpeziError/dependencyCycle(_:) naming the cycle.
+    func configurationOrder() throws(SpeziError) -> [ModuleNode] {
         enum Mark { case visiting, done }
+        let index = Dictionary(nodes.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
         var marks: [Int: Mark] = [:]
         var order: [ModuleNode] = []
         var path: [Int] = []
 
-        func visit(_ index: Int) throws {
-            switch marks[index] {
-            case .done:
-                return
-            case .visiting:
-                let start = path.firstIndex(of: index) ?? 0
-                let cycle = (path[start...] + [index]).map { nodes[$0].name }
-                throw SpeziError.dependencyCycle(Array(cycle))
-            case nil:
-                break
+        func edges(of node: ModuleNode) -> [(target: Int, isStrong: Bool)] {
+            node.declarations.dependencies.flatMap { box in
+                let targets = box.kind == .collection ? box.instances : resolved[ObjectIdentifier(box)].map { [$0] } ?? []
+                return targets.compactMap { index[ObjectIdentifier($0)] }.map { ($0, box.isStrong) }
             }
-            marks[index] = .visiting
-            path.append(index)
-            for edge in nodes[index].edges where edge != index {
-                try visit(edge)
-            }
-            path.removeLast()
-            marks[index] = .done
-            order.append(nodes[index])
         }
 
-        for index in nodes.indices {
-            try visit(index)
+        func visit(_ position: Int) throws(SpeziError) {
+            if marks[position] == .done {
+                return
+            }
+            marks[position] = .visiting
+            path.append(position)
+            for (target, isStrong) in edges(of: nodes[position]) where target != position {
+                if marks[target] == .visiting {
+                    guard isStrong else {
+                        continue
+                    }
+                    let start = path.firstIndex(of: target) ?? 0
+                    throw .dependencyCycle((path[start...] + [target]).map { nodes[$0].name })
+                }
+                try visit(target)
+            }
+            path.removeLast()
+            marks[position] = .done
+            order.append(nodes[position])
+        }
+
+        for position in nodes.indices {
+            try visit(position)
         }
         return order
     }

@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-/// Why a SpeziRuntime could not boot.
+/// Why a SpeziRuntime could not boot, load or unload a module.
 public enum SpeziError: Error, CustomStringConvertible {
     /// `module` requires `dependency`, which is not configured and cannot be created on demand.
     case missingDependency(module: String, dependency: String)
@@ -15,6 +15,10 @@ public enum SpeziError: Error, CustomStringConvertible {
     case moduleConfigurationFailed(module: String, underlying: any Error)
     /// `boot()` was called twice.
     case alreadyBooted
+    /// `module` cannot be unloaded: the `dependents` (loaded modules) require it.
+    case moduleStillRequired(module: String, dependents: [String])
+    /// The runtime was not booted yet (``SpeziRuntime/loadModule(_:ownership:)`` needs a booted runtime).
+    case notBooted
 
     /// A readable description naming the modules involved.
     public var description: String {
@@ -29,6 +33,10 @@ public enum SpeziError: Error, CustomStringConvertible {
             "Configuring module \(module) failed: \(underlying)"
         case .alreadyBooted:
             "The Spezi runtime was already booted"
+        case let .moduleStillRequired(module, dependents):
+            "Module \(module) cannot be unloaded: \(dependents.joined(separator: ", ")) still require it"
+        case .notBooted:
+            "The Spezi runtime was not booted yet"
         }
     }
 }

@@ -5,18 +5,41 @@
 
 /// Boots a Configuration: the Linux stand-in for Spezi's app delegate.
 ///
-/// Booting registers the standard and every module (including the ones brought along by
-/// collection dependencies), resolves `@Dependency` declarations (creating
-/// DefaultInitializable modules on demand), checks `@StandardActor` constraints, orders the
-/// modules dependencies-first and calls Module/configure() on each, in that order.
+/// Booting loads the standard and every module (including the ones brought along by `load` and
+/// collection dependencies and the default instances of dependencies), resolves `@Dependency`
+/// declarations (creating DefaultInitializable modules on demand), checks `@StandardActor`
+/// constraints, hands the values of every `@Provide` to every `@Collect`, and calls
+/// Module/configure() on each module, dependencies first. Modules can be loaded and unloaded
+/// later with ``loadModule(_:ownership:)`` and ``unloadModule(_:)``.
 public final class SpeziRuntime {
+    /// One loaded module: kept strongly, or weakly for ``ModuleOwnership/external``.
+    final class Entry {
+        let id: ObjectIdentifier
+        let name: String
+        let declarations: ModuleDeclarations
+        let isImplicit: Bool
+        private let strong: (any Module)?
+        private weak var weak: AnyObject?
+
+        init(_ node: ModuleNode, ownership: ModuleOwnership) {
+            self.id = node.id
+            self.name = node.name
+            self.declarations = node.declarations
+            self.isImplicit = node.isImplicit
+            self.strong = ownership == .spezi || node.isImplicit ? node.module : nil
+            self.weak = node.module
+        }
+
+        var module: (any Module)? {
+            strong ?? (weak as? any Module)
+        }
+    }
+
     /// The configuration being run.
     public let configuration: Configuration
-    private var graph = DependencyGraph()
+    var entries: [Entry] = []
     private var booted = false
     private var stopped = false
-    /// The modules in the order they were configured (empty before boot()).
-    public private(set) var modules: [any Module] = []
 
     /// Creates a runtime for a configuration; call boot() to start it.
     public init(configuration: Configuration) {
@@ -28,7 +51,12 @@ public final class SpeziRuntime {
         configuration.standard
     }
 
-    /// Resolves, injects and configures all modules.
+    /// The loaded modules in the order they were configured (empty before boot()).
+    public var modules: [any Module] {
+        entries.compactMap(\.module)
+    }
+
+    /// Loads, injects and configures the standard and all modules of the configuration.
     ///
     /// - Throws: a SpeziError naming the modules involved.
     public func boot() async throws {
@@ -36,32 +64,7 @@ public final class SpeziRuntime {
             throw SpeziError.alreadyBooted
         }
         booted = true
-        graph.add(configuration.standard)
-        for module in configuration.modules {
-            graph.add(module)
-        }
-        try graph.resolve()
-        let order = try graph.configurationOrder()
-        for node in graph.nodes {
-            for box in node.declarations.standards {
-                guard box.accepts(configuration.standard) else {
-                    throw SpeziError.standardConstraintNotSatisfied(
-                        module: node.name,
-                        constraint: box.constraintName,
-                        standard: moduleName(type(of: configuration.standard))
-                    )
-                }
-                box.standard.withLock { $0 = configuration.standard }
-            }
-        }
-        modules = order.map(\.module)
-        for node in order {
-            do {
-                try await node.module.configure()
-            } catch {
-                throw SpeziError.moduleConfigurationFailed(module: node.name, underlying: error)
-            }
-        }
+        try await load([configuration.standard] + configuration.modules, ownership: .spezi)
     }
 
     /// Stops the runtime: every module that is a ``LifecycleHandler`` hears
@@ -75,11 +78,92 @@ public final class SpeziRuntime {
         }
     }
 
-    /// The module of type `M` (exact type first, then any instance that is an `M`), if booted.
+    /// The first loaded module of exactly the type `M`, as upstream looks modules up: with only a
+    /// subclass of `M` loaded, the answer is nil. When `M` is a protocol (`(any Service).self`),
+    /// the first module conforming to it.
+    ///
+    /// - Parameter type: the module type.
+    /// - Returns: the module, or nil when none is loaded.
     public func module<M>(_ type: M.Type = M.self) -> M? {
-        if let exact = modules.first(where: { ObjectIdentifier(Swift.type(of: $0)) == ObjectIdentifier(M.self) }) {
-            return exact as? M
+        if M.self is any Module.Type {
+            return modules.first { ObjectIdentifier(Swift.type(of: $0)) == ObjectIdentifier(M.self) } as? M
         }
         return modules.lazy.compactMap { $0 as? M }.first
+    }
+
+    /// Loads a batch: resolves it against the loaded modules, injects, configures it dependencies
+    /// first, then updates the optional dependencies and collected values of the others. On an
+    /// error nothing of the batch stays loaded.
+    func load(_ requested: [any Module], ownership: ModuleOwnership) async throws {
+        purgeReleased()
+        var resolver = ModuleResolver(existing: modules)
+        for module in requested {
+            resolver.add(module)
+        }
+        try resolver.resolve()
+        let order = try resolver.configurationOrder()
+        for node in order {
+            for box in node.declarations.standards {
+                guard box.accepts(configuration.standard) else {
+                    throw SpeziError.standardConstraintNotSatisfied(
+                        module: node.name, constraint: box.constraintName, standard: moduleName(type(of: configuration.standard)))
+                }
+            }
+        }
+        resolver.inject()
+        let previous = entries
+        let added = order.map { Entry($0, ownership: ownership) }
+        entries += added
+        for entry in added {
+            for box in entry.declarations.standards {
+                box.standard.withLock { $0 = configuration.standard }
+            }
+        }
+        for (node, entry) in zip(order, added) {
+            inject(collectsOf: entry)
+            do {
+                try await node.module.configure()
+            } catch {
+                entries = previous
+                throw SpeziError.moduleConfigurationFailed(module: node.name, underlying: error)
+            }
+        }
+        refresh()
+    }
+
+    /// Drops the entries of external modules that were released.
+    func purgeReleased() {
+        guard entries.contains(where: { $0.module == nil }) else {
+            return
+        }
+        entries.removeAll { $0.module == nil }
+        refresh()
+    }
+
+    /// Points optional dependencies at loaded modules (keeping a module that is still loaded) and
+    /// hands every module the values provided now.
+    func refresh() {
+        let loaded = modules
+        let ids = Set(loaded.map { ObjectIdentifier($0) })
+        for entry in entries {
+            for box in entry.declarations.dependencies where box.kind == .optional {
+                if let current = box.modules.first, ids.contains(ObjectIdentifier(current)) {
+                    continue
+                }
+                box.inject(loaded.first(where: box.matches).map { [$0] } ?? [])
+            }
+            inject(collectsOf: entry)
+        }
+    }
+
+    private func inject(collectsOf entry: Entry) {
+        guard !entry.declarations.collects.isEmpty else {
+            return
+        }
+        let provides = entries.filter { $0.module != nil }.flatMap(\.declarations.provides)
+        for storage in entry.declarations.collects {
+            let values = provides.filter { $0.elementType == storage.elementType }.flatMap { $0.elements() }
+            storage.values.withLock { $0 = values }
+        }
     }
 }

@@ -10,16 +10,22 @@
 ///     @StandardActor var standard: any ExampleConstraint
 /// }
 /// ```
-/// Booting fails with SpeziError/standardConstraintNotSatisfied(module:constraint:standard:) when the
-/// standard does not conform. The value is available from Module/configure() on.
+/// Loading fails with SpeziError/standardConstraintNotSatisfied(module:constraint:standard:) when the
+/// standard does not conform. Declared as an optional (`(any ExampleConstraint)?`), the property is
+/// `nil` when the standard does not conform, and loading goes on. `any Standard` accepts every
+/// standard. The value is available from Module/configure() on.
 @propertyWrapper
 public struct StandardActor<Value> {
     let box: StandardBox
 
-    /// Declares access to the standard as `Value` (usually `any SomeConstraint`).
+    /// Declares access to the standard as `Value` (usually `any SomeConstraint`, or an optional of it).
     public init() {
-        self.box = StandardBox(constraintName: String(describing: Value.self)) { standard in
-            standard is Value
+        if let optional = Value.self as? any OptionalValue.Type {
+            self.box = StandardBox(constraintName: String(describing: optional.wrappedType)) { _ in true }
+        } else {
+            self.box = StandardBox(constraintName: String(describing: Value.self)) { standard in
+                standard is Value
+            }
         }
     }
 
@@ -28,10 +34,13 @@ public struct StandardActor<Value> {
         guard let standard = box.standard.current else {
             preconditionFailure("@StandardActor \(Value.self) was read before the Spezi runtime injected the standard")
         }
-        guard let value = standard as? Value else {
-            preconditionFailure("The standard \(type(of: standard)) does not conform to \(Value.self)")
+        if let value = standard as? Value {
+            return value
         }
-        return value
+        if let optional = Value.self as? any OptionalValue.Type, let none = optional.nilValue as? Value {
+            return none
+        }
+        preconditionFailure("The standard \(type(of: standard)) does not conform to \(Value.self)")
     }
 }
 
