@@ -51,9 +51,11 @@ public final class SpeziRuntime {
         configuration.standard
     }
 
-    /// The loaded modules in the order they were configured (empty before boot()).
+    /// The loaded modules in the order they were configured (empty before boot()). An external
+    /// module that was released is dropped here, and what depended on it optionally is updated.
     public var modules: [any Module] {
-        entries.compactMap(\.module)
+        purgeReleased()
+        return entries.compactMap(\.module)
     }
 
     /// Loads, injects and configures the standard and all modules of the configuration.
