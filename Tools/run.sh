@@ -89,8 +89,42 @@ run_tests() {
             return 1
         fi
     done
-    if wait "$pid"; then return 0; fi
-    if [ ${#flags[@]} -gt 0 ]; then salvage_coverage "$log"; else return 1; fi
+    if wait "$pid"; then
+        check_skips "$log"
+        return
+    fi
+    if [ ${#flags[@]} -gt 0 ]; then salvage_coverage "$log" && check_skips "$log"; else return 1; fi
+}
+
+# No silent skip: every test skipped in the run (its output in $1) must be listed in
+# Tests/allowed-skips.txt with its reason; with ALLOWED_SKIPS=none (CI) none may be skipped.
+check_skips() {
+    local skipped allowed name reason unexpected=0
+    skipped="$(grep -aoE '(Test "[^"]*" skipped(: "[^"]*")?|Test Case .[^ ]* skipped)' "$1" || true)"
+    local count=0
+    [ -n "$skipped" ] && count=$(printf '%s\n' "$skipped" | wc -l)
+    echo "==> skipped tests: $count"
+    [ "$count" -eq 0 ] && return 0
+    while IFS= read -r line; do
+        name="$(printf '%s' "$line" | sed -E 's/^Test "([^"]*)".*/\1/')"
+        allowed=""
+        if [ "${ALLOWED_SKIPS:-}" != "none" ]; then
+            while IFS=$'\t' read -r prefix reason; do
+                case "$prefix" in ''|'#'*) continue ;; esac
+                if [[ "$name" == "$prefix"* ]]; then allowed="$reason"; fi
+            done < Tests/allowed-skips.txt
+        fi
+        if [ -n "$allowed" ]; then
+            echo "    allowed: $line ($allowed)"
+        else
+            echo "    NOT ALLOWED: $line"
+            unexpected=1
+        fi
+    done <<< "$skipped"
+    if [ "$unexpected" -ne 0 ]; then
+        echo "==> a test was skipped that may not be (Tests/allowed-skips.txt; ALLOWED_SKIPS=${ALLOWED_SKIPS:-})"
+        return 1
+    fi
 }
 
 # After a coverage run whose tests all passed but whose profile merge failed: the crash tests

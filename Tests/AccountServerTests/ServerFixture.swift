@@ -26,8 +26,12 @@ final class ServerFixture: Sendable {
         now.withLock { $0 = $0.addingTimeInterval(seconds) }
     }
 
-    func openStore() async throws -> AccountStore {
-        try await AccountStore(directory: directory.path, options: options())
+    func openStore(
+        values: AccountValueConfiguration = .default, _ change: (inout AccountStoreOptions) -> Void = { _ in }
+    ) async throws -> AccountStore {
+        var options = options()
+        change(&options)
+        return try await AccountStore(directory: directory.path, values: values, options: options)
     }
 
     /// Cheap hashing, the fixture's clock, resets and signup messages kept.
@@ -45,9 +49,11 @@ final class ServerFixture: Sendable {
     /// Runs `body` against a server on a fresh store; closes the store and removes the folder after.
     func withServer(
         configuration: AccountServerConfiguration = AccountServerConfiguration(),
+        values: AccountValueConfiguration = .default,
+        storeOptions: (inout AccountStoreOptions) -> Void = { _ in },
         _ body: @Sendable (APIClient, AccountStore) async throws -> Void
     ) async throws {
-        let store = try await openStore()
+        let store = try await openStore(values: values, storeOptions)
         // The access log stays out of the test output.
         var logger = Logger(label: "account-server-test")
         logger.logLevel = .warning

@@ -164,16 +164,18 @@ struct AccountctlTests {
                 txn.put(b"format-version", struct.pack(">I", 99), db=meta)
             """, tool.store.appendingPathComponent("log").path
         ]
-        patch.standardError = FileHandle.nullDevice
+        let patchErrors = Pipe()
+        patch.standardError = patchErrors
         try await offThePool {
             try patch.run()
             patch.waitUntilExit()
         }
-        if patch.terminationStatus == 0 {
-            let foreign = try await tool.run(["verify"])
-            #expect(foreign.failedCleanly, "\(foreign)")
-            #expect(foreign.status == 6)
-        }
+        // The patch needs Python's lmdb (Tools/run.sh installs it): a failed patch fails the test.
+        let patchOutput = String(decoding: patchErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try #require(patch.terminationStatus == 0, "patching the format version failed: \(patchOutput)")
+        let foreign = try await tool.run(["verify"])
+        #expect(foreign.failedCleanly, "\(foreign)")
+        #expect(foreign.status == 6)
 
         // Something that is not a store at all.
         let garbage = try Tool()

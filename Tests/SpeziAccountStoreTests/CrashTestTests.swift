@@ -19,6 +19,20 @@ func count(_ label: String, in output: String) -> Int? {
     output.split(separator: "\n").first { $0.hasPrefix(label + ": ") }.flatMap { Int($0.dropFirst(label.count + 2)) }
 }
 
+/// The number that follows `label: ` anywhere in the output (a line may report several).
+func number(_ label: String, in output: String) -> Int? {
+    guard let range = output.range(of: label + ": ") else { return nil }
+    return Int(output[range.upperBound...].prefix { $0.isNumber })
+}
+
+/// What every crash-test run must show besides its totals: the kills landed in the middle of the
+/// work (at least the rounds that wait for a first acknowledgement, every third, and none of those
+/// waits ran out), so that a run that never killed a working process cannot pass.
+func expectKillsMidWork(_ output: String, crashes: Int) {
+    #expect((number("kills after an acknowledgement", in: output) ?? 0) >= crashes / 3, "\(output)")
+    #expect(number("waits for one in vain", in: output) == 0, "\(output)")
+}
+
 @Suite("crash-test, the store's kill-and-check tool (a short run; the README runs hundreds)")
 struct CrashTestTests {
     @Test("15 SIGKILLs of a signup/modify/delete workload: nothing acknowledged lost, no mismatch")
@@ -28,6 +42,10 @@ struct CrashTestTests {
         let result = try await runTool("crash-test", ["--crashes", "15", "--store", directory.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(count("crashes", in: result.output) == 15)
+        expectKillsMidWork(result.output, crashes: 15)
+        // Crypto-shredding after real kills: the deletions in the log (15 % of the operations)
+        // were each checked to have their key destroyed.
+        #expect((number("deletions checked shredded", in: result.output) ?? 0) > 0, "\(result.output)")
         #expect((count("operations acknowledged", in: result.output) ?? 0) > 0)
         #expect(count("lost", in: result.output) == 0)
         #expect(count("mismatches", in: result.output) == 0)
@@ -45,8 +63,10 @@ struct CrashTestTests {
         #expect((count("operations acknowledged", in: result.output) ?? 0) > 0)
         #expect(count("lost", in: result.output) == 0)
         #expect(count("mismatches", in: result.output) == 0)
-        // How many unflushed writes the cuts took away is chance; the output reports it.
-        #expect(count("unflushed writes undone (power loss)", in: result.output) != nil)
+        // The cuts undid writes: if the fault shim had not loaded (ld.so only warns), this would
+        // be a plain SIGKILL test with nothing undone.
+        #expect((count("unflushed writes undone (power loss)", in: result.output) ?? 0) > 0, "\(result.output)")
+        expectKillsMidWork(result.output, crashes: 12)
     }
 
     @Test("the check can fail: an acknowledgement with no event behind it counts as lost, exit status 1")
@@ -76,6 +96,7 @@ struct MultiProcessCrashTests {
         #expect((count("operations acknowledged", in: result.output) ?? 0) >= 24, "\(result.output)")
         #expect(count("lost", in: result.output) == 0)
         #expect(count("mismatches", in: result.output) == 0)
+        expectKillsMidWork(result.output, crashes: 8)
     }
 
     @Test(

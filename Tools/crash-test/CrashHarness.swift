@@ -24,6 +24,16 @@ struct CrashSummary {
     /// The rounds whose kill clock started after such a chunk, and those that waited for one in vain.
     var roundsAfterTwoPartChunk = 0
     var twoPartWaitsInVain = 0
+    /// Kills of a writer process that landed after it acknowledged an operation in that round (in
+    /// the middle of its work, not while it opened the store).
+    var killsAfterAcknowledgement = 0
+    /// The rounds that waited for a first acknowledgement in vain (60 s, or the workload ended).
+    var acknowledgementWaitsInVain = 0
+    /// Deletions in the log whose key was checked destroyed after the reopen.
+    var deletionsCheckedShredded = 0
+    /// Accounts found marked for shredding (key not yet destroyed) after a kill: the kill landed
+    /// between the deletion's start and the key's destruction. The reopen settles each.
+    var killedBeforeShredding = 0
     var problems: [String] = []
 
     var report: String {
@@ -35,6 +45,9 @@ struct CrashSummary {
             "log records: \(records), accounts: \(accounts)"
         ]
         if let writesUndone { lines.insert("unflushed writes undone (power loss): \(writesUndone)", at: 1) }
+        lines.append("kills after an acknowledgement: \(killsAfterAcknowledgement) (waits for one in vain: \(acknowledgementWaitsInVain))")
+        lines.append(
+            "deletions checked shredded: \(deletionsCheckedShredded); accounts killed between deletion and key destruction: \(killedBeforeShredding)")
         if let twoPartChunks {
             lines.append("rebuild chunks read in two parts: \(twoPartChunks)")
             lines.append("rounds killed after a two-part chunk: \(roundsAfterTwoPartChunk) (waited in vain: \(twoPartWaitsInVain))")
@@ -114,7 +127,11 @@ struct CrashHarness {
         if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory, "--chunk", "\(rebuildChunk)"])) }
         let single = children.count == 1
         var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
-        if round % 3 == 0 { try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process) }
+        if round % 3 == 0 {
+            try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process)
+            if Self.fileSize(ackPath(0)) <= acknowledgedBefore { summary.acknowledgementWaitsInVain += 1 }
+        }
+        let acknowledgedAtStart = (0..<processes).map { Self.fileSize(ackPath($0)) }
         // 8,192: the smallest chunk a rebuild reads in two parts (twice Projections' minimum part).
         if rebuilder && rebuildChunk >= 8_192 && round % 2 == 0 {
             // As with a single process: every other round starts the delays once the rebuilder read
@@ -131,6 +148,9 @@ struct CrashHarness {
         while let next = delays.enumerated().filter({ $0.element >= 0 }).min(by: { $0.element < $1.element }) {
             try await Task.sleep(for: .milliseconds(next.element - elapsed))
             elapsed = next.element
+            if next.offset < processes, Self.fileSize(ackPath(next.offset)) > acknowledgedAtStart[next.offset] {
+                summary.killsAfterAcknowledgement += 1
+            }
             kill(children[next.offset].process.processIdentifier, SIGKILL)
             delays[next.offset] = -1
         }
@@ -189,6 +209,17 @@ struct CrashHarness {
     private mutating func check(_ summary: inout CrashSummary, rebuild: Bool) async throws {
         let acks = readAcks()
         summary.acknowledged = acks.count
+        let signedUp = Set(acks.filter { $0.kind == "signup" }.map(\.account))
+        // Before the reopen settles them: accounts whose key is marked for shredding but not yet
+        // destroyed (a kill between the deletion's start and the key's destruction).
+        var marked: [String] = []
+        let vaultPath = directory + "/keys/vault"
+        if FileManager.default.fileExists(atPath: vaultPath) {
+            let vault = try KeyVault(path: vaultPath, create: false)
+            marked = try signedUp.filter { try vault.isShredded($0) && vault.key(for: $0) != nil }
+            vault.release()
+        }
+        summary.killedBeforeShredding += marked.count
         let store = try await openStore(directory)
         let head = try await store.log.lastPosition()
         summary.records = head
@@ -241,9 +272,30 @@ struct CrashHarness {
                 summary.problems.append("the claim of \(cached.userId) does not point to \(cached.accountId)")
             }
         }
+        // Crypto-shredding after real kills: every deleted account's key is destroyed (an
+        // acknowledged deletion, and one whose kill came between its commit and the key's
+        // destruction), and an account marked for shredding whose deletion never reached the log
+        // has its key back.
+        if let vault = store.accounts.vault {
+            let deleted = Set(cachedStates.filter(\.isDeleted).map(\.accountId))
+            for accountId in deleted where try vault.hasSlot(accountId) {
+                summary.deletionsCheckedShredded += 1
+                if try vault.key(for: accountId) != nil {
+                    summary.lost += 1
+                    summary.problems.append("deleted account \(accountId) still has its key")
+                }
+            }
+            for accountId in acks.filter({ $0.kind == "delete" }).map(\.account) where !deleted.contains(accountId) {
+                summary.lost += 1
+                summary.problems.append("acknowledged deletion of \(accountId) is not in the cache")
+            }
+            for accountId in marked where try !deleted.contains(accountId) && vault.key(for: accountId) == nil {
+                summary.lost += 1
+                summary.problems.append("account \(accountId) was not deleted, but its key is gone")
+            }
+        }
         // Every acknowledged account is readable: in the cache, and unless it was deleted, with
         // its user id and name (a lost key would show it redacted).
-        let signedUp = Set(acks.filter { $0.kind == "signup" }.map(\.account))
         let unreadable = try signedUp.filter { id in
             guard let state = try store.cachedState(of: id) else { return true }
             return !state.isDeleted && (state.userId.isEmpty || state.values["name"] == nil)
