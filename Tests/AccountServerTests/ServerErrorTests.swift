@@ -16,6 +16,11 @@ import Testing
 struct ServerErrorTests {
     static let problem = "urn:spezi-account-store:problem:"
 
+    /// A command tries once: a change that meets another is refused with `tooMuchContention`.
+    static func oneTry(_ options: inout AccountStoreOptions) {
+        options.maxConflictRetries = 1
+    }
+
     @Test("409 credentials-taken, 422 invalid-value, removing-required-key, account-id-changed and immutable-key; nothing written")
     func ruleViolations() async throws {
         let values: AccountValueConfiguration = [
@@ -70,7 +75,7 @@ struct ServerErrorTests {
 
     @Test("503 contention with Retry-After when the account keeps changing (one try allowed); a contended change wrote nothing")
     func contention() async throws {
-        try await ServerFixture().withServer(storeOptions: { $0.maxConflictRetries = 1 }) { api, store in
+        try await ServerFixture().withServer(storeOptions: Self.oneTry) { api, store in
             let (token, accountId) = try await api.signup("ada@example.org")
             var contended = 0
             var changed = 0
