@@ -90,18 +90,30 @@ struct AccountctlMultiProcessTests {
         }
         #expect(
             try await tool.run(["signup", "--user-id", "first@x.org", "--name", "First One", "--password-stdin"], input: "pw-123456\n").status == 0)
+        // The backup starts once two of 30 signups (each its own process) have committed, and the
+        // signups go on while it copies.
         let run = try await runScript(
             """
-            ( for i in $(seq 1 10); do echo pw-123456 | "$TOOL" signup --store "$STORE" --user-id "b$i@x.org" --password-stdin --name "B $i" > /dev/null; done ) &
-            sleep 0.3
+            marks="$STORE/../signups-done-$$"
+            ( for i in $(seq 1 30); do echo pw-123456 | "$TOOL" signup --store "$STORE" --user-id "b$i@x.org" --password-stdin --name "B $i" > /dev/null; echo "$i" >> "$marks"; done ) &
+            while [ "$(wc -l < "$marks" 2>/dev/null || echo 0)" -lt 2 ]; do sleep 0.02; done
             "$TOOL" backup "\(backup.path)" --store "$STORE"
+            echo "signups done when the backup ended: $(wc -l < "$marks")"
             wait
+            rm -f "$marks"
             """, tool: tool)
         #expect(run.status == 0 && run.stdout.contains("backed up"), "\(run.stdout) \(run.stderr)")
         let restore = try await restored.run(["restore", backup.path])
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect(try await restored.run(["verify"]).stdout.contains("intact"))
         #expect(try await restored.run(["show", "first@x.org"]).stdout.contains("First"))
+        // The copy was taken while the signups ran: it holds some of them (at least the two it
+        // waited for), not all 30, and exactly a prefix of them (they ran one after another).
+        var copied: [Int] = []
+        for index in 1...30 where try await restored.run(["show", "b\(index)@x.org"]).status == 0 { copied.append(index) }
+        #expect(copied.count >= 2 && copied.count < 30, "the backup held signups \(copied); \(run.stdout)")
+        #expect(copied.isEmpty || copied == Array(1...copied.count), "\(copied)")
+        #expect(try await tool.run(["show", "b30@x.org"]).status == 0, "the signups went on after the backup")
         let again = try await restored.run(["restore", backup.path])
         #expect(again.failedCleanly && again.stderr.contains("is not empty"), "\(again.stderr)")
     }

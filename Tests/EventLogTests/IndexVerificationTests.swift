@@ -127,12 +127,31 @@ struct IndexVerificationTests {
         let log = try EventLog(path: directory.path("log"), options: options)
         defer { log.close() }
         for position in 1...200 { _ = try await log.append(event("t", "record \(position)"), to: "stream-\(position % 13)") }
+        // The writer starts once the first verification has checked its first batch.
+        let (start, starter) = AsyncStream.makeStream(of: Void.self)
+        let appended = Atomic(0)
         let writer = Task {
-            for position in 201...1_200 { _ = try await log.append(event("t", "record \(position)"), to: "stream-\(position % 13)") }
+            for await _ in start { break }
+            for position in 201...1_200 {
+                _ = try await log.append(event("t", "record \(position)"), to: "stream-\(position % 13)")
+                appended.add(1, ordering: .relaxed)
+            }
         }
         var reports: [VerificationReport] = []
-        for _ in 0..<5 { reports.append(try await log.verify(batchSize: 16)) }
+        var overlapped = 0
+        for _ in 0..<5 {
+            // The appends counted at each batch of this verification: more at its last than at its
+            // first means the writer appended while it ran.
+            let seen = Mutex<[Int]>([])
+            reports.append(
+                try await log.verify(batchSize: 16) { _ in
+                    starter.yield()
+                    seen.withLock { $0.append(appended.load(ordering: .relaxed)) }
+                })
+            if let first = seen.withLock({ $0.first }), let last = seen.withLock({ $0.last }), last > first { overlapped += 1 }
+        }
         try await writer.value
+        #expect(overlapped >= 1, "no verification ran while the writer appended")
         reports.append(try await log.verify(batchSize: 16))
         for report in reports {
             #expect(report.problem == nil)
