@@ -65,8 +65,11 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
                     let values = try store.externalValues(of: record.streamID)
                     storage.notifyAboutUpdatedDetails(for: record.streamID, try store.details(perKey: values, keys: keys))
                 }
+            } catch is CancellationError {
+                // The provider was shut down.
             } catch {
-                // The log closed or the view failed: the feed ends (the view's status says why).
+                // The log closed or the view failed: the feed ends (the view's status says more).
+                AccountStore.logger.error("the external-storage feed stopped", metadata: ["error": "\(error)"])
             }
         }
     }
@@ -98,11 +101,14 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
             let store = store
             let storage = externalStorage
             Task.detached {
-                try? await store.projections.waitUntilApplied(name, position: head)
-                if let values = try? store.externalValues(of: accountId),
-                    let details = try? store.details(perKey: values, keys: keys)
-                {
+                do {
+                    try await store.projections.waitUntilApplied(name, position: head)
+                    let details = try store.details(perKey: try store.externalValues(of: accountId), keys: keys)
                     storage.notifyAboutUpdatedDetails(for: accountId, details)
+                } catch {
+                    AccountStore.logger.error(
+                        "external values that were not ready at load could not be delivered later",
+                        metadata: ["account": "\(accountId)", "error": "\(error)"])
                 }
             }
             return nil

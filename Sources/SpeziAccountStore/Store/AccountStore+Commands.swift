@@ -292,7 +292,14 @@ extension AccountStore {
                 context
             }.position
         } catch {
-            try? await accounts.vault?.offPool { try $0.cancelShredding(accountId) }
+            do {
+                try await accounts.vault?.offPool { try $0.cancelShredding(accountId) }
+            } catch let cancelling {
+                // The mark stays; the next open of the store settles it (the deletion is not in the log).
+                Self.logger.error(
+                    "a failed deletion's shredding mark could not be taken back",
+                    metadata: ["account": "\(accountId)", "error": "\(cancelling)", "deletion error": "\(error)"])
+            }
             throw error
         }
         // Not cancelled with the caller: the key goes once the cache has the deletion, even when
