@@ -17,7 +17,8 @@ public enum AccountValidation {
     }
 
     /// Checks signup details: every required key has a value that is not empty (see
-    /// ``isEmptyValue(_:)``) and every string value passes the service's validation rules.
+    /// ``isEmptyValue(_:)``) nor the key's `.empty` placeholder, and every string value passes the
+    /// service's validation rules.
     ///
     /// - Throws: AccountOperationError/missingAccountValue(_:) naming every missing key, or
     ///   AccountOperationError/invalidValue(key:rule:message:).
@@ -26,7 +27,7 @@ public enum AccountValidation {
         values: AccountValueConfiguration,
         service: AccountServiceConfiguration
     ) throws(AccountOperationError) {
-        let missing = missingRequiredKeys(details, values: values, service: service)
+        let missing = missingRequiredKeys(details, values: values, service: service, placeholdersMissing: true)
         if !missing.isEmpty {
             throw .missingAccountValue(missing.map { $0.name })
         }
@@ -35,10 +36,45 @@ public enum AccountValidation {
 
     /// The required keys that `details` has no value for, or only an empty one (see
     /// ``isEmptyValue(_:)``), in the order of ``requiredKeys(values:service:)``.
+    ///
+    /// - Parameters:
+    ///   - details: the details to check.
+    ///   - values: the app's key configuration.
+    ///   - service: the service's configuration.
+    ///   - placeholdersMissing: whether a value equal to the key's `.empty` initial value (a date at
+    ///     the epoch, a 0) also counts as missing: the seed's signup form requires the user to change
+    ///     such a value once. Signup validation sets it; stored accounts are judged without it.
+    /// - Returns: the missing keys.
     public static func missingRequiredKeys(
-        _ details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration
+        _ details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration, placeholdersMissing: Bool = false
     ) -> [any AccountKey.Type] {
-        requiredKeys(values: values, service: service).filter { key in details.value(for: key).map(isEmptyValue) ?? true }
+        requiredKeys(values: values, service: service).filter { key in
+            guard let value = details.value(for: key) else {
+                return true
+            }
+            return isEmptyValue(value) || (placeholdersMissing && key.isEmptyPlaceholder(value))
+        }
+    }
+
+    /// Signup details as the seed's form submits them: every required key the user left alone
+    /// that has a `.default` initial value gets that value (an `.empty` one stays a placeholder,
+    /// and the key stays missing).
+    ///
+    /// - Parameters:
+    ///   - details: the details entered.
+    ///   - values: the app's key configuration.
+    ///   - service: the service's configuration.
+    /// - Returns: the details with the defaults of omitted required keys filled in.
+    public static func applyingInitialValues(
+        to details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration
+    ) -> AccountDetails {
+        var result = details
+        for key in requiredKeys(values: values, service: service) where !details.contains(key) {
+            if let value = key.defaultInitialValue {
+                result.setValue(value, for: key)
+            }
+        }
+        return result
     }
 
     /// Whether a value counts as not given for a required key: a blank string, a name whose parts

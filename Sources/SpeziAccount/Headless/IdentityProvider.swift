@@ -6,11 +6,33 @@
 import Spezi
 
 /// Where an identity provider appears in account setup.
-public enum AccountSetupSection: String, Sendable, Hashable, Codable {
+///
+/// Setup shows the sections in the order `primary`, `default`, `singleSignOn`.
+public enum AccountSetupSection: String, Sendable, Hashable, Codable, Comparable, CaseIterable {
     /// The primary (e.g. user id and password) section.
     case primary
+    /// Where a provider declared without a section goes, between primary and single sign-on.
+    case `default`
     /// Single-sign-on providers.
     case singleSignOn
+
+    private var rank: Int {
+        switch self {
+        case .primary: 0
+        case .default: 100
+        case .singleSignOn: 200
+        }
+    }
+
+    /// Whether `lhs` is shown before `rhs`.
+    ///
+    /// - Parameters:
+    ///   - lhs: a section.
+    ///   - rhs: another section.
+    /// - Returns: true when `lhs` comes first.
+    public static func < (lhs: AccountSetupSection, rhs: AccountSetupSection) -> Bool {
+        lhs.rank < rhs.rank
+    }
 }
 
 /// A headless description of one way to set up an account (what a setup screen would offer).
@@ -59,7 +81,7 @@ public struct IdentityProvider<Value: Sendable>: Sendable {
     public let projectedValue: IdentityProviderConfiguration
 
     /// Declares a provider.
-    public init(wrappedValue: Value, enabled: Bool = true, section: AccountSetupSection = .primary) {
+    public init(wrappedValue: Value, enabled: Bool = true, section: AccountSetupSection = .default) {
         self.wrappedValue = wrappedValue
         self.projectedValue = IdentityProviderConfiguration(enabled: enabled, section: section)
     }
@@ -118,9 +140,10 @@ extension AccountService {
         }
     }
 
-    /// The enabled setup options, primary section first: what an account setup screen would offer.
+    /// The enabled setup options, by section (primary, default, single sign-on), in declaration
+    /// order within a section: what an account setup screen would offer.
     public var setupOptions: [AccountSetupOption] {
         let enabled = allSetupOptions.filter(\.isEnabled)
-        return enabled.filter { $0.section == .primary } + enabled.filter { $0.section != .primary }
+        return AccountSetupSection.allCases.flatMap { section in enabled.filter { $0.section == section } }
     }
 }

@@ -102,9 +102,18 @@ public actor InMemoryAccountService: AccountService {
     }
 
     /// Creates an account (or upgrades the signed-in anonymous account, keeping its accountId).
+    /// Omitted required keys with a `.default` initial value get it.
     ///
-    /// - Throws: AccountOperationError when validation fails, AccountServiceError/credentialsTaken.
+    /// As upstream's in-memory service does, signup while a non-anonymous account is signed in is
+    /// refused (log out first): one signup never reports events of two accounts.
+    ///
+    /// - Throws: AccountOperationError when validation fails, AccountServiceError/credentialsTaken,
+    ///   AccountServiceError/internalError while a non-anonymous account is signed in.
     public func signup(_ signupDetails: AccountDetails) async throws {
+        if let current = account.details, !current.isAnonymous {
+            throw AccountServiceError.internalError
+        }
+        let signupDetails = AccountValidation.applyingInitialValues(to: signupDetails, values: account.configuration, service: configuration)
         try AccountValidation.validateSignup(signupDetails, values: account.configuration, service: configuration)
         guard let userId = signupDetails[AccountDetails.__Key_userId.self], let password = signupDetails.password else {
             throw AccountOperationError.missingAccountValue([AccountDetails.__Key_userId.name, AccountDetails.__Key_password.name])
@@ -190,10 +199,11 @@ public actor InMemoryAccountService: AccountService {
     }
 
     /// Deletes the signed-in account: step-up re-authentication, `deletingAccount`, removal of the
-    /// records, then `removeUserDetails()` (which reports `disassociatingAccount`).
+    /// records, then `removeUserDetails()` (which reports `disassociatingAccount`). With nobody
+    /// signed in it returns without doing anything, as upstream.
     public func delete() async throws {
         guard let details = account.details else {
-            throw AccountServiceError.notSignedIn
+            return
         }
         try await securityModifier.ensureAuthenticated(for: .deleteAccount)
         try await notifications.reportEvent(.deletingAccount(details.accountId))

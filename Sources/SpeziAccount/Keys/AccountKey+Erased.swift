@@ -30,6 +30,22 @@ public struct AccountDetailsCodingKey: CodingKey, Hashable, Sendable {
 
 /// Operations on type-erased values, used by AccountDetails for `any AccountKey.Type`.
 extension AccountKey {
+    /// Whether `value` is the key's `.empty` placeholder (a required key holding it counts as not given).
+    static func isEmptyPlaceholder(_ value: any Sendable) -> Bool {
+        guard case let .empty(placeholder) = initialValue, let value = value as? Value else {
+            return false
+        }
+        return value == placeholder
+    }
+
+    /// The key's `.default` initial value, if it has one.
+    static var defaultInitialValue: (any Sendable)? {
+        guard case let .default(value) = initialValue else {
+            return nil
+        }
+        return value
+    }
+
     static func erasedEquals(_ lhs: any Sendable, _ rhs: any Sendable) -> Bool {
         guard let lhs = lhs as? Value, let rhs = rhs as? Value else {
             return false

@@ -49,9 +49,20 @@ public final class ExternalAccountStorage: Module, DefaultInitializable, @unchec
     }
 
     /// Creates the external record of a new account; does nothing when `details` is empty.
+    ///
+    /// - Parameters:
+    ///   - details: the values the service cannot store itself.
+    ///   - accountId: the new account.
+    /// - Throws: AccountOperationError/mutatingNonMutableAccountKeys(_:) for keys without the
+    ///   `mutable` option (nothing is stored then), AccountConfigurationError/noStorageProviderConfigured
+    ///   without a provider, or the provider's error.
     public func requestExternalStorage(of details: AccountDetails, for accountId: String) async throws {
         guard !details.isEmpty else {
             return
+        }
+        let nonMutable = details.keys.filter { !$0.options.contains(.mutable) }
+        if !nonMutable.isEmpty {
+            throw AccountOperationError.mutatingNonMutableAccountKeys(nonMutable.map { $0.identifier })
         }
         try await requireProvider().create(accountId, details)
     }
