@@ -110,16 +110,21 @@ struct SubscriptionTests {
     func backpressure() async throws {
         try await withTemporaryLog(options: relaxed) { (log: EventLog, _: TemporaryDirectory) async throws in
             _ = try await log.append((0..<1_000).map { _ in event() }, to: "s")
-            var iterator = log.subscribe(batchSize: 10).makeAsyncIterator()
-            _ = try await iterator.next()
+            var batches = log.subscribeBatches(after: 0, stream: nil, batchSize: 10).makeAsyncIterator()
+            let first = try #require(try await batches.next())
             // Only the first batch was read; appending more does not reach the iterator until it asks.
             _ = try await log.append((0..<1_000).map { _ in event() }, to: "s")
-            var count = 1
-            while let record = try await iterator.next() {
-                count += 1
-                if record.position == 2_000 { break }
+            var sizes = [first.count]
+            var positions = first.map(\.position)
+            while let batch = try await batches.next() {
+                sizes.append(batch.count)
+                positions += batch.map(\.position)
+                if positions.last == 2_000 { break }
             }
-            #expect(count == 2_000)
+            // Every pull handed over at most one batch, and all 2,000 records came once, in order.
+            #expect(sizes.allSatisfy { $0 <= 10 }, "\(sizes.filter { $0 > 10 })")
+            #expect(sizes.count >= 200)
+            #expect(positions == Array(1...2_000))
         }
     }
 

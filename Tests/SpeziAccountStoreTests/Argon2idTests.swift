@@ -104,12 +104,22 @@ struct Argon2idTests {
         await store.close()
     }
 
-    @Test("new stores hash with Argon2id at OWASP's first choice by default")
-    func defaultForNewStores() {
-        #expect(AccountStoreOptions().passwordHashing == .argon2id(.owaspMinimum))
+    @Test("new stores hash with Argon2id at OWASP's first choice by default: the hash a new store writes says so")
+    func defaultForNewStores() async throws {
+        var scrypt = AccountStoreOptions()
+        scrypt.passwordParameters = .insecureTesting
+        #expect(scrypt.passwordHashing == .scrypt(.insecureTesting))
+        // A store opened with the default options: the stored hash names Argon2id, 19 MiB, 2 passes.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("argon2-default-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
         var options = AccountStoreOptions()
-        options.passwordParameters = .insecureTesting
-        #expect(options.passwordHashing == .scrypt(.insecureTesting))
+        options.sync = .relaxed
+        let store = try await AccountStore(directory: directory.path, options: options)
+        let created = try await store.signup(leland())
+        let hash = try #require(try await store.accounts.load(created.accountId)?.passwordHash)
+        #expect(hash.hasPrefix("$argon2id$v=19$m=19456,t=2,p=1$"), "\(hash)")
+        #expect(try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!").accountId == created.accountId)
+        await store.close()
     }
 }
 

@@ -9,6 +9,7 @@ import Logging
 import ServiceLifecycle
 import Spezi
 import SpeziAccount
+import Synchronization
 import Testing
 
 @testable import SpeziAccountStore
@@ -38,14 +39,30 @@ struct LifecycleTests {
         defer { fixture.cleanup() }
         let store = try await fixture.open()
         let service = EventSourcedAccountService(store: store)
+        let counter = TerminationCounter()
         let runtime = SpeziRuntime(
             configuration: Configuration {
                 AccountConfiguration(service: service, configuration: [.requires(\.userId), .requires(\.password)])
+                counter
             })
         try await runtime.boot()
         try await store.signup(leland())
         await runtime.shutdown()
+        #expect(counter.calls == 1)
         await #expect(throws: EventLogError.closed(path: store.log.location)) { try await store.signup(leland(userId: "after@example.org")) }
         await runtime.shutdown()
+        // The second shutdown told no module again, and the store stays closed.
+        #expect(counter.calls == 1)
+        await #expect(throws: EventLogError.closed(path: store.log.location)) { try await store.signup(leland(userId: "later@example.org")) }
+    }
+}
+
+/// Counts the termination hooks it receives.
+private final class TerminationCounter: Module, LifecycleHandler, Sendable {
+    private let count = Mutex(0)
+    var calls: Int { count.withLock { $0 } }
+
+    func applicationWillTerminate() async {
+        count.withLock { $0 += 1 }
     }
 }

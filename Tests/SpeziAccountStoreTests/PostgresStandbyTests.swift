@@ -63,7 +63,15 @@ struct PostgresStandbyTests {
         #expect(behind.records > 0, "\(behind)")
         let headNow = try await writer.log.lastPosition()
         #expect(behind.primaryPosition == headNow)
-        try await Task.sleep(for: .milliseconds(300))
+        // The reader's projections follow the paused standby: applied through the old head, they
+        // stay there (checked for a second) while the primary is at the new one.
+        try await reader.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: headThen)
+        for _ in 0..<10 {
+            let applied = try await reader.projections.status().first { $0.name == AccountDetailsProjection.projectionName }?.checkpoint
+            #expect(applied == headThen, "the reader applied \(applied.map(String.init) ?? "?") of \(headNow) with its standby paused at \(headThen)")
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect((seen.withLock { $0.last } ?? 0) <= headThen, "the reader's subscription saw nothing past the standby")
         #expect(try reader.details(of: lateId) == nil, "the reader's projections follow the standby, not the primary")
         #expect(try writer.details(of: lateId)?.name?.givenName == "Late")
 
