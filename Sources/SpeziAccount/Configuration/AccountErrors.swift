@@ -3,8 +3,11 @@
 // SPDX-License-Identifier: MIT
 //
 
-/// Errors of account operations (signup, modification) detected by validation.
-public enum AccountOperationError: Error, Equatable, CustomStringConvertible {
+import Foundation
+
+/// Errors of account operations (signup, modification) detected by validation. A `LocalizedError`,
+/// as upstream: `localizedDescription` is a sentence to show.
+public enum AccountOperationError: LocalizedError, Equatable, CustomStringConvertible {
     /// Required values are missing (their names).
     case missingAccountValue([String])
     /// A modification tried to change or remove the account id.
@@ -29,6 +32,31 @@ public enum AccountOperationError: Error, Equatable, CustomStringConvertible {
             "These required account keys cannot be removed: \(keys.joined(separator: ", "))"
         case let .invalidValue(key, rule, message):
             "Invalid value for \(key) (\(rule)): \(message)"
+        }
+    }
+
+    /// What went wrong, for display.
+    public var errorDescription: String? {
+        description
+    }
+
+    /// Why it went wrong.
+    public var failureReason: String? {
+        switch self {
+        case .missingAccountValue: "Some required account details were not provided."
+        case .accountIdChanged: "The account id is assigned by the account service and never changes."
+        case .mutatingNonMutableAccountKeys: "Some account details can only be set by the account service."
+        case .removingRequiredAccountKeys: "Required account details cannot be removed."
+        case .invalidValue: "A value does not meet the account service's rules."
+        }
+    }
+
+    /// What the user can do about it.
+    public var recoverySuggestion: String? {
+        switch self {
+        case .missingAccountValue: "Provide every required value and try again."
+        case .invalidValue(_, _, let message): message
+        case .accountIdChanged, .mutatingNonMutableAccountKeys, .removingRequiredAccountKeys: "Leave these details unchanged."
         }
     }
 }

@@ -53,16 +53,19 @@ extension AccountKey {
         return lhs == rhs
     }
 
-    static func encode(_ value: any Sendable, into container: inout KeyedEncodingContainer<AccountDetailsCodingKey>) throws {
+    static func encode(
+        _ value: any Sendable, into container: inout KeyedEncodingContainer<AccountDetailsCodingKey>, as codingIdentifier: String? = nil
+    ) throws {
         guard let value = value as? Value else {
             throw EncodingError.invalidValue(
                 value, .init(codingPath: container.codingPath, debugDescription: "\(value) is not a \(Value.self) for key \(identifier)"))
         }
-        try container.encode(value, forKey: AccountDetailsCodingKey(identifier))
+        try container.encode(value, forKey: AccountDetailsCodingKey(codingIdentifier ?? identifier))
     }
 
-    static func decode(from container: KeyedDecodingContainer<AccountDetailsCodingKey>) throws -> (any Sendable)? {
-        try container.decodeIfPresent(Value.self, forKey: AccountDetailsCodingKey(identifier))
+    static func decode(from container: KeyedDecodingContainer<AccountDetailsCodingKey>, as codingIdentifier: String? = nil) throws -> (any Sendable)?
+    {
+        try container.decodeIfPresent(Value.self, forKey: AccountDetailsCodingKey(codingIdentifier ?? identifier))
     }
 
     static func encodeData(_ value: any Sendable, with encoder: JSONEncoder) throws -> Data {

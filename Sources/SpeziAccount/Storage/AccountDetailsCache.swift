@@ -28,9 +28,26 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     /// The source read after the memory layer, if any.
     public let source: (any AccountDetailsCacheSource)?
 
-    /// A memory-only cache.
+    /// A cache on disk, as the seeds describe it: unencrypted files in
+    /// ``LocalStorageSetting/defaultDirectory``, behind the memory layer.
     public convenience init() {
-        self.init(directory: nil)
+        self.init(settings: .unencrypted(excludeFromBackup: true))
+    }
+
+    /// A cache with upstream's storage setting: `.unencrypted` writes files to
+    /// ``LocalStorageSetting/defaultDirectory``; the encrypted settings keep the details in memory
+    /// only on Linux (there is no keychain to hold a key).
+    ///
+    /// - Parameter settings: how to store the copies.
+    public convenience init(settings: LocalStorageSetting) {
+        self.init(directory: settings.storesOnDisk ? LocalStorageSetting.defaultDirectory : nil)
+    }
+
+    /// A memory-only cache.
+    ///
+    /// - Returns: a cache that never writes to disk.
+    public static func memoryOnly() -> AccountDetailsCache {
+        AccountDetailsCache(directory: nil)
     }
 
     /// A cache that also writes to `directory` (created if needed).
@@ -101,6 +118,14 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     /// Empties the memory cache (disk copies stay).
     public func purgeMemoryCache() {
         memory.withLock { $0.removeAll() }
+    }
+
+    /// Drops one account's entry from memory; its disk copy stays and answers the next
+    /// ``loadEntry(for:_:)``.
+    ///
+    /// - Parameter accountId: the account.
+    public func purgeMemoryCache(for accountId: String) {
+        memory.withLock { $0[accountId] = nil }
     }
 
     /// Empties the cache below the memory layer, and the memory layer too: the disk copies are
