@@ -32,11 +32,12 @@ struct Tool {
     }
 
     /// Runs the tool to its end; the wait happens off the cooperative pool.
-    func run(_ arguments: [String], input: String? = nil, withStore: Bool = true) async throws -> ToolRun {
-        try await offThePool { try runBlocking(arguments, input: input, withStore: withStore) }
+    /// `environment` is added to this process's (an `LD_PRELOAD` fault shim, say).
+    func run(_ arguments: [String], input: String? = nil, withStore: Bool = true, environment: [String: String] = [:]) async throws -> ToolRun {
+        try await offThePool { try runBlocking(arguments, input: input, withStore: withStore, extra: environment) }
     }
 
-    private func runBlocking(_ arguments: [String], input: String?, withStore: Bool) throws -> ToolRun {
+    private func runBlocking(_ arguments: [String], input: String?, withStore: Bool, extra: [String: String]) throws -> ToolRun {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("accountctl-io-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -52,6 +53,7 @@ struct Tool {
         process.arguments = arguments + (withStore ? ["--store", store.path] : [])
         var environment = ProcessInfo.processInfo.environment
         environment["ACCOUNTCTL_INSECURE_FAST_HASHING"] = "1"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         let out = try FileHandle(forWritingTo: outURL)
         let err = try FileHandle(forWritingTo: errURL)
