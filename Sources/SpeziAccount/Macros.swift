@@ -67,7 +67,58 @@ public macro AccountKey<Value, DisplayView: DataDisplayView, EntryView: DataEntr
     entryView: EntryView.Type
 ) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro") where DisplayView.Value == Value, EntryView.Value == Value
 
-/// Adds entries to ``AccountKeys`` for account keys declared with ``AccountKey(id:name:category:options:as:initial:)``.
+/// Declares an account key with only the seed's custom display view (accepted and ignored on Linux).
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(__Key_))
+public macro AccountKey<Value, DisplayView: DataDisplayView>(
+    id: StaticString? = nil,
+    name: StaticString,
+    category: AccountKeyCategory = .other,
+    options: AccountKeyOptions = .default,
+    as value: Value.Type,
+    initial: InitialValue<Value>,
+    displayView: DisplayView.Type
+) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro") where DisplayView.Value == Value
+
+/// Declares an account key with only the seed's custom entry view (accepted and ignored on Linux).
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(__Key_))
+public macro AccountKey<Value, EntryView: DataEntryView>(
+    id: StaticString? = nil,
+    name: StaticString,
+    category: AccountKeyCategory = .other,
+    options: AccountKeyOptions = .default,
+    as value: Value.Type,
+    initial: InitialValue<Value>,
+    entryView: EntryView.Type
+) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro") where EntryView.Value == Value
+
+/// Declares an account key with a natural initial value and only a custom display view.
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(__Key_))
+public macro AccountKey<Value, DisplayView: DataDisplayView>(
+    id: StaticString? = nil,
+    name: StaticString,
+    category: AccountKeyCategory = .other,
+    options: AccountKeyOptions = .default,
+    as value: Value.Type,
+    displayView: DisplayView.Type
+) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro") where DisplayView.Value == Value
+
+/// Declares an account key with a natural initial value and only a custom entry view.
+@attached(accessor, names: named(get), named(set))
+@attached(peer, names: prefixed(__Key_))
+public macro AccountKey<Value, EntryView: DataEntryView>(
+    id: StaticString? = nil,
+    name: StaticString,
+    category: AccountKeyCategory = .other,
+    options: AccountKeyOptions = .default,
+    as value: Value.Type,
+    entryView: EntryView.Type
+) = #externalMacro(module: "SpeziAccountMacros", type: "AccountKeyMacro") where EntryView.Value == Value
+
+/// Adds entries to ``AccountKeys`` for account keys declared with ``AccountKey(id:name:category:options:as:initial:)``:
+/// an instance member for key paths (`\.biography`) and a static one (`AccountKeys.biography`).
 ///
 /// ```swift
 /// @KeyEntry(\.biography, \.nickname)

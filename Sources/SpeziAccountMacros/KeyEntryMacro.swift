@@ -46,13 +46,16 @@ public struct KeyEntryMacro: MemberMacro {
                 context.diagnose(Diagnostic(node: argument.expression, message: KeyEntryDiagnostic.duplicateKeyPath(name)))
                 continue
             }
-            members.append(
-                """
-                \(raw: access)var \(raw: MacroSupport.declarationName(name)): AccountDetails.__Key_\(raw: name).Type {
-                    AccountDetails.__Key_\(raw: name).self
-                }
-                """
-            )
+            // An instance member for key paths (`\.name`) and a static one for `AccountKeys.name`, as upstream.
+            for kind in ["", "static "] {
+                members.append(
+                    """
+                    \(raw: access)\(raw: kind)var \(raw: MacroSupport.declarationName(name)): AccountDetails.__Key_\(raw: name).Type {
+                        AccountDetails.__Key_\(raw: name).self
+                    }
+                    """
+                )
+            }
         }
         return members
     }

@@ -24,7 +24,15 @@ final class KeyEntryMacroTests: XCTestCase {
                         AccountDetails.__Key_biography.self
                     }
 
+                    static var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
+
                     var nickname: AccountDetails.__Key_nickname.Type {
+                        AccountDetails.__Key_nickname.self
+                    }
+
+                    static var nickname: AccountDetails.__Key_nickname.Type {
                         AccountDetails.__Key_nickname.self
                     }
                 }
@@ -45,6 +53,10 @@ final class KeyEntryMacroTests: XCTestCase {
                     public var biography: AccountDetails.__Key_biography.Type {
                         AccountDetails.__Key_biography.self
                     }
+
+                    public static var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
                 }
                 """,
             macros: macros
@@ -61,6 +73,10 @@ final class KeyEntryMacroTests: XCTestCase {
                 extension SpeziAccount.AccountKeys {
 
                     var `default`: AccountDetails.__Key_default.Type {
+                        AccountDetails.__Key_default.self
+                    }
+
+                    static var `default`: AccountDetails.__Key_default.Type {
                         AccountDetails.__Key_default.self
                     }
                 }
@@ -139,6 +155,10 @@ final class KeyEntryMacroTests: XCTestCase {
                     var biography: AccountDetails.__Key_biography.Type {
                         AccountDetails.__Key_biography.self
                     }
+
+                    static var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
                 }
                 """,
             diagnostics: [
@@ -163,6 +183,10 @@ final class KeyEntryMacroTests: XCTestCase {
                 extension AccountKeys {
 
                     var biography: AccountDetails.__Key_biography.Type {
+                        AccountDetails.__Key_biography.self
+                    }
+
+                    static var biography: AccountDetails.__Key_biography.Type {
                         AccountDetails.__Key_biography.self
                     }
                 }

@@ -199,4 +199,19 @@ extension AccountKeys {
     public var genderIdentity: AccountDetails.__Key_genderIdentity.Type { AccountDetails.__Key_genderIdentity.self }
     /// The email key.
     public var email: AccountDetails.__Key_email.Type { AccountDetails.__Key_email.self }
+
+    /// The account id key (`AccountKeys.accountId`).
+    public static var accountId: AccountDetails.__Key_accountId.Type { AccountDetails.__Key_accountId.self }
+    /// The user id key (`AccountKeys.userId`).
+    public static var userId: AccountDetails.__Key_userId.Type { AccountDetails.__Key_userId.self }
+    /// The password key (`AccountKeys.password`).
+    public static var password: AccountDetails.__Key_password.Type { AccountDetails.__Key_password.self }
+    /// The name key (`AccountKeys.name`).
+    public static var name: AccountDetails.__Key_name.Type { AccountDetails.__Key_name.self }
+    /// The date-of-birth key (`AccountKeys.dateOfBirth`).
+    public static var dateOfBirth: AccountDetails.__Key_dateOfBirth.Type { AccountDetails.__Key_dateOfBirth.self }
+    /// The gender-identity key (`AccountKeys.genderIdentity`).
+    public static var genderIdentity: AccountDetails.__Key_genderIdentity.Type { AccountDetails.__Key_genderIdentity.self }
+    /// The email key (`AccountKeys.email`).
+    public static var email: AccountDetails.__Key_email.Type { AccountDetails.__Key_email.self }
 }
