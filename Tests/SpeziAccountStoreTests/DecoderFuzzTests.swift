@@ -268,14 +268,21 @@ struct DecoderFuzzTests {
             }
             do {
                 let decoded = try input.withUnsafeBytes { try RecordView($0, position: 9, path: "fuzz").decoded() }
-                _ = (decoded.streamID, decoded.type, decoded.metadata, decoded.payload.count)
+                // What is accepted reads the same every time, at the position it is stored under.
+                let again = try input.withUnsafeBytes { try RecordView($0, position: 9, path: "fuzz").decoded() }
+                #expect(decoded == again && decoded.position == 9)
                 accepted += 1
-            } catch {
+            } catch let EventLogError.corruptRecord(position, reason, path) {
+                // A refusal is the typed one, naming the record and why.
+                #expect(position == 9 && path == "fuzz" && !reason.isEmpty)
                 refused += 1
+            } catch {
+                Issue.record("an input was refused with an untyped error: \(error)")
             }
         }
         print("record fuzz: 40000 inputs, \(accepted) decoded, \(refused) refused")
         #expect(refused > 20_000)
+        #expect(accepted + refused == 40_000)
     }
 
     @Test("export lines: 10,000 mutated JSON lines are refused or decoded, never a crash")
