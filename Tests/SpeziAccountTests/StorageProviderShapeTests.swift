@@ -91,7 +91,8 @@ struct StorageProviderShapeTests {
     @Test("create goes to upstream's store(details) when a provider has it; the seeds' names are called directly")
     func forwarding() async throws {
         let withCreate = UpstreamShapedWithCreate()
-        let storage = ExternalAccountStorage(provider: withCreate)
+        let storage = ExternalAccountStorage(withCreate)  // upstream's initializer
+        #expect(storage.provider === withCreate)
         try await storage.requestExternalStorage(of: biography("x"), for: "a")
         try await storage.updateExternalStorage(with: AccountModifications(modifiedDetails: biography("y")), for: "a")
         #expect(await withCreate.calls == ["store(details)", "store(modifications)"])

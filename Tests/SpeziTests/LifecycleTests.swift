@@ -49,3 +49,32 @@ struct LifecycleTests {
         #expect(log.names.withLock { $0 } == ["Frontend", "Storage"])
     }
 }
+
+private final class LaunchRecorder: Module, LifecycleHandler {
+    @Dependency var storage = LaunchStorage()
+    let log: ShutdownLog
+    init(log: ShutdownLog) { self.log = log }
+    func configure() { log.names.withLock { $0.append("configure Recorder") } }
+    func willFinishLaunchingWithOptions() async { log.names.withLock { $0.append("launch Recorder") } }
+}
+
+private final class LaunchStorage: Module, LifecycleHandler {
+    static let log = ShutdownLog()
+    func willFinishLaunchingWithOptions() async { Self.log.names.withLock { $0.append("launch Storage") } }
+}
+
+@Suite("Lifecycle: the counterpart of willFinishLaunchingWithOptions")
+struct LaunchTests {
+    @Test("willFinishLaunchingWithOptions reaches every LifecycleHandler after all are configured, dependencies first")
+    func launchOrder() async throws {
+        let log = ShutdownLog()
+        let recorder = LaunchRecorder(log: log)
+        let runtime = SpeziRuntime(configuration: Configuration { recorder })
+        try await runtime.boot()
+        #expect(log.names.withLock { $0 } == ["configure Recorder", "launch Recorder"])
+        #expect(LaunchStorage.log.names.withLock { $0 } == ["launch Storage"])
+        // the termination hook has a default: a module implementing only the launch hook stops quietly
+        await runtime.shutdown()
+        #expect(log.names.withLock { $0.count } == 2)
+    }
+}

@@ -58,7 +58,8 @@ public final class SpeziRuntime {
         return entries.compactMap(\.module)
     }
 
-    /// Loads, injects and configures the standard and all modules of the configuration.
+    /// Loads, injects and configures the standard and all modules of the configuration, then calls
+    /// ``LifecycleHandler/willFinishLaunchingWithOptions()`` on every module that is a LifecycleHandler.
     ///
     /// - Throws: a SpeziError naming the modules involved.
     public func boot() async throws {
@@ -67,6 +68,9 @@ public final class SpeziRuntime {
         }
         booted = true
         try await load([configuration.standard] + configuration.modules, ownership: .spezi)
+        for module in modules {
+            await (module as? any LifecycleHandler)?.willFinishLaunchingWithOptions()
+        }
     }
 
     /// Stops the runtime: every module that is a ``LifecycleHandler`` hears

@@ -30,6 +30,13 @@ public final class ExternalAccountStorage: Module, DefaultInitializable, @unchec
         self.provider = provider
     }
 
+    /// An external storage forwarding to `storageProvider` (upstream's initializer).
+    ///
+    /// - Parameter storageProvider: the provider, or nil for none.
+    public convenience init(_ storageProvider: (any AccountStorageProvider)?) {
+        self.init(provider: storageProvider)
+    }
+
     /// A new stream of details delivered later by the provider (multicast: every access subscribes).
     public var updatedDetails: AsyncStream<ExternallyStoredDetails> {
         let (stream, continuation) = AsyncStream<ExternallyStoredDetails>.makeStream()
