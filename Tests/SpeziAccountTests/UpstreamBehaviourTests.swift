@@ -105,6 +105,17 @@ struct UpstreamBehaviourTests {
             try await storage.requestExternalStorage(of: details, for: "account")
         }
         #expect(await provider.record(for: "account") == nil)
+
+        // the in-memory service refuses such a signup before it creates the account
+        let configuration: AccountValueConfiguration = [.requires(\.userId), .requires(\.password), .manual(\.loginCount)]
+        let harness = try await AccountHarness(configuration: configuration, provider: InMemoryAccountStorageProvider())
+        var signup = signupDetails()
+        signup.loginCount = 1
+        await #expect(throws: AccountOperationError.mutatingNonMutableAccountKeys(["loginCount"])) {
+            try await harness.service.signup(signup)
+        }
+        #expect(await harness.service.accountCount == 0)
+        #expect(!harness.account.signedIn)
     }
 
     @Test("identity providers without a section go to .default, between primary and single sign-on")

@@ -121,6 +121,11 @@ public actor InMemoryAccountService: AccountService {
         guard !records.values.contains(where: { $0.userId == userId }) else {
             throw AccountServiceError.credentialsTaken
         }
+        // External storage refuses non-mutable keys: refuse them before anything is written.
+        let nonMutable = signupDetails.removing(Self.supportedKeys).keys.filter { !$0.options.contains(.mutable) }
+        if !nonMutable.isEmpty {
+            throw AccountOperationError.mutatingNonMutableAccountKeys(nonMutable.map { $0.identifier })
+        }
         let current = account.details
         let upgrading = current?.isAnonymous == true
         let accountId = upgrading ? (current?.accountId ?? UUID().uuidString) : UUID().uuidString
