@@ -105,8 +105,9 @@ extension GlobalOptions {
         adjust(&options)
         let store = try await AccountStore(directory: url.path, options: options)
         do {
-            // A node's projections follow a shared log: bring them up to date before reading.
-            if log != nil { try await store.waitUntilCaughtUp() }
+            // Projections never built (a new node, a deleted projections folder) or behind a shared
+            // log: brought up to date before the command reads them, so it answers on the first call.
+            try await Self.catchUp(store)
             let result = try await body(store)
             await store.close()
             return result
@@ -114,6 +115,32 @@ extension GlobalOptions {
             await store.close()
             throw error
         }
+    }
+}
+
+extension GlobalOptions {
+    /// Waits until every projection has applied the log's head as it was at the call, showing
+    /// progress when that takes more than half a second. At a projection that stopped (its runner
+    /// logs why) or made no progress for 60 s, the command goes on with what the projections hold.
+    static func catchUp(_ store: AccountStore) async throws {
+        let head = try await store.log.lastPosition()
+        let started = ContinuousClock.now
+        var bar: ProgressBar?
+        var lastProgress = (checkpoint: UInt64(0), at: ContinuousClock.now)
+        while true {
+            let statuses = try await store.projections.status()
+            let lowest = statuses.map(\.checkpoint).min() ?? head
+            if lowest >= head { break }
+            if lowest > lastProgress.checkpoint { lastProgress = (lowest, .now) }
+            if statuses.contains(where: { $0.failure != nil }) || ContinuousClock.now - lastProgress.at > .seconds(60) {
+                bar?.finish()
+                return
+            }
+            if bar == nil, ContinuousClock.now - started > .milliseconds(500) { bar = ProgressBar("building projections") }
+            bar?.update(lowest, of: head)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        bar?.finish()
     }
 }
 
