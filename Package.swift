@@ -161,7 +161,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
-            resources: [.copy("openapi.yaml")]
+            // Served as they are: the OpenAPI document and the audit console's page, style sheet
+            // and script (checked by Tests/Browser/check_web_assets.py).
+            resources: [.copy("openapi.yaml"), .copy("Console")]
         ),
         // An `AccountService` for apps that talks to an account server: AsyncHTTPClient on Linux,
         // URLSession elsewhere, behind a small transport protocol.

@@ -50,4 +50,34 @@ extension AccountRoutes {
         guard context.idempotencyKey != nil, let accountId = AccountStore.accountId(ofToken: token) else { return nil }
         return try await store.hasCommitted(command, accountId: accountId, context: context) ? accountId : nil
     }
+
+    /// Runs a keyed signup: a retry whose account was deleted since is 409 `idempotency-key-spent`.
+    func spendingKey<T>(_ key: String?, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch AccountStoreError.accountNotFound where key != nil {
+            throw Problem.idempotencyKeySpent
+        } catch AccountStoreError.invalidSession where key != nil {
+            throw Problem.idempotencyKeySpent
+        }
+    }
+
+    /// A session for the account a keyed signup created. A retry whose account was deleted since
+    /// has none to give: 409 `idempotency-key-spent` (not the 401 of a bad token, which this
+    /// request does not carry).
+    func session(forCreated accountId: String, _ request: Request, idempotencyKey key: String?) async throws -> AccountSession {
+        do {
+            return try await store.startSession(
+                for: accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
+        } catch AccountStoreError.accountNotFound where key != nil {
+            throw Problem.idempotencyKeySpent
+        } catch AccountStoreError.invalidSession where key != nil {
+            throw Problem.idempotencyKeySpent
+        }
+    }
+}
+
+extension Problem {
+    static let idempotencyKeySpent = Problem(
+        "idempotency-key-spent", .conflict, "The account this Idempotency-Key created is deleted: send a new key for a new account.")
 }

@@ -71,7 +71,7 @@ struct AccountRoutes: Sendable {
             try await routes.completeReset(&request, client: client)
         },
         Operation(.get, "/v1/positions/:position") { routes, request, _ in try await routes.position(request) },
-        Operation(.get, "/openapi.yaml") { routes, _, _ in routes.openAPIDocument() },
+        Operation(.get, "/openapi.yaml") { routes, _, _ in try routes.openAPIDocument() },
         Operation(.get, "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) },
         Operation(.get, "/health/ready") { routes, _, _ in try await routes.readiness() }
     ]
@@ -134,6 +134,8 @@ struct AccountRoutes: Sendable {
     private func signup(_ request: inout Request, client: String) async throws -> Response {
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
+        // Checked in either mode (a malformed key is 400 whether or not signups are confirmed).
+        let key = try await idempotencyKey(&request, route: "signup")
         if configuration.confirmsSignups {
             if let userId = details[AccountDetails.__Key_userId.self] {
                 try limit("signup-userid", AccountLog.normalizedUserId(userId), configuration.rateLimits.signupsPerUserId)
@@ -141,10 +143,8 @@ struct AccountRoutes: Sendable {
             try await store.requestSignup(details, context: context(request, client: client))
             return try Self.json(ConfirmationSentBody(), status: .accepted)
         }
-        let key = try await idempotencyKey(&request, route: "signup")
-        let created = try await store.signup(details, context: context(request, client: client, idempotencyKey: key))
-        let session = try await store.startSession(
-            for: created.accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
+        let created = try await spendingKey(key) { try await store.signup(details, context: context(request, client: client, idempotencyKey: key)) }
+        let session = try await session(forCreated: created.accountId, request, idempotencyKey: key)
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
@@ -158,9 +158,8 @@ struct AccountRoutes: Sendable {
 
     private func signInAnonymously(_ request: inout Request, client: String) async throws -> Response {
         let key = try await idempotencyKey(&request, route: "anonymous")
-        let created = try await store.signInAnonymously(context: context(request, idempotencyKey: key))
-        let session = try await store.startSession(
-            for: created.accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
+        let created = try await spendingKey(key) { try await store.signInAnonymously(context: context(request, idempotencyKey: key)) }
+        let session = try await session(forCreated: created.accountId, request, idempotencyKey: key)
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
@@ -390,7 +389,7 @@ struct AccountRoutes: Sendable {
 
     /// The request's id (its `X-Request-ID`, if any) goes into the events it appends; the client
     /// is what the store's login throttle counts under.
-    private func context(_ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil) -> AccountStore.Context {
+    func context(_ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil) -> AccountStore.Context {
         AccountStore.Context(
             actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) },
             client: client, idempotencyKey: idempotencyKey)
@@ -401,10 +400,10 @@ struct AccountRoutes: Sendable {
         return Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    private func openAPIDocument() -> Response {
-        guard !OpenAPIDocument.text.isEmpty else { return Problem.notFound.response() }
-        return Response(
+    /// The document from the resource bundle (checked when the server started).
+    private func openAPIDocument() throws -> Response {
+        Response(
             status: .ok, headers: [.contentType: "application/yaml"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
+            body: ResponseBody(byteBuffer: ByteBuffer(string: try ServerResources.bundled.get().openAPIDocument)))
     }
 }

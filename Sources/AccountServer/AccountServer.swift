@@ -32,7 +32,7 @@ public struct AccountServerConfiguration: Sendable {
     /// `201` with a session, or `409` for a taken user id.
     public var confirmsSignups = false
     /// The administrator of the audit console's API under `/admin/api/`; nil (the default): no
-    /// console, `/admin/` answers 404.
+    /// console, its routes answer 404 `admin-console-off`.
     public var admin: AdminCredential?
     /// How long an admin session lasts before the credential must be presented again.
     public var adminSessionValidity: Duration = .seconds(30 * 60)
@@ -78,16 +78,26 @@ public struct AccountServer: Service {
     }
 
     /// Serves until graceful shutdown; `onListening` gets the port once the socket is bound.
+    ///
+    /// - Throws: ``ServerResourceError`` before it binds, when a file it serves (the OpenAPI
+    ///   document, the console's page) is missing from its resource bundle.
     public func run(onListening: @escaping @Sendable (Int) async -> Void) async throws {
-        let app = makeApplication(onListening: onListening)
+        let app = try makeApplication(onListening: onListening)
         try await app.run()
     }
 
     /// The Hummingbird application (package access: the tests drive it without a socket).
-    package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    ///
+    /// - Throws: ``ServerResourceError`` when a file it serves is missing from its resource bundle.
+    package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+        let resources = try ServerResources.bundled.get()
         let router = Router(context: ServerRequestContext.self)
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
+        // What no route answers: 405 with Allow for a known path, else 404, as problem details.
+        router.add(
+            middleware: RouteFallbackMiddleware<ServerRequestContext>(
+                routes: AccountRoutes.operationTable.map { ($0.method, $0.path) } + AdminRoutes.table.map { ($0.0, $0.1) }))
         // Then who the client is, for every limit (trusted proxies, IPv6 /64).
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
         router.add(middleware: ClientAddressMiddleware(resolver: resolver))
@@ -96,10 +106,12 @@ public struct AccountServer: Service {
             let sessions = AdminSessions(
                 credential: admin, validity: configuration.adminSessionValidity, secureCookies: configuration.secureCookies)
             AdminRoutes(
-                store: routes.store, sessions: sessions,
+                store: routes.store, sessions: sessions, console: AdminConsole(resources),
                 limiter: RateLimiter(), limit: configuration.rateLimits.adminAttemptsPerClient, heartbeat: configuration.heartbeat,
                 logger: logger
             ).register(on: router)
+        } else {
+            AdminRoutes.registerConsoleOff(on: router)
         }
         let limits = configuration.connections
         let counts = ConnectionCounts(limit: limits.maxConnectionsPerClient)

@@ -21,6 +21,7 @@ import SpeziAccountStore
 struct AdminRoutes: Sendable {
     let store: AccountStore
     let sessions: AdminSessions
+    let console: AdminConsole
     let limiter: RateLimiter
     let limit: RateLimit
     let heartbeat: Duration
@@ -45,7 +46,7 @@ struct AdminRoutes: Sendable {
             (.get, "/admin/api/tail", { routes, request, _, _ in try routes.tail(request) }),
             // Hummingbird matches `/admin` and `/admin/` alike. The page holds no data: without a
             // session its script shows the sign-in form.
-            (.get, "/admin/", { _, _, _, _ in AdminConsole.page() })
+            (.get, "/admin/", { routes, _, _, _ in routes.console.page() })
         ]
 
     /// The routes answered without a session: the page and signing in and out.
@@ -58,6 +59,14 @@ struct AdminRoutes: Sendable {
             group.on(RouterPath(path), method: method) { request, context in
                 await guarded(request, context, open: open, handler)
             }
+        }
+    }
+
+    /// Without an admin credential: every route of the console answers 404 `admin-console-off`
+    /// (problem details, as the OpenAPI document says), and other methods on its paths 405.
+    static func registerConsoleOff(on router: Router<ServerRequestContext>) {
+        for (method, path, _) in table {
+            router.on(RouterPath(path), method: method) { _, _ in Problem.adminConsoleOff.response() }
         }
     }
 
@@ -159,7 +168,8 @@ struct AdminRoutes: Sendable {
         guard let query = request.uri.queryParameters.get("query"), !query.isEmpty, query.utf8.count <= 400 else {
             throw Problem.malformed("query must name an account id or a user id")
         }
-        if !query.hasPrefix("$"), let version = try await store.log.streamVersion(query), version > 0 {
+        // A query the log cannot take as a stream id (a NUL byte) names no account id.
+        if !query.hasPrefix("$"), !query.utf8.contains(0), let version = try await store.log.streamVersion(query), version > 0 {
             // The log says whether it is deleted; the cache says only whether this node has applied it.
             let cached = try store.cachedState(of: query)
             let deleted = try await store.accounts.load(query)?.isDeleted ?? true
@@ -184,11 +194,12 @@ struct AdminRoutes: Sendable {
     }
 
     /// Signups, deletions and failed logins per hour (`?bucket=hour`, the default, over the last
-    /// `count` hours, at most 24 × 31) or per day (`?bucket=day`, at most 366 days).
+    /// `count` hours) or per day (`?bucket=day`); at most 24 × 31 buckets.
     private func activity(_ request: Request) async throws -> Response {
         let bucket = request.uri.queryParameters.get("bucket") ?? "hour"
         guard let seconds = ["hour": 3_600.0, "day": 86_400.0][bucket] else { throw Problem.malformed("bucket must be hour or day") }
-        let maxCount = bucket == "hour" ? 24 * 31 : 366
+        // One bound for both buckets: the OpenAPI document cannot tie a parameter's range to another's value.
+        let maxCount = 24 * 31
         let count =
             try request.uri.queryParameters.get("count").map { text in
                 guard let value = Int(text), (1...maxCount).contains(value) else { throw Problem.malformed("count must be 1 to \(maxCount)") }
@@ -269,6 +280,9 @@ struct AdminRoutes: Sendable {
 }
 
 extension Problem {
+    static let adminConsoleOff = Problem(
+        "admin-console-off", .notFound, "This server has no audit console: it was started without an admin credential.")
+
     static let noSuchAccount = Problem("no-such-account", .notFound, "No account has this id or user id.")
 }
 

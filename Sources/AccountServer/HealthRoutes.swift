@@ -23,8 +23,9 @@ extension AccountRoutes {
     /// `GET /v1/positions/{position}`: 200 once this node has applied the log up to it, else 202
     /// with `Retry-After`.
     func position(_ request: Request) async throws -> Response {
-        guard let text = request.uri.path.split(separator: "/").last, let position = UInt64(text) else {
-            throw Problem.malformed("the position is not a number")
+        // Positions are int64 in the OpenAPI document (no log reaches 2^63 records).
+        guard let text = request.uri.path.split(separator: "/").last, let position = UInt64(text), position <= UInt64(Int64.max) else {
+            throw Problem.malformed("the position is not a number from 0 to 2^63 - 1")
         }
         let applied = try await store.hasApplied(position)
         var response = try Self.json(PositionBody(position: position, applied: applied), status: applied ? .ok : .accepted)
