@@ -95,7 +95,11 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     }
 
     /// Creates an account and signs it in; upgrades the signed-in anonymous account instead.
+    /// Omitted required keys take their `.default` initial value; while a non-anonymous account is
+    /// signed in it throws `AccountServiceError.internalError`, as upstream's services do.
     public func signup(_ signupDetails: AccountDetails) async throws {
+        if let current = account.details, !current.isAnonymous { throw AccountServiceError.internalError }
+        let signupDetails = AccountValidation.applyingInitialValues(to: signupDetails, values: account.configuration, service: configuration)
         try AccountValidation.validateSignup(signupDetails, values: account.configuration, service: configuration)
         let body = try JSONEncoder().encode(SignupBody(details: signupDetails))
         if let current = account.details, current.isAnonymous, let token {
@@ -207,9 +211,11 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     }
 
     /// Deletes the signed-in account (with the current password, unless it is anonymous):
-    /// `deletingAccount`, the deletion on the server, then the disassociation.
+    /// `deletingAccount`, the deletion on the server, then the disassociation. With nobody
+    /// signed in it returns.
     public func delete() async throws {
-        guard let details = account.details, let token else { throw AccountServiceError.notSignedIn }
+        guard let details = account.details else { return }
+        guard let token else { throw AccountServiceError.notSignedIn }
         let password = details.isAnonymous ? nil : try await currentPassword(.deleteAccount)
         try await notifications.reportEvent(.deletingAccount(details.accountId))
         stopFollowing()

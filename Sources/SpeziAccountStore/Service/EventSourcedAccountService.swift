@@ -199,14 +199,23 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     }
 
     /// Creates an account (or upgrades the signed-in anonymous account, keeping its account id).
+    /// Omitted required keys take their `.default` initial value, as upstream's services do.
     ///
-    /// - Throws: `AccountOperationError` when validation fails, `AccountServiceError.credentialsTaken`.
+    /// - Throws: `AccountOperationError` when validation fails (also for external keys that are
+    ///   not mutable, before anything is written), `AccountServiceError.credentialsTaken`, and
+    ///   `AccountServiceError.internalError` while a non-anonymous account is signed in (as
+    ///   upstream: a signup never mixes two accounts in one session).
     public func signup(_ signupDetails: AccountDetails) async throws {
+        if let current = account.details, !current.isAnonymous { throw AccountServiceError.internalError }
+        let signupDetails = AccountValidation.applyingInitialValues(to: signupDetails, values: account.configuration, service: configuration)
         try AccountValidation.validateSignup(signupDetails, values: account.configuration, service: configuration)
         let (local, external) = split(signupDetails)
         if !external.isEmpty && externalStorage.provider == nil {
             throw AccountConfigurationError.noStorageProviderConfigured
         }
+        // External storage refuses keys that are not mutable: refused before the account exists.
+        let nonMutable = external.keys.filter { !$0.options.contains(.mutable) }
+        if !nonMutable.isEmpty { throw AccountOperationError.mutatingNonMutableAccountKeys(nonMutable.map { $0.identifier }) }
         let stored: AccountDetails
         if let current = account.details, current.isAnonymous {
             stored = try await store.upgrade(current.accountId, with: local, context: context, validating: false)
@@ -272,8 +281,10 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     /// Deletes the signed-in account: step-up re-authentication, `deletingAccount` (the storage
     /// provider's error aborts here, before anything is appended), `account.deleted` in the log,
     /// then `removeUserDetails()` (which reports `disassociatingAccount`).
+    ///
+    /// With nobody signed in there is nothing to delete: it returns, as upstream's services do.
     public func delete() async throws {
-        guard let details = account.details else { throw AccountServiceError.notSignedIn }
+        guard let details = account.details else { return }
         try await securityModifier.ensureAuthenticated(for: .deleteAccount)
         try await notifications.reportEvent(.deletingAccount(details.accountId))
         try await store.delete(details.accountId, context: context)

@@ -44,8 +44,10 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     /// - Parameters:
     ///   - store: the store whose log keeps the values, as `external.*` events in each account's stream.
     ///   - loadPatience: how long `load` may wait for the view to catch up with the log before it
-    ///     answers `nil` and delivers the values later.
-    public init(store: AccountStore, loadPatience: Duration = .milliseconds(50)) {
+    ///     answers `nil` and delivers the values later. Zero (the default): `load` never waits, as
+    ///     the seeds ask ("must return instantly"); it answers from the view when the view holds
+    ///     the log's head, else `nil`.
+    public init(store: AccountStore, loadPatience: Duration = .zero) {
         self.store = store
         self.loadPatience = loadPatience
     }
@@ -84,18 +86,11 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     public func load(_ accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails? {
         let head = try await store.log.lastPosition()
         let name = ExternalDetailsProjection.projectionName
-        let caughtUp = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask { [store] in
-                try await store.projections.waitUntilApplied(name, position: head)
-                return true
-            }
-            group.addTask { [loadPatience] in
-                try? await Task.sleep(for: loadPatience)
-                return false
-            }
-            let first = try await group.next() ?? false
-            group.cancelAll()
-            return first
+        let caughtUp: Bool
+        if loadPatience == .zero {
+            caughtUp = (try await store.projections.status().first { $0.name == name }?.checkpoint ?? 0) >= head
+        } else {
+            caughtUp = try await catchUp(name, to: head)
         }
         guard caughtUp else {
             let store = store
@@ -114,6 +109,23 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
             return nil
         }
         return try store.details(perKey: try store.externalValues(of: accountId), keys: keys)
+    }
+
+    /// Whether the view applies `head` within `loadPatience`.
+    private func catchUp(_ name: String, to head: UInt64) async throws -> Bool {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { [store] in
+                try await store.projections.waitUntilApplied(name, position: head)
+                return true
+            }
+            group.addTask { [loadPatience] in
+                try? await Task.sleep(for: loadPatience)
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
     }
 
     /// Appends the changed and removed external values.
