@@ -62,6 +62,8 @@ install_test_dependencies() {
         python3 -m pip install --quiet "selenium==$SELENIUM_VERSION" \
             || python3 -m pip install --quiet --break-system-packages "selenium==$SELENIUM_VERSION"
     fi
+    # The console's JavaScript is checked with node --check (WebAssetCheckTests).
+    command -v node >/dev/null 2>&1 || apt_install nodejs
     # The format test reads logs with Python's lmdb package, as FORMAT.md promises anyone can.
     if ! python3 -c "import lmdb" 2>/dev/null; then
         if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
