@@ -55,7 +55,7 @@ struct AccountServerTests {
         }
     }
 
-    @Test("bad requests: malformed JSON, missing and mistyped fields, empty and oversized bodies, unknown keys, rule violations")
+    @Test("bad requests: malformed JSON, missing and mistyped fields, empty and oversized bodies, unknown keys (rule violations: ServerErrorTests)")
     func badRequests() async throws {
         try await ServerFixture().withServer(configuration: configuration(maxBodyBytes: 2_048)) { api, store in
             let malformed = try await api.send(.post, "/v1/sessions", json: #"{"userId": "#)

@@ -56,6 +56,10 @@ struct AdminConsoleBrowserTests {
             ServeProcess.binary.path, "signup", "--store", store.path, "--user-id", "tail@example.org", "--name", "Tail Writer", "--password-stdin"
         ]
         let screenshots = Self.packageRoot.appendingPathComponent(".build/console-screenshots")
+        // Screenshots of an earlier run must not satisfy the checks below: they go first, and
+        // each new one must be newer than this run's start.
+        try? FileManager.default.removeItem(at: screenshots)
+        let runStarted = Date()
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("console-check-\(UUID().uuidString).txt")
         defer { try? FileManager.default.removeItem(at: report) }
         _ = FileManager.default.createFile(atPath: report.path, contents: nil)
@@ -84,7 +88,13 @@ struct AdminConsoleBrowserTests {
         // Not vacuous: the script ran its checks to the end.
         #expect(text.contains("all checks passed") && text.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count >= 22, "\(text)")
         for name in ["timeline", "deleted-account", "verified", "console", "signed-out"] {
-            #expect(FileManager.default.fileExists(atPath: screenshots.appendingPathComponent("\(name).png").path), "screenshot \(name)")
+            let path = screenshots.appendingPathComponent("\(name).png").path
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+            let written = attributes?[.modificationDate] as? Date
+            let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
+            #expect(
+                written.map { $0 >= runStarted.addingTimeInterval(-1) } == true && size > 1_000,
+                "screenshot \(name): \(String(describing: written)), \(size) bytes")
         }
 
         // The audit stream names the administrator for each look and each job.

@@ -112,6 +112,9 @@ struct CrashHarness {
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let acknowledgedBefore = Self.fileSize(ackPath(0))
+        // Each writer's ack file before this round's processes start: a kill after it grew
+        // landed after an acknowledgement of this round.
+        let acknowledgedAtStart = (0..<processes).map { Self.fileSize(ackPath($0)) }
         let chunksBefore = Self.fileSize(directory + "/" + Self.twoPartChunksFile)
         var children: [(process: Process, errors: Pipe)] = []
         for slot in 0..<processes {
@@ -131,7 +134,6 @@ struct CrashHarness {
             try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process)
             if Self.fileSize(ackPath(0)) <= acknowledgedBefore { summary.acknowledgementWaitsInVain += 1 }
         }
-        let acknowledgedAtStart = (0..<processes).map { Self.fileSize(ackPath($0)) }
         // 8,192: the smallest chunk a rebuild reads in two parts (twice Projections' minimum part).
         if rebuilder && rebuildChunk >= 8_192 && round % 2 == 0 {
             // As with a single process: every other round starts the delays once the rebuilder read
