@@ -122,29 +122,37 @@ struct AdminRoutesTests {
 
     @Test("the live tail: the last records, then new ones, as Server-Sent Events with ids and types only; it ends with the session's validity")
     func tail() async throws {
-        // The tail stays open for the admin session's validity: long enough for the other signup
-        // to land in it on a loaded machine (8 s were not, once in CI: the test took 35 s).
-        try await ServerFixture().withServer(configuration: try configuration(validity: .seconds(30))) { api, store in
-            let (_, accountId) = try await api.signup("ada@example.org")
-            // Another signup while the tail is open (straight on the store, as another node would).
-            let later = Task {
-                try await Task.sleep(for: .milliseconds(300))
-                var details = AccountDetails()
-                details.userId = "grace.hopper@example.org"
-                details.password = "correct horse battery"
-                details.name = PersonNameComponents(givenName: "Grace", familyName: "Hopper")
-                return try await store.signup(details).accountId
-            }
-            let answer = try await api.send(.get, "/admin/api/tail?after=1", headers: basic())
-            let laterId = try await later.value
-            #expect(answer.text.contains(#""stream":"\#(laterId)""#))
-            #expect(answer.status == 200 && answer.headers[.contentType] == "text/event-stream")
-            let ids = answer.text.split(separator: "\n").filter { $0.hasPrefix("id: ") }.map { $0.dropFirst(4) }
-            let last = try await store.log.lastPosition()
-            #expect(ids == (2...last).map { Substring("\($0)") }, "\(answer.text)")
-            #expect(answer.text.contains(#""stream":"\#(accountId)""#) && answer.text.contains(#""type":"account.created""#))
-            #expect(!answer.text.contains("example.org") && !answer.text.contains("Lovelace"))
-            #expect(try await api.send(.get, "/admin/api/tail?after=x", headers: basic()).status == 400)
+        // On a real socket, read as it arrives: the test stops reading once the new record is in,
+        // instead of waiting for the stream's end; the session's validity (3 s) then ends it.
+        try await LiveServer.with(configuration: try configuration(validity: .seconds(3)), realHashing: false) { server in
+            let (_, accountId) = try await server.signup("ada@example.org")
+            let basicAuthorization = "Basic \(Data("grace:\(Self.password)".utf8).base64EncodedString())"
+            let stream = try EventStreamClient(
+                port: server.port, path: "/admin/api/tail?after=1", token: "", lastEventID: nil, authorization: basicAuthorization)
+            let opened = ContinuousClock.now
+            let before = try #require(await stream.lines { $0.hasPrefix("id: 2") }, "the backlog did not arrive")
+            #expect(before.contains { $0.lowercased().hasPrefix("content-type: text/event-stream") }, "\(before.prefix(8))")
+            // A signup while the tail is open (straight on the store, as another node would).
+            var details = AccountDetails()
+            details.userId = "grace.hopper@example.org"
+            details.password = "correct horse battery"
+            details.name = PersonNameComponents(givenName: "Grace", familyName: "Hopper")
+            let laterId = try await server.store.signup(details).accountId
+            let head = try await server.store.log.lastPosition()
+            let after = try #require(await stream.lines { $0.contains(#""stream":"\#(laterId)""#) }, "the new record did not arrive")
+            let lines = before + after
+            let ids = lines.filter { $0.hasPrefix("id: ") }.compactMap { UInt64($0.dropFirst(4)) }
+            #expect(ids == Array(2...head), "\(ids)")
+            let text = lines.joined(separator: "\n")
+            #expect(text.contains(#""stream":"\#(accountId)""#) && text.contains(#""type":"account.created""#))
+            #expect(!text.contains("example.org") && !text.contains("Hopper"))
+            // The stream ends by itself once the session's validity has passed.
+            while await stream.nextLine() != nil {}
+            let lasted = ContinuousClock.now - opened
+            #expect(lasted >= .seconds(2.5) && lasted < .seconds(20), "the tail lasted \(lasted)")
+            let malformed = try await RawHTTP.send(
+                port: server.port, "GET", "/admin/api/tail?after=x", headers: ["Authorization": basicAuthorization])
+            #expect(malformed.status == 400)
         }
     }
 
@@ -191,7 +199,10 @@ struct AdminRoutesTests {
             _ = try await api.signup("a@example.org")
             let (_, second) = try await api.signup("b@example.org")
             try await store.delete(second)
-            _ = try await api.send(.post, "/v1/sessions", json: #"{"userId":"a@example.org","password":"wrong"}"#)
+            let wrong = try await api.send(.post, "/v1/sessions", json: #"{"userId":"a@example.org","password":"wrong"}"#)
+            #expect(wrong.status == 401)
+            // A failed login's record is appended after its answer (it is not waited for).
+            await store.settleBackgroundWrites()
             let answer = try await api.send(.get, "/admin/api/activity?bucket=hour&count=3", headers: basic())
             let series = try #require(answer.body["series"] as? [[String: Any]])
             #expect(series.count == 3)

@@ -20,7 +20,8 @@ final class EventStreamClient: @unchecked Sendable {
     private var buffer: [UInt8] = []
 
     /// Connects to `127.0.0.1:port` and requests `path` with the bearer token and `Last-Event-ID`.
-    init(port: Int, path: String, token: String, lastEventID: UInt64?) throws {
+    /// `authorization`, when given, is sent instead of the bearer token (HTTP Basic for the admin tail).
+    init(port: Int, path: String, token: String, lastEventID: UInt64?, authorization: String? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw POSIXError(.EIO) }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
@@ -36,7 +37,8 @@ final class EventStreamClient: @unchecked Sendable {
             close(socket)
             throw POSIXError(.ECONNREFUSED)
         }
-        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n"
+        var request =
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: \(authorization ?? "Bearer \(token)")\r\nAccept: text/event-stream\r\n"
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         request += "\r\n"
         let bytes = Array(request.utf8)

@@ -127,28 +127,26 @@ struct IndexVerificationTests {
         let log = try EventLog(path: directory.path("log"), options: options)
         defer { log.close() }
         for position in 1...200 { _ = try await log.append(event("t", "record \(position)"), to: "stream-\(position % 13)") }
-        // The writer starts once the first verification has checked its first batch.
+        // The writer starts once the first verification has checked its first batch; the
+        // verifications go on until it is done, and those during which it appended are counted.
         let (start, starter) = AsyncStream.makeStream(of: Void.self)
         let appended = Atomic(0)
+        let finished = Atomic(false)
         let writer = Task {
             for await _ in start { break }
             for position in 201...1_200 {
                 _ = try await log.append(event("t", "record \(position)"), to: "stream-\(position % 13)")
                 appended.add(1, ordering: .relaxed)
             }
+            finished.store(true, ordering: .relaxed)
         }
         var reports: [VerificationReport] = []
         var overlapped = 0
-        for _ in 0..<5 {
-            // The appends counted at each batch of this verification: more at its last than at its
-            // first means the writer appended while it ran.
-            let seen = Mutex<[Int]>([])
-            reports.append(
-                try await log.verify(batchSize: 16) { _ in
-                    starter.yield()
-                    seen.withLock { $0.append(appended.load(ordering: .relaxed)) }
-                })
-            if let first = seen.withLock({ $0.first }), let last = seen.withLock({ $0.last }), last > first { overlapped += 1 }
+        while !finished.load(ordering: .relaxed) && reports.count < 2_000 {
+            let before = appended.load(ordering: .relaxed)
+            reports.append(try await log.verify(batchSize: 16) { _ in starter.yield() })
+            starter.yield()
+            if appended.load(ordering: .relaxed) > before { overlapped += 1 }
         }
         try await writer.value
         #expect(overlapped >= 1, "no verification ran while the writer appended")
