@@ -14,20 +14,20 @@ if [ ${#targets[@]} -eq 0 ]; then
         AccountServer RemoteAccountService)
 fi
 
-failed=0
-for target in "${targets[@]}"; do
-    log=$(mktemp)
-    if ! swift package --disable-sandbox generate-documentation --target "$target" >"$log" 2>&1; then
-        echo "docs: $target failed to build"
-        tail -40 "$log"
-        failed=1
-    elif grep -E "warning:|error:" "$log" | grep -v "^warning: 'swift-docc-plugin'" | grep -v "^warning: '[^']*': found [0-9]* file(s) which are unhandled" >/dev/null; then
-        echo "docs: $target has warnings:"
-        grep -E -A3 "warning:|error:" "$log" | head -60
-        failed=1
-    else
-        echo "docs: $target built without warnings"
-    fi
-    rm -f "$log"
-done
-exit $failed
+# One invocation for every target: the plugin plans and builds once (twelve separate runs took
+# 7 minutes on two cores, one takes about 3.5).
+arguments=()
+for target in "${targets[@]}"; do arguments+=(--target "$target"); done
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! swift package --disable-sandbox generate-documentation "${arguments[@]}" >"$log" 2>&1; then
+    echo "docs: the documentation failed to build"
+    tail -40 "$log"
+    exit 1
+fi
+if grep -E "warning:|error:" "$log" | grep -v "^warning: 'swift-docc-plugin'" | grep -v "^warning: '[^']*': found [0-9]* file(s) which are unhandled" >/dev/null; then
+    echo "docs: warnings:"
+    grep -E -A3 "warning:|error:" "$log" | grep -v "^warning: '[^']*': found [0-9]* file(s) which are unhandled" | head -80
+    exit 1
+fi
+echo "docs: ${#targets[@]} targets built without warnings (${targets[*]})"
