@@ -36,7 +36,7 @@ struct AccountCtl: AsyncParsableCommand {
         subcommands: [
             Demo.self, History.self, Verify.self, Stats.self, Show.self, Rebuild.self, Log.self,
             Signup.self, Login.self, Modify.self, Delete.self, Export.self, Import.self, Backup.self, Restore.self,
-            EnableShredding.self, Serve.self
+            EnableShredding.self, Serve.self, UserIds.self
         ]
     )
 

@@ -9,30 +9,52 @@ import Foundation
 import SpeziAccount
 import SpeziAccountStore
 
-/// `accountctl verify`: checksums, hash chain, positions and indexes of the whole log; then, as
-/// warnings, accounts whose user ids the current rule would not have let in (by account id).
+/// `accountctl verify`: checksums, hash chain, positions and indexes of the whole log, read-only:
+/// it never writes (no projections, no index flush, no upgrade), so an auditor can run it beside a
+/// server or on a copy.
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check the log's checksums, hash chain, positions and indexes (exit 1 at the first problem); warn of colliding user ids."
+        abstract: "Check the log's checksums, hash chain, positions and indexes, read-only (exit 1 at the first problem)."
     )
 
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await guarded {
+            let url = global.location
+            if global.log == nil {
+                guard FileManager.default.fileExists(atPath: url.appendingPathComponent("log/data.mdb").path) else {
+                    throw ToolError.noStore(url.path)
+                }
+            }
+            let bar = ProgressBar("verifying")
+            let report = try await AccountStore.verifyLog(directory: url.path, logLocation: global.log) { progress in
+                bar.update(progress.checked, of: progress.total)
+            }
+            bar.finish()
+            if let problem = report.problem {
+                throw VerifyFailure(problem: problem)
+            }
+            print("intact: \(report.recordsChecked) records, last position \(report.lastPosition), head hash \(report.headHash)")
+        }
+    }
+}
+
+/// `accountctl user-ids`: accounts whose user ids the current rule would not have let in, or that
+/// collide once normalized (warnings, not damage; this opens the store and its projections).
+struct UserIds: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user-ids", abstract: "List accounts whose user ids collide or that the current user-id rule would refuse.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await guarded {
             try await global.withStore(creating: false) { store in
-                let bar = ProgressBar("verifying")
-                let report = try await store.log.verify { progress in bar.update(progress.checked, of: progress.total) }
-                bar.finish()
-                if let problem = report.problem {
-                    throw VerifyFailure(problem: problem)
-                }
-                print("intact: \(report.recordsChecked) records, last position \(report.lastPosition), head hash \(report.headHash)")
-                // Warnings, not damage: accounts created before the current user-id rule.
-                for finding in try await store.userIdFindings() {
-                    print("warning: \(finding)")
-                }
+                let findings = try await store.userIdFindings()
+                for finding in findings { print("warning: \(finding)") }
+                print("\(findings.count) user-id finding(s)")
             }
         }
     }

@@ -54,13 +54,15 @@ public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Opens the backend.
-    func open(sync: Durability, clock: @escaping @Sendable () -> Date) async throws -> any EventLogBackend {
+    /// Opens the backend; `readOnly` opens an LMDB log read-only (nothing is indexed, upgraded or
+    /// written), for checks that must not change what they check.
+    func open(sync: Durability, clock: @escaping @Sendable () -> Date, readOnly: Bool = false) async throws -> any EventLogBackend {
         switch self {
         case let .folder(path):
             var options = EventLogOptions()
             options.sync = sync
             options.clock = clock
+            options.readOnly = readOnly
             return try EventLog(path: path, options: options)
         case let .postgres(url):
             var options = PostgresLogOptions()

@@ -200,3 +200,31 @@ final class StoreLock: Sendable {
 
     func release() { _ = flock(descriptor, LOCK_UN) }
 }
+
+extension AccountStore {
+    /// Verifies the log of the store in `directory` (or at `logLocation`) without writing
+    /// anything: an LMDB log is opened read-only (its unindexed tail is checked in memory, not
+    /// indexed; nothing is upgraded), and neither the projections nor the key vault are opened.
+    /// An auditor's check, safe beside a running server.
+    ///
+    /// - Parameters:
+    ///   - directory: the store's folder.
+    ///   - logLocation: as ``AccountStoreOptions/logLocation`` (nil: the folder's own `log/`).
+    ///   - progress: called as the check advances.
+    /// - Returns: the report: intact, or the first problem and where.
+    /// - Throws: the log's errors when it cannot be opened or read.
+    public static func verifyLog(
+        directory: String, logLocation: String? = nil, progress: (@Sendable (VerificationProgress) -> Void)? = nil
+    ) async throws -> VerificationReport {
+        let location = try LogLocation(logLocation, storeFolder: URL(fileURLWithPath: directory))
+        let log = try await location.open(sync: .durable, clock: { Date() }, readOnly: true)
+        do {
+            let report = try await log.verify(progress: progress)
+            await log.close()
+            return report
+        } catch {
+            await log.close()
+            throw error
+        }
+    }
+}
