@@ -18,11 +18,7 @@ struct ReadOnlyVerifyTests {
     func writesNothing() async throws {
         let tool = try Tool()
         defer { tool.remove() }
-        for index in 1...3 {
-            let signup = try await tool.run(
-                ["signup", "--user-id", "u\(index)@x.org", "--name", "User \(index)", "--password-stdin"], input: "pw-123456\n")
-            #expect(signup.status == 0, "\(signup.stderr)")
-        }
+        try await tool.signUpUsers(3)
         let projections = tool.store.appendingPathComponent("projections")
         try FileManager.default.removeItem(at: projections)
         let data = tool.store.appendingPathComponent("log/data.mdb")
