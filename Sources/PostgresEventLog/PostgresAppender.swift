@@ -65,7 +65,7 @@ final class PostgresAppender: Sendable {
         self.logger = logger
         self.onCommit = onCommit
         outage = PostgresOutage(
-            "the log at \(location) (appending)", logger: logger, server: client)
+            "the log at \(location) (appending)", logger: logger, server: location.server)
     }
 
     /// Queues the append and returns after the transaction that holds it committed.
@@ -222,6 +222,7 @@ final class PostgresAppender: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            let tryStarted = ContinuousClock.now
             do {
                 let remaining = max(timeout - (ContinuousClock.now - started), .milliseconds(100))
                 // Short tries only while the server is known to be out: in normal operation a try
@@ -229,7 +230,7 @@ final class PostgresAppender: Sendable {
                 // given up early keeps its transaction on the server, in the way of its retry).
                 let limit = outage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: timeout, attempt: attempt)) : remaining
                 let outcomes = try await commitOnce(appends, within: limit)
-                outage.succeeded()
+                outage.succeeded(tryStarted: tryStarted)
                 guard attempt > 1 else { return outcomes }
                 // An earlier try of this call may have committed before its answer was lost: the
                 // events found in the log are this call's own, not a duplicate of another's.
@@ -269,7 +270,7 @@ final class PostgresAppender: Sendable {
             guard snapshot != nil else { break }
             let candidate = GroupDecision(appends, on: snapshot!, now: now)
             let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
-            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: client) {
+            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: location.server) {
                 try await PostgresAppendStatements.conditionalAppend(
                     candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
             }
@@ -284,7 +285,7 @@ final class PostgresAppender: Sendable {
         }
         if decision == nil {
             paths.withLock { $0.locked += 1 }
-            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: client) {
+            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: location.server) {
                 try await client.withTransaction(logger: logger) { connection in
                     let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
                     let decision = GroupDecision(appends, on: facts, now: now)

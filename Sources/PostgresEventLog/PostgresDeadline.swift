@@ -15,15 +15,18 @@ extension PostgresEventLog {
     /// `cancellable` false, cancelling the calling task does not answer early (an append that
     /// was sent is answered with its outcome).
     ///
-    /// `server` names the server the body talks to: when an outage of it begins, the deadlines of
+    /// `server` names the server the body talks to (``PostgresLogLocation/server``): when an outage of it begins, the deadlines of
     /// its operations under way are brought forward (``DeadlineWatch/shorten(owner:to:)``).
     package static func withDeadline<T: Sendable>(
         _ limit: Duration, doing what: @autoclosure @escaping @Sendable () -> String, cancellable: Bool = true,
-        server: AnyObject? = nil, _ body: @escaping @Sendable () async throws -> T
+        server: String? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let race = DeadlineRace<T>()
-        let ticket = DeadlineWatch.shared.add(.now + limit, owner: server.map(ObjectIdentifier.init)) {
-            race.finish(.failure(PostgresLogError.server("cannot \(what()): no answer from the server within \(limit)")))
+        let started = ContinuousClock.now
+        let ticket = DeadlineWatch.shared.add(started + limit, owner: server) {
+            // The deadline may have been brought forward: the message says how long it waited.
+            let waited = PostgresOutage.seconds(.now - started)
+            race.finish(.failure(PostgresLogError.server("cannot \(what()): no answer from the server within \(waited)")))
         }
         let run = {
             try await withCheckedThrowingContinuation { continuation in
@@ -104,7 +107,7 @@ package final class DeadlineWatch: Sendable {
 
     private struct Entry {
         var deadline: ContinuousClock.Instant
-        let owner: ObjectIdentifier?
+        let owner: String?
         let expire: @Sendable () -> Void
     }
 
@@ -124,7 +127,7 @@ package final class DeadlineWatch: Sendable {
     }
 
     /// Calls `expire` once `deadline` has passed, unless the returned ticket is removed first.
-    package func add(_ deadline: ContinuousClock.Instant, owner: ObjectIdentifier? = nil, expire: @escaping @Sendable () -> Void) -> UInt64 {
+    package func add(_ deadline: ContinuousClock.Instant, owner: String? = nil, expire: @escaping @Sendable () -> Void) -> UInt64 {
         let (id, start) = state.withLock { state in
             state.lastID += 1
             state.entries[state.lastID] = Entry(deadline: deadline, owner: owner, expire: expire)
@@ -142,7 +145,7 @@ package final class DeadlineWatch: Sendable {
     /// its caller (and, for an append, the appender) for the whole operation timeout, while a
     /// retry on a new connection succeeds as soon as the server is back.
     @discardableResult
-    package func shorten(owner: ObjectIdentifier, to latest: ContinuousClock.Instant) -> Int {
+    package func shorten(owner: String, to latest: ContinuousClock.Instant) -> Int {
         state.withLock { state in
             var moved = 0
             for (id, entry) in state.entries where entry.owner == owner && entry.deadline > latest {

@@ -25,6 +25,12 @@ public struct PostgresLogOptions: Sendable {
     /// How long one operation may wait for the server (a connection, a query, a commit) before it
     /// fails with a clear error (opening, which may create the tables, waits at least 30 s).
     public var operationTimeout: Duration = .seconds(15)
+    /// How long one connection attempt may take (TCP, TLS, start-up and login) before the pool
+    /// gives it up and tries again. Short on purpose: while a connection attempt stalls (a server
+    /// going down or coming up may take the TCP connection and not answer), the pool opens no other
+    /// and every operation waits for it; an attempt given up is followed by the next within the
+    /// pool's backoff.
+    public var connectTimeout: Duration = .seconds(2)
     /// The most connections to the server.
     public var maximumConnections = 8
     /// The largest payload, as on the LMDB log.
@@ -109,7 +115,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         self.standby = readClient == nil ? nil : location.standby
         self.logID = logID
         self.readOutage = PostgresOutage(
-            "reads of the log at \(location)", logger: logger, server: readClient ?? client)
+            "reads of the log at \(location)", logger: logger, server: (location.standby ?? location).server)
         let logger = logger
         let reads = readClient ?? client
         let head: UInt64
@@ -179,7 +185,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                 database: location.database, tls: tls)
         }
         configuration.options.maximumConnections = options.maximumConnections
-        configuration.options.connectTimeout = options.operationTimeout
+        configuration.options.connectTimeout = min(options.connectTimeout, options.operationTimeout)
         // The schema and the durability are settings of each connection, sent when it starts.
         configuration.options.additionalStartupParameters = [
             ("search_path", location.schema),
@@ -200,15 +206,16 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     ) async {
         // Usually the first to see a crash (its connection stays open): operations sent to the
         // server before it get a short deadline from then on.
-        let outage = PostgresOutage("commit notifications of the log at \(location)", logger: logger, server: client)
+        let outage = PostgresOutage("commit notifications of the log at \(location)", logger: logger, server: location.server)
         while !Task.isCancelled && !notifier.isClosed {
             await notifier.untilWaitedFor()
             if Task.isCancelled || notifier.isClosed { return }
+            let tryStarted = ContinuousClock.now
             do {
                 // True when it stopped because nobody waited (then it waits for the next one at once).
                 let idle = try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
-                        outage.succeeded()
+                        outage.succeeded(tryStarted: tryStarted)
                         if let head = try? await withDeadline(
                             .seconds(5), doing: "read the head after LISTEN", { try await headPosition(client, logger: logger) })
                         {
@@ -472,15 +479,16 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            let tryStarted = ContinuousClock.now
             let remaining = max(limit - (ContinuousClock.now - started), .milliseconds(100))
             do {
                 let value = try await Self.withDeadline(
                     readOutage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: limit, attempt: attempt)) : remaining,
-                    doing: "\(what) of \(place)the log at \(location)", server: server
+                    doing: "\(what) of \(place)the log at \(location)", server: (fromStandby ? standby ?? settings : settings).server
                 ) { [logger] in
                     try await body(server, logger)
                 }
-                readOutage.succeeded()
+                readOutage.succeeded(tryStarted: tryStarted)
                 return value
             } catch {
                 let failure = PostgresFailure.wrap(error, doing: "\(what) of \(place)the log at \(location)")

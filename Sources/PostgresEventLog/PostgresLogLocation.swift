@@ -104,6 +104,10 @@ public struct PostgresLogLocation: Sendable, Equatable, CustomStringConvertible 
         return text
     }
 
+    /// The server this location's connections go to (`host:port`, or the socket's path): every
+    /// part of a process that talks to one server shares what it learns of the server's outages.
+    package var server: String { unixSocketPath ?? "\(host):\(port)" }
+
     /// The path of the server's Unix socket, when the location names a socket directory.
     var unixSocketPath: String? { socketDirectory.map { $0 + "/.s.PGSQL.\(port)" } }
 

@@ -81,7 +81,8 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
         self.position = position
         self.streamID = streamID
         self.batchSize = batchSize
-        outage = PostgresOutage("a subscription to the log at \(log.location)" + (streamID.map { " (stream \($0))" } ?? ""), logger: log.logger)
+        outage = PostgresOutage("a subscription to the log at \(log.location)" + (streamID.map { " (stream \($0))" } ?? ""), logger: log.logger,
+            server: (log.standby ?? log.settings).server)
     }
 
     deinit {
@@ -150,7 +151,8 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
                 if Task.isCancelled { return nil }
                 throw error
             }
-            outage.succeeded()
+            // A batch read ahead may have been read before an outage: no word on the server now.
+            outage.succeeded(tryStarted: nil)
             if let last = records.last {
                 position = last.position
                 if records.count >= batchSize { readAhead(after: last.position) } else { dropAhead() }

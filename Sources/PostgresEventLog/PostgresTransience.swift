@@ -73,10 +73,43 @@ enum PostgresTransience {
     }
 }
 
+/// Which servers this process has seen go out and not yet come back, shared by every part that
+/// talks to one (the appender, reads, subscriptions, `LISTEN`, the key vault): the first part to
+/// see a crash, usually the `LISTEN` connection, tells the others, so that an operation sent
+/// before it and one started after it are both given a short try, not the whole timeout.
+package final class PostgresServers: Sendable {
+    package static let shared = PostgresServers()
+
+    private let down = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    /// Whether an outage of `server` is under way (seen by any part of the process).
+    package func isDown(_ server: String) -> Bool { down.withLock { $0[server] != nil } }
+
+    /// Marks `server` as out; true when it was not already.
+    func markDown(_ server: String) -> Bool {
+        down.withLock { down in
+            guard down[server] == nil else { return false }
+            down[server] = .now
+            return true
+        }
+    }
+
+    /// Marks `server` as answering again, on the word of a try that started at `tryStarted`: a
+    /// try that started before the outage was seen says nothing of the server now. True when it
+    /// was out.
+    func markUp(_ server: String, tryStarted: ContinuousClock.Instant) -> Bool {
+        down.withLock { down in
+            guard let since = down[server], since < tryStarted else { return false }
+            down[server] = nil
+            return true
+        }
+    }
+}
+
 /// One outage of the server as one thing seen from here: logged once when it begins (its first
 /// failure) and once when it ends (the first success after it), with how long it lasted, instead
 /// of a line for every failed try.
-final class PostgresOutage: Sendable {
+package final class PostgresOutage: Sendable {
     private struct State {
         var since: ContinuousClock.Instant?
         var failures = 0
@@ -86,28 +119,34 @@ final class PostgresOutage: Sendable {
     private let state = Mutex(State())
     private let what: String
     private let logger: Logger
-    /// The client whose operations under way get at most `inFlightLimit` more once the outage
-    /// begins (see ``DeadlineWatch/shorten(owner:to:)``); nil: none.
-    private let server: ObjectIdentifier?
+    /// The server (``PostgresLogLocation/server``) whose operations under way get at most
+    /// `inFlightLimit` more once an outage of it begins (see
+    /// ``DeadlineWatch/shorten(owner:to:)``), and whose outages this one shares with the other
+    /// parts of the process (``PostgresServers``); nil: none.
+    private let server: String?
     private let inFlightLimit: Duration
 
-    /// `what`: what is out, e.g. "the key vault at postgres://…". `server`: the client of that
-    /// server, whose operations sent before the outage was seen are given `inFlightLimit` more.
-    init(_ what: String, logger: Logger, server: AnyObject? = nil, inFlightLimit: Duration = PostgresTransience.inFlightLimit) {
+    /// `what`: what is out, e.g. "the key vault at postgres://…". `server`: the server it talks
+    /// to, whose operations sent before the outage was seen are given `inFlightLimit` more.
+    package init(_ what: String, logger: Logger, server: String? = nil, inFlightLimit: Duration = PostgresTransience.inFlightLimit) {
         self.what = what
         self.logger = logger
-        self.server = server.map(ObjectIdentifier.init)
+        self.server = server
         self.inFlightLimit = inFlightLimit
     }
 
-    /// Whether an outage is under way.
-    var isOngoing: Bool { state.withLock { $0.since != nil } }
+    /// Whether an outage is under way: seen here, or by another part of the process that talks to
+    /// the same server.
+    package var isOngoing: Bool {
+        state.withLock { $0.since != nil } || server.map(PostgresServers.shared.isDown) ?? false
+    }
 
     /// The failed tries of the outage under way (0 when there is none): the next try's backoff.
     var failures: Int { state.withLock { $0.failures } }
 
-    /// A try failed with a transient error: the first failure of an outage is logged.
-    func failed(_ error: any Error) {
+    /// A try failed with a transient error: the first failure of an outage is logged, and the
+    /// first seen of the server in this process cuts its operations under way short.
+    package func failed(_ error: any Error) {
         let first = state.withLock { state in
             state.failures += 1
             state.lastError = String(describing: error)
@@ -116,13 +155,24 @@ final class PostgresOutage: Sendable {
             return true
         }
         if first {
-            let moved = server.map { DeadlineWatch.shared.shorten(owner: $0, to: .now + inFlightLimit) } ?? 0
+            var moved = 0
+            if let server, PostgresServers.shared.markDown(server) {
+                moved = DeadlineWatch.shared.shorten(owner: server, to: .now + inFlightLimit)
+            }
             logger.warning("\(what) cannot be reached; retrying", metadata: ["error": "\(error)", "requests cut short": "\(moved)"])
         }
     }
 
-    /// A try succeeded: an outage under way ends, logged with its duration.
-    func succeeded() {
+    /// A try that started at `tryStarted` succeeded: an outage under way ends, logged with its
+    /// duration. `tryStarted` nil: the answer may not have come from the server just now (a batch
+    /// read ahead), so it ends this part's outage but not the process's (``PostgresServers``).
+    /// When it ends the process's, the operations started during the outage get at most
+    /// `inFlightLimit` more: the server answers again, and a try still waiting for a connection the
+    /// pool will not give soon is better given up and made again.
+    package func succeeded(tryStarted: ContinuousClock.Instant?) {
+        if let server, let tryStarted, PostgresServers.shared.markUp(server, tryStarted: tryStarted) {
+            DeadlineWatch.shared.shorten(owner: server, to: .now + inFlightLimit)
+        }
         let ended = state.withLock { state -> (Duration, Int, String)? in
             guard let since = state.since else { return nil }
             defer { state = State() }

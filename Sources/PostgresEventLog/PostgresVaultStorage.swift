@@ -86,7 +86,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         var logger = Logger(label: "PostgresEventLog.vault")
         logger.logLevel = .warning
         self.logger = logger
-        outage = PostgresOutage("the key vault at \(location)", logger: logger)
+        outage = PostgresOutage("the key vault at \(location)", logger: logger, server: location.server)
     }
 
     package func readHeader() throws -> [UInt8] {
@@ -195,7 +195,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
             // A connection that comes after the deadline is closed at once, not left open.
             opened = try wait(
                 PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 1, logger: logger), doing: "connect",
-                late: { $0.close().whenComplete { _ in } })
+                late: { Self.close($0) })
         } catch let error as PostgresVaultError {
             throw noteFailure(error)
         } catch let error as PSQLError where error.underlying.map(Self.isConnectTimeout) ?? false {
@@ -213,9 +213,10 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// connection that is gone or in a state nobody knows.
     @discardableResult
     private func run(_ connection: PostgresConnection, _ query: PostgresQuery) throws -> [PostgresRow] {
+        let tryStarted = ContinuousClock.now
         do {
-            let rows = try wait(connection.query(query, logger: logger), doing: "answer", abandon: { connection.close().whenComplete { _ in } }).rows
-            outage.succeeded()
+            let rows = try wait(connection.query(query, logger: logger), doing: "answer", abandon: { Self.close(connection) }).rows
+            outage.succeeded(tryStarted: tryStarted)
             return rows
         } catch {
             drop(connection)
@@ -229,7 +230,14 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         self.connection.withLock { open in
             if open === connection { open = nil }
         }
-        connection.close().whenComplete { _ in }
+        Self.close(connection)
+    }
+
+    /// Closes `connection` without waiting, and keeps it until it is closed: postgres-nio
+    /// asserts that a connection is closed when it is freed, and closing completes on its event
+    /// loop, after the caller may have let go of it.
+    private static func close(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// Counts a transient failure towards the outage under way (logged once when it begins).
@@ -252,13 +260,22 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         let eventLoop = future.eventLoop
         let promise = eventLoop.makePromise(of: T.self)
         let decided = OnceFlag()
-        let message = "the key vault at \(settings) did not \(what) within \(timeout) (timed out)"
-        // Both run on the event loop, one after the other: whichever comes first decides.
-        let timer = eventLoop.scheduleTask(in: timeout.timeAmount) {
+        // While the server is known to be out, a try is short (it is retried by the caller).
+        let limit = outage.isOngoing ? min(timeout, PostgresTransience.tryLimit(within: timeout)) : timeout
+        let started = ContinuousClock.now
+        let place = "the key vault at \(settings)"
+        let expire: @Sendable () -> Void = {
             guard decided.take() else { return }
-            promise.fail(PostgresVaultError.timedOut(message))
+            // The deadline may have been brought forward: the message says how long it waited.
+            let waited = PostgresOutage.seconds(.now - started)
+            promise.fail(PostgresVaultError.timedOut("\(place) did not \(what) within \(waited) (timed out)"))
             abandon()
         }
+        // Both run on the event loop, one after the other: whichever comes first decides. The
+        // watch's deadline is brought forward when another part of the process sees the server go.
+        let timer = eventLoop.scheduleTask(in: limit.timeAmount, expire)
+        let ticket = DeadlineWatch.shared.add(.now + limit, owner: settings.server) { eventLoop.execute(expire) }
+        defer { DeadlineWatch.shared.remove(ticket) }
         future.whenComplete { result in
             timer.cancel()
             if decided.take() {

@@ -104,7 +104,7 @@ public final class PostgresServer: Sendable {
                     "pg_ctl",
                     [
                         "-D", dataPath, "-l", logPath.path, "-w", "-t", "60", "-o",
-                        "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory.path) -c fsync=on -c max_connections=200",
+                        "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory.path) -c fsync=on -c max_connections=200 -c log_lock_waits=on -c deadlock_timeout=1s -c log_min_duration_statement=2000",
                         "start"
                     ])
                 return

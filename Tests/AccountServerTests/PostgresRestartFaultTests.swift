@@ -22,17 +22,16 @@ struct PostgresRestartFaultTests {
     static let clients = 6
     /// How long PostgreSQL stays down in each crash.
     static let downtime = Duration.seconds(2)
-    /// The most a node may take to write again once PostgreSQL is back. Most recoveries take
-    /// under a second; a request in flight at the crash whose connection neither answers nor
-    /// closes is cut short 2 s after the outage was seen (before: it held its node's appender
-    /// for the whole 15 s operation timeout, 12.8 s after PostgreSQL was back).
-    // Most recoveries take under 3 s (the in-flight cut); a request on a node that saw no failure
-    // before it got stuck is not cut and waits the 15 s operation timeout (12.4 s once in a
-    // coverage run): issue 40 stays open for it. The limit is that timeout and a margin.
-    static let recoveryLimit = Duration.seconds(16)
+    /// The most a node may take to write again once PostgreSQL is back (the issue's target).
+    /// Most recoveries take under a second. A request that waits for a connection, or was sent on
+    /// one the crash left without an answer, gets at most 2 s more once any part of the node sees
+    /// the server go or come back (`PostgresServers`, `DeadlineWatch.shorten`), and a connection
+    /// attempt at most 2 s (`connectTimeout`): before, such a request held its node's appender
+    /// for the whole 15 s operation timeout (up to 12.9 s after PostgreSQL was back).
+    static let recoveryLimit = Duration.seconds(5)
 
     @Test(
-        "pg_ctl stop -m immediate under load, four times: every node writes again within the operation timeout (mostly under 3 s), none hangs, nothing acknowledged is lost, nothing answered as failed was done, a keyed retry gets the first answer"
+        "pg_ctl stop -m immediate under load, four times: every node writes again within 5 s, none hangs, nothing acknowledged is lost, nothing answered as failed was done, a keyed retry gets the first answer"
     )
     func crashesUnderLoad() async throws {
         let postgres = try await PostgresServer.start(name: "fault")
@@ -129,6 +128,11 @@ struct PostgresRestartFaultTests {
             }
         }
 
+        // Lock waits over a second and statements over two, as PostgreSQL logged them.
+        let serverLog = (try? String(contentsOf: postgres.directory.appendingPathComponent("server.log"), encoding: .utf8)) ?? ""
+        for line in serverLog.split(separator: "\n") where ["waiting", "duration:", "acquired", "idle"].contains(where: { line.contains($0) }) {
+            print("PostgreSQL's log: " + line.prefix(400))
+        }
         // What the nodes logged about the outages (and how a node that died ended).
         for (index, node) in nodes.enumerated() {
             let log = (try? String(contentsOf: node.errors, encoding: .utf8)) ?? ""

@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import Logging
 import PostgresEventLog
 import Synchronization
 import Testing
@@ -48,14 +49,12 @@ struct DeadlineTests {
     func shortenedAtOutage() async throws {
         let watch = DeadlineWatch(tick: .milliseconds(10))
         let fired = Fired()
-        let server = Fired()
-        let other = Fired()
-        let serverTicket = watch.add(.now + .seconds(3_600), owner: ObjectIdentifier(server)) { fired.add("server") }
-        let soonTicket = watch.add(.now + .milliseconds(20), owner: ObjectIdentifier(server)) { fired.add("soon") }
-        let otherTicket = watch.add(.now + .seconds(3_600), owner: ObjectIdentifier(other)) { fired.add("other") }
+        let serverTicket = watch.add(.now + .seconds(3_600), owner: "server:5432") { fired.add("server") }
+        let soonTicket = watch.add(.now + .milliseconds(20), owner: "server:5432") { fired.add("soon") }
+        let otherTicket = watch.add(.now + .seconds(3_600), owner: "other:5432") { fired.add("other") }
         let unowned = watch.add(.now + .seconds(3_600)) { fired.add("unowned") }
         // Only the one due later than the new limit moves.
-        #expect(watch.shorten(owner: ObjectIdentifier(server), to: .now + .milliseconds(50)) == 1)
+        #expect(watch.shorten(owner: "server:5432", to: .now + .milliseconds(50)) == 1)
         let patience = ContinuousClock.now + .seconds(30)
         while fired.all.count < 2 && ContinuousClock.now < patience { try await Task.sleep(for: .milliseconds(10)) }
         try await Task.sleep(for: .milliseconds(100))
@@ -87,5 +86,43 @@ struct DeadlineTests {
     func answersInTime() async throws {
         let value = try await PostgresEventLog.withDeadline(.seconds(60), doing: "add", cancellable: false) { 40 + 2 }
         #expect(value == 42)
+    }
+
+    @Test(
+        "one part of a process seeing its server go cuts the waits of every part on that server; only a try begun after that says it is back, and its word cuts the waits begun during the outage"
+    )
+    func sharedOutage() async throws {
+        struct Lost: Error {}
+        let server = "outage-\(UUID().uuidString):5432"
+        let logger = Logger(label: "DeadlineTests")
+        let listen = PostgresOutage("notifications", logger: logger, server: server, inFlightLimit: .milliseconds(100))
+        let appends = PostgresOutage("appends", logger: logger, server: server, inFlightLimit: .milliseconds(100))
+        let unrelated = PostgresOutage("another server", logger: logger, server: "other-\(UUID().uuidString):5432")
+        let hang: @Sendable () async throws -> Int = {
+            try await Task.sleep(for: .seconds(3_600))
+            return 0
+        }
+        // A read sent before the crash has the whole hour; the notifications connection sees the crash.
+        let sentBefore = ContinuousClock.now
+        let read = Task { try await PostgresEventLog.withDeadline(.seconds(3_600), doing: "read", server: server, hang) }
+        try await Task.sleep(for: .milliseconds(50))
+        listen.failed(Lost())
+        let cut = await read.result
+        #expect(throws: (any Error).self) { try cut.get() }
+        #expect(ContinuousClock.now - sentBefore < .seconds(30), "the read was not cut short")
+        // Every part on the server knows of the outage; a part on another server does not.
+        #expect(appends.isOngoing)
+        #expect(!unrelated.isOngoing)
+        // A try that began before the crash and answers now says nothing of the server now.
+        appends.succeeded(tryStarted: sentBefore)
+        #expect(listen.isOngoing)
+        // A wait begun during the outage is cut once a try begun after the crash answers.
+        let waiting = Task { try await PostgresEventLog.withDeadline(.seconds(3_600), doing: "append", server: server, hang) }
+        try await Task.sleep(for: .milliseconds(50))
+        listen.succeeded(tryStarted: .now)
+        #expect(!appends.isOngoing && !listen.isOngoing)
+        let recovered = ContinuousClock.now
+        await #expect(throws: (any Error).self) { try await waiting.value }
+        #expect(ContinuousClock.now - recovered < .seconds(30), "the wait begun during the outage was not cut short")
     }
 }
