@@ -81,7 +81,8 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
         self.position = position
         self.streamID = streamID
         self.batchSize = batchSize
-        outage = PostgresOutage("a subscription to the log at \(log.location)" + (streamID.map { " (stream \($0))" } ?? ""), logger: log.logger,
+        outage = PostgresOutage(
+            "a subscription to the log at \(log.location)" + (streamID.map { " (stream \($0))" } ?? ""), logger: log.logger,
             server: (log.standby ?? log.settings).server)
     }
 
