@@ -76,57 +76,21 @@ struct AccountRoutes: Sendable {
         Operation(.get, "/health/ready") { routes, _, _ in try await routes.readiness() }
     ]
 
-    func register(on router: Router<ServerRequestContext>) {
+    /// The API's routes, each behind the per-client limits it counts against. What a route
+    /// throws is answered by ``ProblemMiddleware``.
+    func collection() -> RouteCollection<ServerRequestContext> {
+        let collection = RouteCollection(context: ServerRequestContext.self)
         for operation in Self.operationTable {
-            let group = router.group()
+            let group = collection.group()
             for kind in operation.limits {
                 group.add(middleware: ClientRateLimitMiddleware(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))
             }
             group.on(RouterPath(operation.path), method: operation.method) { request, context in
-                await answer(operation, request, client: context.client)
+                var request = request
+                return try await operation.answer(self, &request, context.client)
             }
         }
-    }
-
-    /// Runs an operation: problems become problem details, anything else a logged 500. Every
-    /// request leaves one access-log line with its method, route, status and duration (no bodies,
-    /// no tokens, no user ids).
-    private func answer(_ operation: Operation, _ request: Request, client: String) async -> Response {
-        let start = ContinuousClock.now
-        var request = request
-        let response: Response
-        do {
-            response = try await operation.answer(self, &request, client)
-        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
-            // The body passed maxBodyBytes while it was collected.
-            response = Problem.bodyTooLarge(configuration.maxBodyBytes).response()
-        } catch let error where Problem.isMalformedFraming(error) {
-            response = Problem.malformedFraming.response()
-        } catch let AccountStoreError.committedNotApplied(position, reason) {
-            // Done, but this node cannot show it yet: never answered as failed.
-            logger.warning("answered 202: committed, not yet applied here", metadata: ["position": "\(position)", "reason": "\(reason)"])
-            response = Self.accepted(position: position)
-        } catch {
-            if let problem = Problem.from(error, now: store.now()) {
-                if problem.status == 503 && isTransientFailure(error) {
-                    logger.warning(
-                        "answered 503: the log cannot be reached", metadata: ["route": "\(operation.method) \(operation.path)", "error": "\(error)"])
-                }
-                response = problem.response()
-            } else {
-                logger.error(
-                    "request failed", metadata: ["route": "\(operation.method) \(operation.path)", "error": "\(String(reflecting: error))"])
-                response = Problem.internalError.response()
-            }
-        }
-        let elapsed = ContinuousClock.now - start
-        logger.info(
-            "request",
-            metadata: [
-                "method": "\(operation.method)", "route": "\(operation.path)", "status": "\(response.status.code)",
-                "ms": "\(String(format: "%.2f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1_000))"
-            ])
-        return response
+        return collection
     }
 
     // MARK: Operations

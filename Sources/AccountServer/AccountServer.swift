@@ -92,6 +92,8 @@ public struct AccountServer: Service {
     package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let resources = try ServerResources.bundled.get()
         let router = Router(context: ServerRequestContext.self)
+        // Outermost: one access-log line for every request, with the answer the others gave.
+        router.add(middleware: AccessLogMiddleware<ServerRequestContext>(logger: logger))
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
         // What no route answers: 405 with Allow for a known path, else 404, as problem details.
@@ -101,7 +103,9 @@ public struct AccountServer: Service {
         // Then who the client is, for every limit (trusted proxies, IPv6 /64).
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
         router.add(middleware: ClientAddressMiddleware(resolver: resolver))
-        routes.register(on: router)
+        // Innermost: what a route throws becomes problem details.
+        router.add(middleware: ProblemMiddleware(maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
+        router.addRoutes(routes.collection())
         if let admin = configuration.admin {
             let sessions = AdminSessions(
                 credential: admin, validity: configuration.adminSessionValidity, secureCookies: configuration.secureCookies)
