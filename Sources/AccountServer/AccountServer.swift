@@ -104,7 +104,8 @@ public struct AccountServer: Service {
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
         router.add(middleware: ClientAddressMiddleware(resolver: resolver))
         // Innermost: what a route throws becomes problem details.
-        router.add(middleware: ProblemMiddleware(maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
+        router.add(
+            middleware: ProblemMiddleware(maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
         router.addRoutes(routes.collection())
         if let admin = configuration.admin {
             let sessions = AdminSessions(
