@@ -6,6 +6,7 @@
 import EventLogProtocol
 import Foundation
 import Hummingbird
+import HummingbirdAuth
 import Logging
 import SpeziAccount
 import SpeziAccountStore
@@ -33,43 +34,50 @@ struct AccountRoutes: Sendable {
         let method: HTTPRequest.Method
         let path: String
         let limits: [ClientRateLimitMiddleware.Kind]
-        /// Gets the routes, the request and the client's address.
-        let answer: @Sendable (AccountRoutes, inout Request, String) async throws -> Response
+        /// Whether ``AccountSessionAuthenticator`` runs first (the context's `identity`).
+        let signedIn: Bool
+        /// Gets the routes, the request and its context (the client's address, the session).
+        let answer: @Sendable (AccountRoutes, inout Request, ServerRequestContext) async throws -> Response
 
         init(
-            _ method: HTTPRequest.Method, _ path: String, limits: [ClientRateLimitMiddleware.Kind] = [],
-            answer: @escaping @Sendable (AccountRoutes, inout Request, String) async throws -> Response
+            _ method: HTTPRequest.Method, _ path: String, limits: [ClientRateLimitMiddleware.Kind] = [], signedIn: Bool = false,
+            answer: @escaping @Sendable (AccountRoutes, inout Request, ServerRequestContext) async throws -> Response
         ) {
             self.method = method
             self.path = path
             self.limits = limits
+            self.signedIn = signedIn
             self.answer = answer
         }
     }
 
     static let operationTable: [Operation] = [
-        Operation(.post, "/v1/accounts", limits: [.signups, .records]) { routes, request, client in try await routes.signup(&request, client: client)
+        Operation(.post, "/v1/accounts", limits: [.signups, .records]) { routes, request, context in
+            try await routes.signup(&request, client: context.client)
         },
-        Operation(.post, "/v1/accounts/confirm", limits: [.signups, .records]) { routes, request, client in
-            try await routes.confirmSignup(&request, client: client)
+        Operation(.post, "/v1/accounts/confirm", limits: [.signups, .records]) { routes, request, context in
+            try await routes.confirmSignup(&request, client: context.client)
         },
-        Operation(.post, "/v1/accounts/anonymous", limits: [.signups, .records]) { routes, request, client in
-            try await routes.signInAnonymously(&request, client: client)
+        Operation(.post, "/v1/accounts/anonymous", limits: [.signups, .records]) { routes, request, context in
+            try await routes.signInAnonymously(&request, client: context.client)
         },
-        Operation(.post, "/v1/sessions", limits: [.logins, .records]) { routes, request, client in try await routes.login(&request, client: client) },
+        Operation(.post, "/v1/sessions", limits: [.logins, .records]) { routes, request, context in
+            try await routes.login(&request, client: context.client)
+        },
         Operation(.delete, "/v1/sessions/current") { routes, request, _ in try await routes.logout(&request) },
-        Operation(.get, "/v1/account") { routes, request, _ in try await routes.details(&request) },
-        Operation(.patch, "/v1/account") { routes, request, client in try await routes.modify(&request, client: client) },
-        Operation(.delete, "/v1/account") { routes, request, client in try await routes.delete(&request, client: client) },
-        Operation(.post, "/v1/account/upgrade", limits: [.signups]) { routes, request, client in try await routes.upgrade(&request, client: client) },
-        Operation(.get, "/v1/account/history") { routes, request, _ in try await routes.history(&request) },
+        Operation(.get, "/v1/account", signedIn: true) { routes, request, context in try routes.details(try context.session(request)) },
+        Operation(.patch, "/v1/account", signedIn: true) { routes, request, context in try await routes.modify(&request, context) },
+        Operation(.delete, "/v1/account", signedIn: true) { routes, request, context in try await routes.delete(&request, context) },
+        Operation(.post, "/v1/account/upgrade", limits: [.signups], signedIn: true) { routes, request, context in
+            try await routes.upgrade(&request, try context.session(request), client: context.client)
+        },
+        Operation(.get, "/v1/account/history", signedIn: true) { routes, request, context in
+            try await routes.history(try context.session(request))
+        },
+        // Not behind the authenticator: it reads the log's head before it checks the token.
         Operation(.get, "/v1/account/events") { routes, request, _ in try await routes.events(&request) },
-        Operation(.post, "/v1/password-resets", limits: [.resets, .records]) { routes, request, client in
-            try await routes.requestReset(&request, client: client)
-        },
-        Operation(.post, "/v1/password-resets/complete", limits: [.resets]) { routes, request, client in
-            try await routes.completeReset(&request, client: client)
-        },
+        Operation(.post, "/v1/password-resets", limits: [.resets, .records]) { routes, request, _ in try await routes.requestReset(&request) },
+        Operation(.post, "/v1/password-resets/complete", limits: [.resets]) { routes, request, _ in try await routes.completeReset(&request) },
         Operation(.get, "/v1/positions/:position") { routes, request, _ in try await routes.position(request) },
         Operation(.get, "/openapi.yaml") { routes, _, _ in try routes.openAPIDocument() },
         Operation(.get, "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) },
@@ -85,9 +93,10 @@ struct AccountRoutes: Sendable {
             for kind in operation.limits {
                 group.add(middleware: ClientRateLimitMiddleware(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))
             }
+            if operation.signedIn { group.add(middleware: AccountSessionAuthenticator(store: store)) }
             group.on(RouterPath(operation.path), method: operation.method) { request, context in
                 var request = request
-                return try await operation.answer(self, &request, context.client)
+                return try await operation.answer(self, &request, context)
             }
         }
         return collection
@@ -136,22 +145,23 @@ struct AccountRoutes: Sendable {
     }
 
     private func logout(_ request: inout Request) async throws -> Response {
-        try await store.endSession(token: try bearer(request), context: context(request))
+        guard let bearer = request.headers.bearer else { throw Problem.unauthenticated }
+        try await store.endSession(token: bearer.token, context: context(request))
         return Response(status: .noContent)
     }
 
-    private func details(_ request: inout Request) async throws -> Response {
-        let state = try await store.authenticate(token: try bearer(request))
-        return try Self.json(AccountBody(try store.details(from: state)))
+    private func details(_ session: SignedInSession) throws -> Response {
+        try Self.json(AccountBody(try store.details(from: session.state)))
     }
 
-    private func modify(_ request: inout Request, client: String) async throws -> Response {
-        let token = try bearer(request)
+    private func modify(_ request: inout Request, _ requestContext: ServerRequestContext) async throws -> Response {
+        guard let token = request.headers.bearer?.token else { throw Problem.unauthenticated }
+        let client = requestContext.client
         let key = try await idempotencyKey(&request, route: "modify", token: token)
         let state: AccountState
-        do {
-            state = try await store.authenticate(token: token)
-        } catch AccountStoreError.invalidSession {
+        if let session = requestContext.identity {
+            state = session.state
+        } else {
             // A retry whose first attempt changed the password (which ended this session).
             guard try await optionalBody(&request, as: ModifyBody.self)?.set?.password != nil,
                 let accountId = try await committedRetry(.modify, token: token, context: context(request, idempotencyKey: key))
@@ -189,13 +199,14 @@ struct AccountRoutes: Sendable {
         return try Self.json(ModifiedBody(account: AccountBody(details), session: session))
     }
 
-    private func delete(_ request: inout Request, client: String) async throws -> Response {
-        let token = try bearer(request)
+    private func delete(_ request: inout Request, _ requestContext: ServerRequestContext) async throws -> Response {
+        guard let token = request.headers.bearer?.token else { throw Problem.unauthenticated }
+        let client = requestContext.client
         let key = try await idempotencyKey(&request, route: "delete", token: token)
         let state: AccountState
-        do {
-            state = try await store.authenticate(token: token)
-        } catch AccountStoreError.invalidSession {
+        if let session = requestContext.identity {
+            state = session.state
+        } else {
             // A retry of a deletion that committed.
             guard try await committedRetry(.delete, token: token, context: context(request, idempotencyKey: key)) != nil else {
                 throw AccountStoreError.invalidSession
@@ -208,8 +219,8 @@ struct AccountRoutes: Sendable {
         return Response(status: .noContent)
     }
 
-    private func upgrade(_ request: inout Request, client: String) async throws -> Response {
-        let state = try await store.authenticate(token: try bearer(request))
+    private func upgrade(_ request: inout Request, _ session: SignedInSession, client: String) async throws -> Response {
+        let state = session.state
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
         if configuration.confirmsSignups {
@@ -223,14 +234,14 @@ struct AccountRoutes: Sendable {
         return try Self.json(AccountBody(upgraded))
     }
 
-    private func history(_ request: inout Request) async throws -> Response {
-        let state = try await store.authenticate(token: try bearer(request))
+    private func history(_ session: SignedInSession) async throws -> Response {
+        let state = session.state
         let entries = try await store.history(of: state.accountId)
         return try Self.json(HistoryBody(accountId: state.accountId, entries: entries.map(HistoryEntryBody.init)))
     }
 
     private func events(_ request: inout Request) async throws -> Response {
-        let token = try bearer(request)
+        guard let token = request.headers.bearer?.token else { throw Problem.unauthenticated }
         guard let sessionHash = AccountStore.sessionHash(ofToken: token) else { throw AccountStoreError.invalidSession }
         // The head is read before the token is checked: whatever ends this session comes after it,
         // so the stream, which starts at or before the head, reads that record and ends after it.
@@ -254,7 +265,7 @@ struct AccountRoutes: Sendable {
         ).response(holding: slot)
     }
 
-    private func requestReset(_ request: inout Request, client: String) async throws -> Response {
+    private func requestReset(_ request: inout Request) async throws -> Response {
         let reset = try await body(&request, as: ResetRequestBody.self)
         // The same answer, at once, whether or not the user id has an account, and whether or not
         // a new link goes out: past the user id's limit none does, and the links sent before stay
@@ -267,7 +278,7 @@ struct AccountRoutes: Sendable {
         return Response(status: .accepted)
     }
 
-    private func completeReset(_ request: inout Request, client: String) async throws -> Response {
+    private func completeReset(_ request: inout Request) async throws -> Response {
         let reset = try await body(&request, as: ResetCompletionBody.self)
         try limit("reset-complete-account", AccountLog.normalizedUserId(reset.userId), configuration.rateLimits.resetCompletionsPerAccount)
         try await store.completePasswordReset(userId: reset.userId, token: reset.token, newPassword: reset.newPassword, context: context(request))
@@ -311,11 +322,6 @@ struct AccountRoutes: Sendable {
             let keys = details.unknownValues.keys.sorted().joined(separator: ", ")
             throw Problem("invalid-details", .unprocessableContent, "The account details break the service's rules.", detail: "unknown keys: \(keys)")
         }
-    }
-
-    private func bearer(_ request: Request) throws -> String {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { throw Problem.unauthenticated }
-        return String(header.dropFirst("Bearer ".count))
     }
 
     private func body<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T {

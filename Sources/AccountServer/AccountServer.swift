@@ -5,6 +5,7 @@
 
 import Foundation
 import Hummingbird
+import HummingbirdAuth
 import HummingbirdCore
 import Logging
 import ServiceLifecycle
@@ -157,14 +158,17 @@ public struct AccountServer: Service {
     }
 }
 
-/// The request context: Hummingbird's, plus the client (for the rate limits).
-struct ServerRequestContext: RequestContext {
+/// The request context: Hummingbird's, plus the client (for the rate limits) and the signed-in
+/// session (set by ``AccountSessionAuthenticator`` on the routes that need one).
+struct ServerRequestContext: AuthRequestContext {
     var coreContext: CoreRequestContextStorage
     /// The socket's peer address; nil for a test channel.
     let peer: String?
     /// Who the limits count the request for: the peer, or the client a trusted proxy forwarded
     /// for, IPv6 grouped by /64 (set by ``ClientAddressMiddleware``); "unknown" without a socket.
     var client: String
+    /// The session a bearer token signs in; nil before the authenticator ran or when it found none.
+    var identity: SignedInSession?
 
     init(source: ApplicationRequestContextSource) {
         self.coreContext = CoreRequestContextStorage(source: source)
