@@ -121,6 +121,9 @@ extension Dependency where Value == [any Module] {
     }
 }
 
+/// Upstream's name of the type behind `@Dependency`.
+public typealias _DependencyPropertyWrapper<Value> = Dependency<Value>  // swiftlint:disable:this type_name
+
 protocol DependencyDeclaration {
     var dependencyBox: DependencyBox { get }
 }

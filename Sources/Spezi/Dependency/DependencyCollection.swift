@@ -35,6 +35,22 @@ public struct DependencyCollection {
         self.modules = modules
     }
 
+    /// A collection of one module, made by `entry`.
+    ///
+    /// - Parameter entry: makes the module.
+    @available(*, deprecated, message: "Use init(_:) with the module itself")
+    public init<M: Module>(singleEntry entry: @escaping () -> M) {
+        self.modules = [entry()]
+    }
+
+    /// A collection of one module.
+    ///
+    /// - Parameter entry: the module.
+    @available(*, deprecated, message: "Use init(_:) with the module itself")
+    public init<M: Module>(singleEntry entry: @autoclosure @escaping () -> M) {
+        self.modules = [entry()]
+    }
+
     /// Whether the collection has no modules.
     public var isEmpty: Bool { modules.isEmpty }
 

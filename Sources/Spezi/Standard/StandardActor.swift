@@ -44,6 +44,16 @@ public struct StandardActor<Value> {
     }
 }
 
+extension StandardActor where Value == any Standard {
+    /// Declares access to the standard as `any Standard` (`@StandardActor var standard`, no type).
+    public init() {
+        self.box = StandardBox(constraintName: "any Standard") { _ in true }
+    }
+}
+
+/// Upstream's name of the type behind `@StandardActor`.
+public typealias _StandardPropertyWrapper<Value> = StandardActor<Value>  // swiftlint:disable:this type_name
+
 /// The shared storage of a StandardActor; filled once by the runtime.
 final class StandardBox: @unchecked Sendable {
     let constraintName: String
