@@ -9,6 +9,7 @@ import Foundation
 /// One append, validated and sized, on its way to a write transaction. A class: a group of 64
 /// moves through the queue, the batch and the outcomes, and a struct of this many references
 /// was retained and released field by field at every step.
+// Unchecked Sendable: its fields are set by the appending task before it is queued and read by the writer thread after (the queue's lock orders the two).
 final class AppendRequest: @unchecked Sendable {
     let streamID: String
     let expected: ExpectedVersion

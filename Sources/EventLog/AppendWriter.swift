@@ -20,6 +20,7 @@ import Synchronization
 /// transaction, so the appenders that arrived during one commit share the next one and its flush.
 /// Exactly one write transaction runs at a time, begun and committed on that thread, never across
 /// a suspension point, as LMDB requires.
+// Unchecked Sendable: its queue is guarded by `condition`; the transaction state belongs to the writer thread alone.
 final class AppendWriter: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending = Deque<AppendRequest>()

@@ -60,6 +60,7 @@ extension EventLog {
 
 /// Where one subscription iterator stands. Each iterator owns its cursor and calls it from one
 /// task at a time, which is what `AsyncIteratorProtocol` promises.
+// Unchecked Sendable: one iterator owns it and calls it from one task at a time.
 final class SubscriptionCursor: @unchecked Sendable {
     let log: EventLog
     /// The position of the last record delivered (or the starting point).

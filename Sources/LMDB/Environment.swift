@@ -50,6 +50,7 @@ public struct EnvironmentOptions: Sendable {
 /// Read transactions may run on any thread (`MDB_NOTLS`); the owner runs write transactions on one
 /// thread at a time. When a write fills the map, the transaction is aborted, the map is grown and
 /// the write is run again, so `MDB_MAP_FULL` never reaches the caller.
+// Unchecked Sendable: LMDB's environment handle is thread-safe with `MDB_NOTLS`; resizing and closing take `lock` exclusively.
 public final class Environment: @unchecked Sendable {
     /// The directory of the environment.
     public let path: String

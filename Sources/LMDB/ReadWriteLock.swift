@@ -7,6 +7,7 @@ import Foundation
 
 /// A POSIX read-write lock. Transactions hold it shared; growing the map and closing the
 /// environment hold it exclusively, because LMDB requires that no transaction is active then.
+// Unchecked Sendable: a pthread read-write lock, itself made for use across threads.
 final class ReadWriteLock: @unchecked Sendable {
     private let lock: UnsafeMutablePointer<pthread_rwlock_t>
 

@@ -61,6 +61,7 @@ enum RecordColumns {
 /// after the next one. A batch read ahead is used only if it is full and starts right after the
 /// last record delivered; otherwise the reads ahead are dropped and the batch is read afresh. Once
 /// a batch comes back short the subscription has caught up and reads only when asked.
+// Unchecked Sendable: one iterator owns it and calls it from one task at a time.
 final class PostgresSubscriptionCursor: @unchecked Sendable {
     let log: PostgresEventLog
     /// The position of the last record delivered (or the starting point). Used by one iterator.

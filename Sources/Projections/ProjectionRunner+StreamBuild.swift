@@ -203,6 +203,7 @@ extension ProjectionStore {
     /// thread keeps nothing of it. The projection's batch state crosses threads this way (it is
     /// not required to be `Sendable`, and only one thread holds it at a time); the applier's state
     /// refers to the lane's ended read transaction until the writer replaces it with its own.
+    // Unchecked Sendable: handed from one thread to the other, never held by two at once (see above).
     struct SecondLane<P: Projection>: @unchecked Sendable {
         var applier: BatchApplier<P>
         var lane: Lane

@@ -9,6 +9,7 @@ import Foundation
 /// A log backend that hands every call to another one: the base of test backends that change one
 /// behaviour (a broken one the conformance kit must catch), or that hide what the base offers
 /// besides the protocol (the LMDB log's in-place scan).
+// Unchecked Sendable: it holds only the immutable reference to a backend, which is Sendable; subclasses add their own guarded state.
 open class ForwardingLog: EventLogBackend, @unchecked Sendable {
     /// The backend every call goes to.
     public let base: any EventLogBackend

@@ -36,6 +36,7 @@ public struct Collect<Value> {
 
 /// The shared storage behind a Collect; the runtime fills it before configure() and after every
 /// load and unload.
+// Unchecked Sendable: its values are held in a `SpeziLock`, written by the runtime between loads.
 final class CollectStorage: @unchecked Sendable {
     let elementType: ObjectIdentifier
     let values = SpeziLock<[Any]?>(nil)

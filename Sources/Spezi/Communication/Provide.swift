@@ -50,6 +50,7 @@ protocol ProvidedValues: AnyObject {
 }
 
 /// The shared storage behind a Provide.
+// Unchecked Sendable: its value is held in a `SpeziLock`.
 final class ProvideStorage<Value>: ProvidedValues, @unchecked Sendable {
     let value: SpeziLock<Value>
     let elementType: ObjectIdentifier

@@ -4,6 +4,7 @@
 //
 
 /// The shared storage behind a Dependency; the runtime fills it while loading.
+// Unchecked Sendable: its mutable state is held in `SpeziLock`s, written by the runtime while it loads.
 final class DependencyBox: @unchecked Sendable {
     enum Kind {
         /// Needs a module of the type: a configured one, else the default instance, else a

@@ -10,6 +10,7 @@ import Synchronization
 /// The lock is a `Mutex` from Synchronization, the package's one lock. Unlike `Mutex<Value>`, the
 /// box hands out copies of values that are not `Sendable` (modules, closures), which the runtime
 /// stores and reads from one isolation domain at a time.
+// Unchecked Sendable: every access to `value` goes through the `Mutex`.
 package final class SpeziLock<Value>: @unchecked Sendable {
     private let mutex = Mutex(())
     // Only touched while `mutex` is held.

@@ -55,6 +55,7 @@ extension StandardActor where Value == any Standard {
 public typealias _StandardPropertyWrapper<Value> = StandardActor<Value>  // swiftlint:disable:this type_name
 
 /// The shared storage of a StandardActor; filled once by the runtime.
+// Unchecked Sendable: the standard is held in a `SpeziLock`; the rest is immutable.
 final class StandardBox: @unchecked Sendable {
     let constraintName: String
     let accepts: (any Standard) -> Bool

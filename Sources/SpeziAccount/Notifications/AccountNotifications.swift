@@ -16,6 +16,7 @@ public protocol AccountNotifyConstraint: Standard {
 /// then to the configured AccountStorageProvider (`delete` for Event/deletingAccount(_:), whose
 /// error aborts the deletion; `disassociate` for Event/disassociatingAccount(_:)), then to every
 /// subscriber of events.
+// Unchecked Sendable: its subscribers are held in a `SpeziLock`; its dependencies are filled by the runtime before `configure()`.
 public final class AccountNotifications: Module, DefaultInitializable, @unchecked Sendable {
     /// An account event.
     public enum Event: Sendable, Equatable {

@@ -9,6 +9,7 @@ import Spezi
 ///
 /// Account services update it with supplyUserDetails(_:) and removeUserDetails(). Other
 /// modules read it with `@Dependency(Account.self)`.
+// Unchecked Sendable: its state is held in a `SpeziLock`; modules are shared by reference, as upstream's.
 public final class Account: Module, @unchecked Sendable {
     private struct State {
         var details: AccountDetails?

@@ -20,6 +20,7 @@ import Spezi
 /// ```
 /// Booting fails with an AccountConfigurationError when configured keys cannot be stored by the
 /// service and no storage provider is configured.
+// Unchecked Sendable: its settings never change after init; its dependencies are filled by the runtime before `configure()`.
 public final class AccountConfiguration: Module, @unchecked Sendable {
     // Assigned once in init.
     @Dependency private var modules: [any Module]

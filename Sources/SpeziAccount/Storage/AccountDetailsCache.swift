@@ -20,6 +20,7 @@ public protocol AccountDetailsCacheSource: Sendable {
 /// rebuildable source (the account store's details projection).
 ///
 /// Storage providers use it to answer `load` at once. Entries are cleared on disassociation.
+// Unchecked Sendable: its entries are held in a `SpeziLock`; the settings never change.
 public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked Sendable {
     private let memory = SpeziLock<[String: AccountDetails]>([:])
     private static let logger = Logger(label: "SpeziAccount.AccountDetailsCache")

@@ -7,6 +7,7 @@ import Foundation
 import Spezi
 
 /// The bridge between an AccountService and the configured AccountStorageProvider.
+// Unchecked Sendable: its subscribers are held in a `SpeziLock`; nothing else changes.
 public final class ExternalAccountStorage: Module, DefaultInitializable, @unchecked Sendable {
     /// Details of an account that arrived from the storage provider.
     public struct ExternallyStoredDetails: Sendable, Equatable {

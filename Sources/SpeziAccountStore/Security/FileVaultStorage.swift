@@ -11,6 +11,7 @@ import KeyVaultStorage
 /// Every open vault holds a shared `flock` on `vault.users`; taking it exclusively first tells
 /// whether another process has the vault open. Reads and writes go through ``VaultFile``: slots
 /// are appended or rewritten in place, each write flushed with `fdatasync` before it returns.
+// Unchecked Sendable: its properties never change after init; `VaultFile` takes the vault's lock for every read and write.
 final class FileVaultStorage: KeyVaultStorage, @unchecked Sendable {
     let file: VaultFile
     let openedAlone: Bool
