@@ -57,6 +57,7 @@ let package = Package(
             name: "store-rebuild",
             dependencies: [
                 .product(name: "SpeziAccountStore", package: root),
+                .product(name: "SpeziAccountTesting", package: root),
                 .product(name: "SpeziAccount", package: root),
                 .product(name: "Projections", package: root),
                 .product(name: "EventLog", package: root)

@@ -24,10 +24,9 @@ import Foundation
 /// - with ``Durability/durable`` an acknowledged append survives a crash or a power cut.
 ///
 /// Every method may suspend; none blocks a thread of Swift's cooperative pool for storage I/O.
-public protocol EventLogBackend: AnyObject, Sendable {
-    /// Where the log lives (a folder, a URL without its password), for messages.
-    var location: String { get }
-
+/// The reading half is ``EventLogReader``: what projections and auditors need, and all an
+/// `AccountStore` hands out of its log.
+public protocol EventLogBackend: EventLogReader {
     /// Appends `events` to the stream in one transaction, after checking `expectedVersion`, taking
     /// `claims` and giving up `releases`; returns after the commit (flushed, when durable).
     func append(
@@ -48,6 +47,19 @@ public protocol EventLogBackend: AnyObject, Sendable {
     /// the same order. A backend may share commits among them (the default appends one by one).
     func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>]
 
+    /// Flushes what the relaxed mode has not flushed yet.
+    func sync() async throws
+    /// Finishes queued appends, ends subscriptions and releases the storage. Idempotent.
+    func close() async
+    /// Stores `value` under `name` unless a value is there; returns the value stored now.
+    func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8]
+}
+
+/// The reading half of an event log: records by position and by stream, claims, subscriptions,
+/// verification and statistics. Nothing here changes the log.
+public protocol EventLogReader: AnyObject, Sendable {
+    /// Where the log lives (a folder, a URL without its password), for messages.
+    var location: String { get }
     /// The stream that holds a claimed key, or nil.
     func claimOwner(_ claim: String) async throws -> String?
     /// The position of the last record; 0 for an empty log.
@@ -69,14 +81,8 @@ public protocol EventLogBackend: AnyObject, Sendable {
     func verify(batchSize: Int, progress: (@Sendable (VerificationProgress) -> Void)?) async throws -> VerificationReport
     /// Counts and sizes.
     func statistics() async throws -> LogStatistics
-    /// Flushes what the relaxed mode has not flushed yet.
-    func sync() async throws
-    /// Finishes queued appends, ends subscriptions and releases the storage. Idempotent.
-    func close() async
     /// A value the application stored with the log under `name`, or nil.
     func metadata(_ name: String) async throws -> [UInt8]?
-    /// Stores `value` under `name` unless a value is there; returns the value stored now.
-    func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8]
 }
 
 extension EventLogBackend {
@@ -110,6 +116,9 @@ extension EventLogBackend {
         try await append(events, to: streamID, expectedVersion: expectedVersion, claims: [], releases: [])
     }
 
+}
+
+extension EventLogReader {
     /// Up to `limit` records from `position` on, oldest first.
     public func read(from position: UInt64 = 1, limit: Int = 1_000) async throws -> [RecordedEvent] {
         try await read(from: position, direction: .forward, limit: limit)

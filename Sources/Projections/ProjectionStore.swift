@@ -67,7 +67,7 @@ public final class ProjectionStore: Sendable {
     }
 
     /// The log it follows.
-    public let log: any EventLogBackend
+    public let log: any EventLogReader
     let environment: Environment
     let meta: Database
     let options: ProjectionStoreOptions
@@ -85,7 +85,7 @@ public final class ProjectionStore: Sendable {
     /// Opens (or creates) the projections in the directory at `path` and starts following the log.
     /// A projection whose stored fingerprint differs from its current one starts rebuilding at once.
     public init(
-        path: String, log: any EventLogBackend, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()
+        path: String, log: any EventLogReader, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()
     ) throws {
         var seen = Set<String>()
         for projection in projections where !seen.insert(projection.name).inserted {

@@ -146,7 +146,7 @@ func loggedModifications() async throws -> Int {
     var count = 0
     var next: UInt64 = 1
     while true {
-        let page = try await store.log.read(from: next, limit: 10_000)
+        let page = try await store.logReader.read(from: next, limit: 10_000)
         guard let last = page.last else { return count }
         count += page.filter { $0.type == "account.details-modified" }.count
         next = last.position + 1

@@ -15,6 +15,7 @@ import Foundation
 import Projections
 import SpeziAccount
 import SpeziAccountStore
+import SpeziAccountTesting
 
 /// The projection floor: per account, the last payload, copied; no decoding, no sealing.
 struct PayloadCopyProjection: Projection {
@@ -86,7 +87,7 @@ func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws
     var written = 0
     for first in stride(from: 0, to: accounts, by: batch) {
         let ids = (first..<min(first + batch, accounts)).map { String(format: "acct-%08d", $0) }
-        try store.accounts.vault?.makeKeys(for: ids)
+        try store.seedKeys(for: ids)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (offset, id) in ids.enumerated() {
                 group.addTask {
@@ -111,7 +112,7 @@ func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws
                                 ],
                                 removed: step % 3 == 0 ? ["genderIdentity"] : []))
                     }
-                    try await store.accounts.append(events, to: id, expectedVersion: .noStream)
+                    try await store.seed(events, as: id)
                 }
             }
             try await group.waitForAll()
@@ -119,7 +120,7 @@ func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws
         written += ids.count * eventsPerAccount
         if (first / batch) % 10 == 0 { FileHandle.standardError.write(Data("\rwritten \(written) events".utf8)) }
     }
-    try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.log.lastPosition())
+    try await store.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.logReader.lastPosition())
     FileHandle.standardError.write(Data("\n".utf8))
     await store.close()
 }
@@ -127,16 +128,16 @@ func write(directory: String, accounts: Int, eventsPerAccount: Int) async throws
 /// Phase 2: rebuilds the details cache, then the payload-copy floor over the same log.
 func rebuild(directory: String) async throws {
     let store = try await AccountStore(directory: directory, options: storeOptions())
-    let events = try await store.log.lastPosition()
+    let events = try await store.logReader.lastPosition()
     let sampler = PeakSampler()
     let start = ContinuousClock.now
-    try await store.projections.rebuild(AccountDetailsProjection.projectionName)
+    try await store.rebuildProjection(AccountDetailsProjection.projectionName)
     let detailsSeconds = seconds(ContinuousClock.now - start)
     let heapPeak = sampler.stop()
     let detailsPeak = peakRSSMegabytes()
     // The floor: a new projection store builds from position 0 when it opens.
     let floorStart = ContinuousClock.now
-    let floorStore = try ProjectionStore(path: directory + "/projections-floor", log: store.log, projections: [PayloadCopyProjection()])
+    let floorStore = try ProjectionStore(path: directory + "/projections-floor", log: store.logReader, projections: [PayloadCopyProjection()])
     try await floorStore.waitUntilApplied("payload-copy", position: events)
     let floorSeconds = seconds(ContinuousClock.now - floorStart)
     await floorStore.close()

@@ -92,7 +92,7 @@ enum DetailsWorkloads {
     }
 
     /// 6. Point reads of one account's current details from the table, uniformly random accounts
-    /// (fixed seed), each timed on its own. The log: `AccountDetailsProjection.state(of:in:)` on an
+    /// (fixed seed), each timed on its own. The log: `AccountStore.cachedState(of:)` on an
     /// `AccountStore` opened on the data set (and, as a second row, `AccountStore.details(of:)`,
     /// which also turns the state into typed `AccountDetails`); raw LMDB: a read transaction and
     /// one get; SQLite: a prepared SELECT through the pool. Every side decodes an `AccountState`.
@@ -117,7 +117,7 @@ enum DetailsWorkloads {
             var options = AccountStoreOptions()
             options.sync = .relaxed
             let store = try await AccountStore(directory: directory.path, options: options)
-            try timed { try AccountDetailsProjection.state(of: $0, in: store.projections) }
+            try timed { try store.cachedState(of: $0) }
             for (index, id) in ids.enumerated() {
                 let start = nowNanos()
                 let found = try store.details(of: id)
