@@ -7,7 +7,7 @@ import Foundation
 internal import LMDB
 import LogRecordFormat
 
-extension EventLog {
+extension EventLog: ClaimListing {
     /// The prefix of the `meta` keys that belong to the application writing the log.
     static let applicationMetadataPrefix = "app:"
 

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLog
 import EventLogProtocol
 import Foundation
 import SpeziAccount
@@ -58,5 +59,31 @@ struct PublicSurfaceTests {
         #expect(after.checkpoint == head)
         #expect(try store.details(of: "seeded-19")?.userId == "seed19@example.org")
         await store.close()
+    }
+
+    @Test("a store opened on a backend the caller opened: it writes there, reopens from there, and closes it")
+    func storeTakesABackend() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let logPath = fixture.directory.appendingPathComponent("elsewhere-log").path
+        try FileManager.default.createDirectory(at: fixture.directory, withIntermediateDirectories: true)
+        var logOptions = EventLogOptions()
+        logOptions.sync = .relaxed
+        let log = try EventLog(path: logPath, options: logOptions)
+        let store = try await AccountStore(directory: fixture.directory.path, log: log, options: fixture.options())
+        let created = try await store.signup(leland())
+        #expect(try await log.streamVersion(created.accountId) == 1)
+        await store.close()
+        // Closed with the store: appending now fails.
+        let afterClose = await #expect(throws: EventLogError.self) { try await log.lastPosition() }
+        guard case .closed = afterClose else {
+            Issue.record("reading a closed log: \(String(describing: afterClose)), not closed")
+            return
+        }
+        // Opened again on a new backend over the same files: the account is there.
+        let again = try await AccountStore(
+            directory: fixture.directory.path, log: try EventLog(path: logPath, options: logOptions), options: fixture.options())
+        #expect(try again.details(of: created.accountId)?.userId == "lelandstanford@stanford.edu")
+        await again.close()
     }
 }

@@ -162,12 +162,20 @@ public final class AccountStore: Sendable {
 
     /// Opens (or creates) the store in `directory`, with its log where `options.logLocation` says
     /// (by default in the store's own folder).
-    public init(
+    ///
+    /// - Parameters:
+    ///   - directory: the store's folder (its projections, its vault beside an LMDB log, its lock).
+    ///   - service: what the service stores and requires.
+    ///   - values: the keys the app asks for.
+    ///   - options: the log's location and durability, hashing, throttling and the rest.
+    /// - Throws: ``AccountStoreError`` for a store that cannot be opened (a vault that does not
+    ///   belong to its log, a location that cannot be reached), or a storage error.
+    public convenience init(
         directory: String, service: AccountServiceConfiguration = AccountStore.defaultServiceConfiguration,
         values: AccountValueConfiguration = .default, options: AccountStoreOptions = AccountStoreOptions()
     ) async throws {
         let root = URL(fileURLWithPath: directory).standardizedFileURL
-        lock = try StoreLock(directory: root.path, exclusive: false)
+        let lock = try StoreLock(directory: root.path, exclusive: false)
         let log: any EventLogBackend
         do {
             log = try await LogLocation(options.logLocation, storeFolder: root).open(sync: options.sync, clock: options.clock)
@@ -175,6 +183,44 @@ public final class AccountStore: Sendable {
             lock.release()
             throw error
         }
+        try await self.init(root: root, lock: lock, log: log, service: service, values: values, options: options)
+    }
+
+    /// Opens (or creates) the store in `directory` on a log backend the caller opened (the LMDB
+    /// `EventLog`, a `PostgresEventLog`, or a backend of your own that passes the conformance
+    /// kit). The store owns the backend from here on and closes it in ``close()``, also when this
+    /// initializer throws. `options.logLocation`, `sync` and `clock` are the backend's business
+    /// and not used.
+    ///
+    /// - Parameters:
+    ///   - directory: the store's folder (its projections, its vault beside a log that keeps no
+    ///     vault of its own, its lock).
+    ///   - log: the opened backend.
+    ///   - service: what the service stores and requires.
+    ///   - values: the keys the app asks for.
+    ///   - options: hashing, throttling, projections and the rest.
+    /// - Throws: ``AccountStoreError`` for a vault that does not belong to the log, or a storage
+    ///   error.
+    public convenience init(
+        directory: String, log: some EventLogBackend, service: AccountServiceConfiguration = AccountStore.defaultServiceConfiguration,
+        values: AccountValueConfiguration = .default, options: AccountStoreOptions = AccountStoreOptions()
+    ) async throws {
+        let root = URL(fileURLWithPath: directory).standardizedFileURL
+        let lock: StoreLock
+        do {
+            lock = try StoreLock(directory: root.path, exclusive: false)
+        } catch {
+            await log.close()
+            throw error
+        }
+        try await self.init(root: root, lock: lock, log: log, service: service, values: values, options: options)
+    }
+
+    private init(
+        root: URL, lock: StoreLock, log: any EventLogBackend, service: AccountServiceConfiguration, values: AccountValueConfiguration,
+        options: AccountStoreOptions
+    ) async throws {
+        self.lock = lock
         let vault: KeyVault?
         let accounts: AccountLog
         do {
@@ -222,7 +268,6 @@ public final class AccountStore: Sendable {
         lock.release()
     }
 
-    /// The time by the store's clock (``AccountStoreOptions/clock``), which stamps its records.
     /// The log, read-only: records, streams, subscriptions, verification, statistics. It cannot
     /// be turned back into a writable log; every change goes through the store's commands.
     public var logReader: any EventLogReader { ReadOnlyEventLog(log) }
@@ -254,6 +299,7 @@ public final class AccountStore: Sendable {
         try await projections.waitUntilApplied(name, position: position)
     }
 
+    /// The time by the store's clock (``AccountStoreOptions/clock``), which stamps its records.
     public func now() -> Date {
         options.clock()
     }

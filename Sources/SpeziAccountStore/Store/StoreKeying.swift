@@ -153,9 +153,10 @@ enum StoreKeyingCheck {
     }
 
     /// Keyed claims are `userid:` and 64 hex digits; sealed payloads start with 0x02. Stores written
-    /// before the keying was recorded are LMDB stores; their claims are listed there.
+    /// before the keying was recorded are LMDB stores; their claims are listed there
+    /// (``ClaimListing``).
     private static func looksKeyed(_ log: any EventLogBackend) async throws -> Bool {
-        let claims = try (log as? EventLog)?.claims(withPrefix: "userid:", limit: 100) ?? []
+        let claims = try (log as? any ClaimListing)?.claims(withPrefix: "userid:", limit: 100) ?? []
         if !claims.isEmpty { return claims.allSatisfy { isKeyedClaim($0.claim) } }
         var next: UInt64 = 1
         while true {
@@ -174,7 +175,7 @@ enum StoreKeyingCheck {
     /// An older keyed store and a vault that is not its own: a claim of the log must be the HMAC
     /// of its owner's user id under this vault's secret.
     private static func checkClaimsMatch(log: any EventLogBackend, vault: KeyVault, place: VaultPlace) async throws {
-        guard let (claim, owner) = try (log as? EventLog)?.claims(withPrefix: "userid:", limit: 1).first else { return }
+        guard let (claim, owner) = try (log as? any ClaimListing)?.claims(withPrefix: "userid:", limit: 1).first else { return }
         let accounts = AccountLog(log: log, vault: vault)
         let userId = try await accounts.load(owner)?.userId ?? ""
         guard !userId.isEmpty, accounts.claims(forUserId: userId).contains(claim) else {
