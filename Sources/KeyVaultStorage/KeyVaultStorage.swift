@@ -47,3 +47,35 @@ package enum KeyVaultLayout {
     /// Bytes of one slot.
     package static let slotSize = 128
 }
+
+/// A log backend that keeps the key vault beside its records (PostgreSQL: the `key_vault` and
+/// `key_slots` tables in the log's schema, shared by every app server on the log) instead of a file
+/// in the store's folder. The store asks the backend it was given for this capability; it never
+/// casts the backend to a type.
+package protocol KeyVaultHosting: AnyObject, Sendable {
+    /// Where the vault is, for messages (never with a password).
+    var hostedVaultDescription: String { get }
+    /// What to do when the vault is missing.
+    var hostedVaultRestoreHint: String { get }
+    /// What to do when the vault is not the log's own.
+    var hostedVaultPutBackHint: String { get }
+    /// Whether the vault is there (nothing is created). Blocks its thread.
+    ///
+    /// - Throws: ``KeyVaultHostingError`` when that cannot be told.
+    func hostedVaultExists() throws -> Bool
+    /// The vault's storage, created with `header` when it is missing and `header` is given. Blocks
+    /// its thread.
+    ///
+    /// - Throws: ``KeyVaultHostingError`` when the vault is missing (and not to be created) or
+    ///   cannot be reached.
+    func hostedVaultStorage(create header: [UInt8]?) throws -> any KeyVaultStorage
+}
+
+/// A vault hosted by the log's backend cannot be found or reached: the backend's own words.
+package struct KeyVaultHostingError: Error, CustomStringConvertible {
+    package let description: String
+
+    package init(_ description: String) {
+        self.description = description
+    }
+}

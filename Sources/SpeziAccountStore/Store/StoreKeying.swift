@@ -8,7 +8,6 @@ import EventLog
 import Foundation
 import KeyVaultStorage
 import Logging
-internal import PostgresEventLog
 
 /// How a store keys its user-id claims, and so which key vault belongs to it. Recorded in the log's
 /// metadata when the store is created (`app:account-store/keying`), checked at every open.
@@ -185,16 +184,17 @@ enum StoreKeyingCheck {
     }
 }
 
-/// Where a store's key vault is: a file in the store's folder beside an LMDB log, or the tables
-/// beside a PostgreSQL log, which every app server on that log shares.
+/// Where a store's key vault is: a file in the store's folder, or beside the log in a backend
+/// that hosts it (``KeyVaultHosting``: PostgreSQL's tables, which every app server on that log
+/// shares).
 enum VaultPlace: CustomStringConvertible {
     case file(String)
-    case postgres(PostgresLogLocation)
+    case hosted(any KeyVaultHosting)
 
-    /// The place of the vault that goes with `log`: its PostgreSQL schema, or `vaultPath`.
+    /// The place of the vault that goes with `log`: hosted by it, or `vaultPath`.
     init(log: any EventLogBackend, vaultPath: String) {
-        if let shared = log as? PostgresEventLog {
-            self = .postgres(shared.connectionSettings)
+        if let host = log as? any KeyVaultHosting {
+            self = .hosted(host)
         } else {
             self = .file(vaultPath)
         }
@@ -203,7 +203,7 @@ enum VaultPlace: CustomStringConvertible {
     var description: String {
         switch self {
         case let .file(path): path
-        case let .postgres(location): "the key vault of \(location) (tables key_vault and key_slots)"
+        case let .hosted(host): host.hostedVaultDescription
         }
     }
 
@@ -211,7 +211,7 @@ enum VaultPlace: CustomStringConvertible {
     var restoreHint: String {
         switch self {
         case .file: "restore keys/vault from a backup"
-        case .postgres: "restore the tables key_vault and key_slots from a backup of the database"
+        case let .hosted(host): host.hostedVaultRestoreHint
         }
     }
 
@@ -219,7 +219,7 @@ enum VaultPlace: CustomStringConvertible {
     var putBackHint: String {
         switch self {
         case .file: "put the store's own keys/vault back"
-        case .postgres: "put the log's own key_vault and key_slots tables back"
+        case let .hosted(host): host.hostedVaultPutBackHint
         }
     }
 
@@ -227,11 +227,11 @@ enum VaultPlace: CustomStringConvertible {
     func exists() async throws -> Bool {
         switch self {
         case let .file(path): return FileManager.default.fileExists(atPath: path)
-        case let .postgres(location):
+        case let .hosted(host):
             do {
-                return try await BlockingPool.vault.run { try PostgresVaultStorage.exists(at: location) }
-            } catch {
-                throw AccountStoreError.keyMismatch("cannot tell whether \(self) exists: \(error)")
+                return try await BlockingPool.vault.run { try host.hostedVaultExists() }
+            } catch let error as KeyVaultHostingError {
+                throw AccountStoreError.keyMismatch(error.description)
             }
         }
     }
@@ -242,12 +242,12 @@ enum VaultPlace: CustomStringConvertible {
         switch self {
         case let .file(path):
             return try await BlockingPool.vault.run { try KeyVault(path: path, create: create) }
-        case let .postgres(location):
+        case let .hosted(host):
             do {
                 return try await BlockingPool.vault.run {
-                    try KeyVault(storage: PostgresVaultStorage(location: location, create: create ? VaultFile.newHeader() : nil))
+                    try KeyVault(storage: host.hostedVaultStorage(create: create ? VaultFile.newHeader() : nil))
                 }
-            } catch let error as PostgresVaultError {
+            } catch let error as KeyVaultHostingError {
                 throw AccountStoreError.keyMismatch(error.description)
             }
         }
