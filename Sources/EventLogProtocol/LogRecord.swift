@@ -64,7 +64,7 @@ extension RecordedEvent: LogRecord {
 
 /// A backend that can also hand its records to a synchronous reader in place, without copying them
 /// (the LMDB log's zero-copy scan). Replays use it where a backend offers it and fall back to
-/// ``EventLogBackend/read(from:direction:limit:)`` batches elsewhere.
+/// ``EventLogReader/read(from:direction:limit:)`` batches elsewhere.
 public protocol InPlaceScanning: EventLogBackend {
     /// The backend's view of one record.
     associatedtype Record: LogRecord

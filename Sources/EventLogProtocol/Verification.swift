@@ -5,7 +5,7 @@
 
 import Foundation
 
-/// The first thing found wrong by ``EventLogBackend/verify(batchSize:progress:)``.
+/// The first thing found wrong by ``EventLogReader/verify(batchSize:progress:)``.
 public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
     /// What is wrong.
     public enum Kind: Sendable, Equatable {
@@ -38,7 +38,7 @@ public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "position \(position): \(detail)" }
 }
 
-/// What ``EventLogBackend/verify(batchSize:progress:)`` found.
+/// What ``EventLogReader/verify(batchSize:progress:)`` found.
 public struct VerificationReport: Sendable, Equatable {
     /// Records checked before stopping (all of them when intact).
     public let recordsChecked: UInt64

@@ -28,14 +28,14 @@ extension AccountStore {
     /// - Parameters:
     ///   - name: the projection's name, e.g. `AccountDetailsProjection.projectionName`.
     ///   - progress: called with the position reached and the log's last position.
-    /// - Throws: ``ProjectionStoreError`` for an unknown name or a failed build.
+    /// - Throws: `ProjectionError` (Projections) for an unknown name or a failed build.
     public func rebuildProjection(_ name: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws {
         try await projections.rebuild(name, progress: progress)
     }
 
     /// Returns once the projection `name` has applied the log up to `position`.
     ///
-    /// - Throws: ``ProjectionStoreError`` for an unknown name, or the store's read-your-writes
+    /// - Throws: `ProjectionError` (Projections) for an unknown name, or the store's read-your-writes
     ///   timeout.
     public func waitUntilApplied(_ name: String, position: UInt64) async throws {
         try await projections.waitUntilApplied(name, position: position)
