@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
         .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"]),
         .library(name: "SpeziAccountTesting", targets: ["SpeziAccountTesting"]),
+        .library(name: "SpeziTesting", targets: ["SpeziTesting"]),
         .library(name: "AccountServer", targets: ["AccountServer"]),
         .library(name: "RemoteAccountService", targets: ["RemoteAccountService"])
     ],
@@ -185,6 +186,8 @@ let package = Package(
             name: "SpeziAccountTesting",
             dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLogProtocol", "EventLogConformance"]
         ),
+        // Upstream's test helper for modules: dependency resolution without an app.
+        .target(name: "SpeziTesting", dependencies: ["Spezi"]),
         // What the tests and the crash test share (not a product): the I/O fault shim, power loss,
         // a seedable generator, the built executables.
         .target(name: "TestSupport", dependencies: ["EventLogProtocol", "PostgresTestServer"]),
@@ -222,7 +225,7 @@ let package = Package(
         .testTarget(
             name: "ProjectionsTests",
             dependencies: ["Projections", "EventLog", "LMDB", "TestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),
-        .testTarget(name: "SpeziTests", dependencies: ["Spezi"]),
+        .testTarget(name: "SpeziTests", dependencies: ["Spezi", "SpeziTesting"]),
         .testTarget(
             name: "SpeziAccountMacrosTests",
             dependencies: [

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(Spezi SpeziAccount SpeziAccountStore SpeziAccountTesting EventLogProtocol EventLogConformance EventLog PostgresEventLog Projections LMDB
+    targets=(Spezi SpeziAccount SpeziAccountStore SpeziAccountTesting SpeziTesting EventLogProtocol EventLogConformance EventLog PostgresEventLog Projections LMDB
         AccountServer RemoteAccountService)
 fi
 
