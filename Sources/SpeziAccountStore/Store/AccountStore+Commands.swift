@@ -41,6 +41,10 @@ extension AccountStore {
     /// appends one `account.created` event that claims the user id. Returns the details as the cache
     /// shows them (without the password).
     ///
+    /// - Parameters:
+    ///   - signupDetails: the new account's details, with its user id and password.
+    ///   - context: who asks (actor, correlation id, client, idempotency key), recorded with the event.
+    /// - Returns: the account's details as the cache shows them, marked as a new user.
     /// - Throws: `AccountOperationError` for invalid details, `AccountServiceError.credentialsTaken`
     ///   when the user id belongs to another account (also under concurrent signups).
     @discardableResult
@@ -150,6 +154,10 @@ extension AccountStore {
     }
 
     /// Creates an anonymous account (no user id, no password), marked anonymous and new.
+    ///
+    /// - Parameter context: who asks, recorded with the event.
+    /// - Returns: the new account's details.
+    /// - Throws: ``AccountStoreError`` for a storage failure.
     @discardableResult
     public func signInAnonymously(context: Context = Context()) async throws -> AccountDetails {
         let accountId = try await keyedAccountId(.anonymousSignup, userId: "", context: context) ?? options.makeAccountId()
@@ -170,6 +178,15 @@ extension AccountStore {
     }
 
     /// Turns an anonymous account into a full one, keeping its account id and its values.
+    ///
+    /// - Parameters:
+    ///   - accountId: the anonymous account.
+    ///   - signupDetails: the details it gains, with a user id and a password.
+    ///   - context: who asks, recorded with the event.
+    /// - Returns: the account's details after the upgrade, marked as a new user.
+    /// - Throws: `AccountOperationError` for invalid details, `AccountServiceError.credentialsTaken`
+    ///   for a user id of another account, ``AccountStoreError`` for an account that is not
+    ///   anonymous or does not exist.
     @discardableResult
     public func upgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context = Context()) async throws -> AccountDetails {
         try await upgrade(accountId, with: signupDetails, context: context, validating: true)
@@ -203,6 +220,11 @@ extension AccountStore {
     }
 
     /// Records a logout.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account that signed out.
+    ///   - context: who asks, recorded with the event.
+    /// - Throws: ``AccountStoreError`` for an unknown account or a storage failure.
     public func logout(_ accountId: String, context: Context = Context()) async throws {
         guard let state = try await accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
         try await accounts.append([.loggedOut], to: accountId, expectedVersion: .any, metadata: context.metadata)
@@ -211,6 +233,11 @@ extension AccountStore {
     /// Changes an account's values, user id or password. Validates first; appends the events with
     /// the version it validated against, and validates again if another writer got there first.
     ///
+    /// - Parameters:
+    ///   - accountId: the account to change.
+    ///   - modifications: the values to set and to remove.
+    ///   - context: who asks, recorded with the events.
+    /// - Returns: the account's details as of this change.
     /// - Throws: `AccountOperationError`, `AccountServiceError.credentialsTaken` for a user id of
     ///   another account, ``AccountStoreError``.
     @discardableResult
@@ -223,6 +250,14 @@ extension AccountStore {
     /// the `mutable` option. Required keys still cannot be removed or emptied and string rules still
     /// apply; the user id and the password change only through `modify(_:_:context:)`. Logged like
     /// any change, with `context`'s actor.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account to change.
+    ///   - modifications: the managed values to set and to remove.
+    ///   - context: who changes them (usually the server's own actor), recorded with the events.
+    /// - Returns: the account's details as of this change.
+    /// - Throws: `AccountOperationError` for a rule the values break, ``AccountStoreError`` for an
+    ///   unknown account or a storage failure.
     public func modifyManaged(
         _ accountId: String, _ modifications: AccountModifications, context: Context = Context()
     ) async throws
@@ -279,6 +314,11 @@ extension AccountStore {
     /// Deletes an account: appends `account.deleted`, releases its user id and destroys its key
     /// (crypto-shredding). The events stay in the log (it is append-only) but their personal data
     /// can no longer be read; the cache forgets the account's values.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account to delete.
+    ///   - context: who asks, recorded with the event.
+    /// - Throws: ``AccountStoreError`` for an unknown account or a storage failure.
     public func delete(_ accountId: String, context: Context = Context()) async throws {
         // Crypto-shredding: mark the key first, so that a crash after the append is finished at
         // the next open; destroy it once the deletion is in the log and in the cache.

@@ -17,6 +17,11 @@ extension AccountStore {
     /// id that failed too often from anywhere is checked at a slower pace. Known and unknown user
     /// ids are counted, checked and answered alike.
     ///
+    /// - Parameters:
+    ///   - userId: the user id as the user typed it (normalized as signup normalizes it).
+    ///   - password: the password to check.
+    ///   - context: who asks; its `client` is what the login throttle counts under.
+    /// - Returns: the account's details.
     /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
     ///   ``AccountStoreError/lockedOut(until:)``, ``AccountStoreError/overloaded(retryAfter:)``.
     public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {

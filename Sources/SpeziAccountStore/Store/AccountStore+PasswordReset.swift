@@ -30,6 +30,11 @@ extension AccountStore {
     /// or delivered), so the request cannot be used to find out which accounts exist. Earlier
     /// tokens stay valid until they expire or one of them is used: a new request does not void the
     /// link the owner holds.
+    ///
+    /// - Parameters:
+    ///   - userId: the user id the reset is asked for.
+    ///   - context: who asks, recorded with the event.
+    /// - Throws: a storage failure (never for an unknown user id).
     public func requestPasswordReset(userId: String, context: Context = Context()) async throws {
         let token = Self.makeResetToken()
         guard userId.utf8.count <= options.limits.maxUserIdBytes, let accountId = try await accounts.accountId(forUserId: userId),
@@ -49,6 +54,10 @@ extension AccountStore {
     /// ``requestPasswordReset(userId:context:)`` without waiting for it: the caller returns at
     /// once, whether or not the user id has an account, so that the answer's timing tells nothing.
     /// A failure is logged; ``settleBackgroundWrites()`` waits for the request.
+    ///
+    /// - Parameters:
+    ///   - userId: the user id the reset is asked for.
+    ///   - context: who asks, recorded with the event.
     public func startPasswordResetRequest(userId: String, context: Context = Context()) {
         backgroundWrites.start { [self] in
             do {
@@ -67,6 +76,14 @@ extension AccountStore {
     /// ``invalidResetAnswerTime`` after the call (the new password is hashed either way, and the
     /// account's open requests read only where it exists: the floor hides that difference). A
     /// completed reset also lifts every login lock of the user id.
+    ///
+    /// - Parameters:
+    ///   - userId: the user id the reset was asked for.
+    ///   - token: the token the owner received.
+    ///   - newPassword: the new password (checked against the service's password rules).
+    ///   - context: who asks, recorded with the events.
+    /// - Throws: ``AccountStoreError/invalidPasswordResetToken`` for anything but a valid token of
+    ///   this user id, `AccountOperationError` for a password the rules refuse.
     public func completePasswordReset(userId: String, token: String, newPassword: String, context: Context = Context()) async throws {
         let start = ContinuousClock.now
         do {
