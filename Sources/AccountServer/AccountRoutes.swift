@@ -145,8 +145,7 @@ struct AccountRoutes: Sendable {
     }
 
     private func logout(_ request: inout Request) async throws -> Response {
-        guard let bearer = request.headers.bearer else { throw Problem.unauthenticated }
-        try await store.endSession(token: bearer.token, context: context(request))
+        try await store.endSession(token: try request.bearerToken(), context: context(request))
         return Response(status: .noContent)
     }
 
@@ -155,7 +154,7 @@ struct AccountRoutes: Sendable {
     }
 
     private func modify(_ request: inout Request, _ requestContext: ServerRequestContext) async throws -> Response {
-        guard let token = request.headers.bearer?.token else { throw Problem.unauthenticated }
+        let token = try request.bearerToken()
         let client = requestContext.client
         let key = try await idempotencyKey(&request, route: "modify", token: token)
         let state: AccountState
@@ -200,7 +199,7 @@ struct AccountRoutes: Sendable {
     }
 
     private func delete(_ request: inout Request, _ requestContext: ServerRequestContext) async throws -> Response {
-        guard let token = request.headers.bearer?.token else { throw Problem.unauthenticated }
+        let token = try request.bearerToken()
         let client = requestContext.client
         let key = try await idempotencyKey(&request, route: "delete", token: token)
         let state: AccountState
@@ -241,7 +240,7 @@ struct AccountRoutes: Sendable {
     }
 
     private func events(_ request: inout Request) async throws -> Response {
-        guard let token = request.headers.bearer?.token else { throw Problem.unauthenticated }
+        let token = try request.bearerToken()
         guard let sessionHash = AccountStore.sessionHash(ofToken: token) else { throw AccountStoreError.invalidSession }
         // The head is read before the token is checked: whatever ends this session comes after it,
         // so the stream, which starts at or before the head, reads that record and ends after it.

@@ -40,7 +40,15 @@ extension ServerRequestContext {
     /// `invalidSession` (401 `invalid-session`) for a token that signs in nobody.
     func session(_ request: Request) throws -> SignedInSession {
         if let identity { return identity }
-        guard request.headers.bearer != nil else { throw Problem.unauthenticated }
+        _ = try request.bearerToken()
         throw AccountStoreError.invalidSession
+    }
+}
+
+extension Request {
+    /// The `Bearer` token of the `Authorization` header, unchecked; 401 `unauthenticated` without one.
+    func bearerToken() throws -> String {
+        guard let bearer = headers.bearer else { throw Problem.unauthenticated }
+        return bearer.token
     }
 }

@@ -46,6 +46,8 @@ final class PostgresAppender: Sendable {
     let paths = Mutex(AppendPaths())
     private let client: PostgresClient
     private let location: PostgresLogLocation
+    /// The server appends go to (``PostgresLogLocation/server``).
+    private let server: String
     private let clock: @Sendable () -> Date
     private let logger: Logger
     private let onCommit: @Sendable (UInt64) -> Void
@@ -61,11 +63,12 @@ final class PostgresAppender: Sendable {
         self.timeout = timeout
         self.client = client
         self.location = location
+        self.server = location.server
         self.clock = clock
         self.logger = logger
         self.onCommit = onCommit
         outage = PostgresOutage(
-            "the log at \(location) (appending)", logger: logger, server: location.server)
+            "the log at \(location) (appending)", logger: logger, server: server)
     }
 
     /// Queues the append and returns after the transaction that holds it committed.
@@ -270,7 +273,7 @@ final class PostgresAppender: Sendable {
             guard snapshot != nil else { break }
             let candidate = GroupDecision(appends, on: snapshot!, now: now)
             let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
-            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: location.server) {
+            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server) {
                 try await PostgresAppendStatements.conditionalAppend(
                     candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
             }
@@ -285,7 +288,7 @@ final class PostgresAppender: Sendable {
         }
         if decision == nil {
             paths.withLock { $0.locked += 1 }
-            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: location.server) {
+            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server) {
                 try await client.withTransaction(logger: logger) { connection in
                     let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
                     let decision = GroupDecision(appends, on: facts, now: now)

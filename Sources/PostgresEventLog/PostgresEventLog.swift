@@ -61,6 +61,10 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     let readClient: PostgresClient
     /// The hot standby the log reads from, or nil.
     let standby: PostgresLogLocation?
+    /// The server appends go to and the one reads go to (``PostgresLogLocation/server``, the
+    /// standby's when there is one): what their outages and deadlines are shared under.
+    let server: String
+    let readServer: String
     let logger = Logger(label: "PostgresEventLog")
     let notifier: CommitNotifier
     let appender: PostgresAppender
@@ -113,9 +117,10 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         self.client = client
         self.readClient = readClient ?? client
         self.standby = readClient == nil ? nil : location.standby
+        self.server = location.server
+        self.readServer = (standby ?? location).server
         self.logID = logID
-        self.readOutage = PostgresOutage(
-            "reads of the log at \(location)", logger: logger, server: (location.standby ?? location).server)
+        self.readOutage = PostgresOutage("reads of the log at \(location)", logger: logger, server: readServer)
         let logger = logger
         let reads = readClient ?? client
         let head: UInt64
@@ -471,7 +476,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         _ what: String, fromStandby: Bool = false, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
     ) async throws -> T {
         try checkOpen()
-        let server = fromStandby ? readClient : client
+        let (serving, serverKey) = fromStandby ? (readClient, readServer) : (client, server)
         let place = fromStandby ? standby.map { "the standby \($0.host):\($0.port) of " } ?? "" : ""
         let location = location
         let limit = options.operationTimeout
@@ -484,9 +489,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
             do {
                 let value = try await Self.withDeadline(
                     readOutage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: limit, attempt: attempt)) : remaining,
-                    doing: "\(what) of \(place)the log at \(location)", server: (fromStandby ? standby ?? settings : settings).server
+                    doing: "\(what) of \(place)the log at \(location)", server: serverKey
                 ) { [logger] in
-                    try await body(server, logger)
+                    try await body(serving, logger)
                 }
                 readOutage.succeeded(tryStarted: tryStarted)
                 return value

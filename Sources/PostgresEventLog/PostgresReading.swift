@@ -84,7 +84,7 @@ final class PostgresSubscriptionCursor: @unchecked Sendable {
         self.batchSize = batchSize
         outage = PostgresOutage(
             "a subscription to the log at \(log.location)" + (streamID.map { " (stream \($0))" } ?? ""), logger: log.logger,
-            server: (log.standby ?? log.settings).server)
+            server: log.readServer)
     }
 
     deinit {

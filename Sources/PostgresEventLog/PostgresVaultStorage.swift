@@ -33,6 +33,8 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     package let openedAlone = false
     package let location: String
     private let settings: PostgresLogLocation
+    /// The server the vault's connection goes to (``PostgresLogLocation/server``).
+    private let server: String
     private let timeout: Duration
     private let logger: Logger
     private let connection = Mutex<PostgresConnection?>(nil)
@@ -81,12 +83,13 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// The storage for `location`, not connected yet (nothing is created).
     private init(unopened location: PostgresLogLocation, timeout: Duration) {
         settings = location
+        server = location.server
         self.location = "\(location) (key vault)"
         self.timeout = timeout
         var logger = Logger(label: "PostgresEventLog.vault")
         logger.logLevel = .warning
         self.logger = logger
-        outage = PostgresOutage("the key vault at \(location)", logger: logger, server: location.server)
+        outage = PostgresOutage("the key vault at \(location)", logger: logger, server: server)
     }
 
     package func readHeader() throws -> [UInt8] {
@@ -274,7 +277,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         // Both run on the event loop, one after the other: whichever comes first decides. The
         // watch's deadline is brought forward when another part of the process sees the server go.
         let timer = eventLoop.scheduleTask(in: limit.timeAmount, expire)
-        let ticket = DeadlineWatch.shared.add(.now + limit, owner: settings.server) { eventLoop.execute(expire) }
+        let ticket = DeadlineWatch.shared.add(.now + limit, owner: server) { eventLoop.execute(expire) }
         defer { DeadlineWatch.shared.remove(ticket) }
         future.whenComplete { result in
             timer.cancel()
