@@ -18,17 +18,27 @@ public struct Configuration {
     public let modules: [any Module]
 
     /// A configuration with the given standard and modules.
+    ///
+    /// - Parameters:
+    ///   - standard: the standard every module of the application sees.
+    ///   - modules: the top-level modules, in declaration order.
     public init<S: Standard>(standard: S, _ modules: ModuleCollection) {
         self.standard = standard
         self.modules = modules.modules
     }
 
     /// A configuration with the given standard and modules written with the ModuleBuilder.
+    ///
+    /// - Parameters:
+    ///   - standard: the standard every module of the application sees.
+    ///   - modules: the top-level modules, written with the ``ModuleBuilder``.
     public init<S: Standard>(standard: S, @ModuleBuilder _ modules: () -> ModuleCollection) {
         self.init(standard: standard, modules())
     }
 
     /// A configuration with a DefaultStandard.
+    ///
+    /// - Parameter modules: the top-level modules, written with the ``ModuleBuilder``.
     public init(@ModuleBuilder _ modules: () -> ModuleCollection) {
         self.init(standard: DefaultStandard(), modules())
     }

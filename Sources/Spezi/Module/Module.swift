@@ -12,11 +12,16 @@ public protocol Module: AnyObject {
     /// Called once while the runtime boots, after all dependencies were injected and configured.
     ///
     /// Keep it lightweight; throwing aborts the boot with SpeziError/moduleConfigurationFailed(module:underlying:).
+    ///
+    /// - Throws: any error that makes the module unusable; the runtime stops booting and reports it
+    ///   wrapped in ``SpeziError/moduleConfigurationFailed(module:underlying:)``.
     func configure() async throws
 }
 
 extension Module {
     /// The default does nothing.
+    ///
+    /// - Throws: never; a module that can fail implements its own `configure()`.
     public func configure() async throws {}
 }
 

@@ -27,6 +27,10 @@ open class SpeziAppDelegate {
     public private(set) var runtime: SpeziRuntime?
 
     /// Boots configuration in a new SpeziRuntime and returns it.
+    ///
+    /// - Returns: the booted runtime, also kept in ``runtime``.
+    /// - Throws: the ``SpeziError`` of ``SpeziRuntime/boot()`` when a dependency is missing or circular,
+    ///   a standard constraint is not met, or a module's `configure()` fails.
     public func boot() async throws -> SpeziRuntime {
         let runtime = SpeziRuntime(configuration: configuration)
         try await runtime.boot()

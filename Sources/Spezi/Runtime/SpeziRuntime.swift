@@ -42,6 +42,8 @@ public final class SpeziRuntime {
     private var stopped = false
 
     /// Creates a runtime for a configuration; call boot() to start it.
+    ///
+    /// - Parameter configuration: the standard and the modules to boot.
     public init(configuration: Configuration) {
         self.configuration = configuration
     }
