@@ -24,6 +24,10 @@ public struct SignupFormDescription: Sendable {
     public let sections: [(category: AccountKeyCategory, fields: [AccountFormField])]
 
     /// The form for an app configuration and a service.
+    ///
+    /// - Parameters:
+    ///   - values: the app's key configuration; its required and collected keys become fields.
+    ///   - service: the service's configuration, for its required keys and validation rules.
     public init(values: AccountValueConfiguration, service: AccountServiceConfiguration) {
         let required = AccountValidation.requiredKeys(values: values, service: service)
         var keys = values.signupKeys
@@ -43,6 +47,13 @@ public struct SignupFormDescription: Sendable {
     }
 
     /// Validates details entered in the form (same rules a service enforces).
+    ///
+    /// - Parameters:
+    ///   - details: the values entered in the form.
+    ///   - values: the app's key configuration.
+    ///   - service: the service's configuration.
+    /// - Throws: `AccountOperationError.missingAccountValue(_:)` naming every required key left empty,
+    ///   or `AccountOperationError.invalidValue(key:rule:message:)` for a value a rule refuses.
     public static func validate(
         _ details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration
     ) throws(AccountOperationError) {
@@ -78,6 +89,11 @@ public struct AccountOverviewDescription: Sendable {
     public let sections: [(category: AccountKeyCategory, rows: [AccountOverviewRow])]
 
     /// The overview of details under a configuration (only displayed keys; never the password).
+    ///
+    /// - Parameters:
+    ///   - details: the account's details.
+    ///   - values: the app's key configuration; its keys come first, in order, then the other keys of
+    ///     `details`.
     public init(details: AccountDetails, values: AccountValueConfiguration) {
         var order: [AccountKeyCategory] = []
         var grouped: [AccountKeyCategory: [AccountOverviewRow]] = [:]

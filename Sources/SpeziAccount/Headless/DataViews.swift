@@ -12,6 +12,8 @@ public protocol DataDisplayView {
     /// The key's value type.
     associatedtype Value
     /// A view that shows `value`.
+    ///
+    /// - Parameter value: the value to show.
     init(_ value: Value)
 }
 

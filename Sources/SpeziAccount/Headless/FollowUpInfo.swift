@@ -28,6 +28,11 @@ public struct FollowUpInfoDescription: Sendable {
 
     /// What `details` lacks of the keys `values` and `service` require. The password and the account
     /// id are never in details, and are not asked for.
+    ///
+    /// - Parameters:
+    ///   - details: the signed-in account's details.
+    ///   - values: the app's key configuration.
+    ///   - service: the service's configuration, for its required keys and validation rules.
     public init(details: AccountDetails, values: AccountValueConfiguration, service: AccountServiceConfiguration) {
         self.service = service
         let skipped = [AccountDetails.__Key_password.identifier, AccountDetails.__Key_accountId.identifier]
@@ -39,6 +44,11 @@ public struct FollowUpInfoDescription: Sendable {
     /// The modification that supplies the missing values, after checking that `entered` has a
     /// value for each missing key and that the service's rules accept them. Keys that are not
     /// missing are left out.
+    ///
+    /// - Parameter entered: the values the user entered for the missing keys.
+    /// - Returns: a modification that sets the missing keys' values.
+    /// - Throws: `AccountOperationError.missingAccountValue(_:)` naming the keys still empty, or
+    ///   `AccountOperationError.invalidValue(key:rule:message:)` for a value a rule refuses.
     public func modifications(_ entered: AccountDetails) throws(AccountOperationError) -> AccountModifications {
         let stillMissing = fields.filter { field in entered.value(for: field.key).map(AccountValidation.isEmptyValue) ?? true }
         if !stillMissing.isEmpty {

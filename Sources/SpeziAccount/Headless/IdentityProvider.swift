@@ -81,6 +81,11 @@ public struct IdentityProvider<Value: Sendable>: Sendable {
     public let projectedValue: IdentityProviderConfiguration
 
     /// Declares a provider.
+    ///
+    /// - Parameters:
+    ///   - wrappedValue: the setup option, such as a ``UserIdPasswordSetup``.
+    ///   - enabled: whether it is offered at first.
+    ///   - section: where it appears among the setup options.
     public init(wrappedValue: Value, enabled: Bool = true, section: AccountSetupSection = .default) {
         self.wrappedValue = wrappedValue
         self.projectedValue = IdentityProviderConfiguration(enabled: enabled, section: section)
@@ -103,6 +108,8 @@ public struct UserIdPasswordSetup: Sendable, Hashable, CustomStringConvertible {
     public let supportsPasswordReset: Bool
 
     /// Describes a user id and password setup option.
+    ///
+    /// - Parameter supportsPasswordReset: whether the service offers a password reset.
     public init(supportsPasswordReset: Bool = true) {
         self.supportsPasswordReset = supportsPasswordReset
     }

@@ -20,11 +20,18 @@ public enum SecurityRelatedOperation: String, Sendable, Hashable {
 /// Throw (e.g. AccountServiceError/cancelled or AccountServiceError/wrongCredentials) to refuse.
 public protocol SecurityRelatedAuthentication: Sendable {
     /// Confirms the user may perform `operation` (e.g. by checking a recently entered password).
+    ///
+    /// - Parameter operation: the operation about to happen.
+    /// - Throws: any error to refuse the operation (for example `AccountServiceError.cancelled` when
+    ///   the user declines, `AccountServiceError.wrongCredentials` for a wrong password); the service
+    ///   then does not perform it.
     func ensureAuthenticated(for operation: SecurityRelatedOperation) async throws
 }
 
 extension SecurityRelatedAuthentication {
     /// Confirms the user may perform an unspecified security-related operation.
+    ///
+    /// - Throws: the hook's error when it refuses.
     public func ensureAuthenticated() async throws {
         try await ensureAuthenticated(for: .unspecified)
     }
@@ -36,6 +43,9 @@ public struct AlwaysAuthenticated: SecurityRelatedAuthentication {
     public init() {}
 
     /// Allows every operation without asking.
+    ///
+    /// - Parameter operation: the operation about to happen (ignored).
+    /// - Throws: never.
     public func ensureAuthenticated(for operation: SecurityRelatedOperation) async throws {}
 }
 
@@ -44,11 +54,16 @@ public struct SecurityRelatedAuthenticationHandler: SecurityRelatedAuthenticatio
     private let handler: @Sendable (SecurityRelatedOperation) async throws -> Void
 
     /// A hook calling `handler`.
+    ///
+    /// - Parameter handler: called with each operation; it throws to refuse it.
     public init(_ handler: @escaping @Sendable (SecurityRelatedOperation) async throws -> Void) {
         self.handler = handler
     }
 
     /// Asks the hook, if one is set; throws when the operation must not go ahead.
+    ///
+    /// - Parameter operation: the operation about to happen, handed to the closure.
+    /// - Throws: the closure's error, which refuses the operation.
     public func ensureAuthenticated(for operation: SecurityRelatedOperation) async throws {
         try await handler(operation)
     }
@@ -72,6 +87,8 @@ public struct SecurityRelatedModifier<Modifier: Sendable>: Sendable {
     public var wrappedValue: Modifier
 
     /// Declares the hook.
+    ///
+    /// - Parameter wrappedValue: the hook, usually a ``SecurityRelatedAuthentication``.
     public init(wrappedValue: Modifier) {
         self.wrappedValue = wrappedValue
     }

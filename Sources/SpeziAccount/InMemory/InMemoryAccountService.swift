@@ -92,6 +92,9 @@ public actor InMemoryAccountService: AccountService {
 
     /// Logs in with a user id and password.
     ///
+    /// - Parameters:
+    ///   - userId: the user id the account signed up with.
+    ///   - password: its password.
     /// - Throws: AccountServiceError/wrongCredentials.
     public func login(userId: String, password: String) async throws {
         guard let (accountId, record) = records.first(where: { $0.value.userId == userId }), record.password == password else {
@@ -107,6 +110,8 @@ public actor InMemoryAccountService: AccountService {
     /// As upstream's in-memory service does, signup while a non-anonymous account is signed in is
     /// refused (log out first): one signup never reports events of two accounts.
     ///
+    /// - Parameter signupDetails: the new account's values, with its user id and password; values the
+    ///   service does not store go to the storage provider.
     /// - Throws: AccountOperationError when validation fails, AccountServiceError/credentialsTaken,
     ///   AccountServiceError/internalError while a non-anonymous account is signed in.
     public func signup(_ signupDetails: AccountDetails) async throws {
@@ -146,6 +151,8 @@ public actor InMemoryAccountService: AccountService {
     }
 
     /// Signs in with a new anonymous account (marked anonymous and new).
+    ///
+    /// - Throws: nothing in practice: the new details always hold an account id.
     public func signInAnonymously() async throws {
         let accountId = UUID().uuidString
         var details = AccountDetails()
@@ -157,9 +164,19 @@ public actor InMemoryAccountService: AccountService {
     }
 
     /// Requests a password reset; the in-memory service does nothing.
+    ///
+    /// - Parameter userId: the user id (ignored).
+    /// - Throws: never.
     public func resetPassword(userId: String) async throws {}
 
     /// Validates and applies `modifications` to the signed-in account; keys the service does not store go to the storage provider.
+    ///
+    /// - Parameter modifications: the values to set and to remove.
+    /// - Throws: `AccountServiceError.notSignedIn` without a signed-in account,
+    ///   ``AccountOperationError`` when validation refuses the change,
+    ///   `AccountServiceError.credentialsTaken` for a user id of another account, the refusal of the
+    ///   step-up re-authentication hook (user id and password changes), or the storage provider's
+    ///   error for the values it keeps.
     public func updateAccountDetails(_ modifications: AccountModifications) async throws {
         guard let current = account.details, var record = records[current.accountId] else {
             throw AccountServiceError.notSignedIn
@@ -199,6 +216,8 @@ public actor InMemoryAccountService: AccountService {
     }
 
     /// Signs the current account out.
+    ///
+    /// - Throws: never.
     public func logout() async throws {
         await account.removeUserDetails()
     }
@@ -206,6 +225,9 @@ public actor InMemoryAccountService: AccountService {
     /// Deletes the signed-in account: step-up re-authentication, `deletingAccount`, removal of the
     /// records, then `removeUserDetails()` (which reports `disassociatingAccount`). With nobody
     /// signed in it returns without doing anything, as upstream.
+    ///
+    /// - Throws: the refusal of the step-up re-authentication hook, or the storage provider's error
+    ///   when it cannot delete the account's values (the account then stays).
     public func delete() async throws {
         guard let details = account.details else {
             return
@@ -224,6 +246,9 @@ public actor InMemoryAccountService: AccountService {
 
 extension AccountServiceConfiguration {
     /// The configuration with additional validation rules (overriding the defaults for their keys).
+    ///
+    /// - Parameter rules: the rules to add; a key's rules replace the ones configured for it.
+    /// - Returns: the same configuration with these rules, or this one when `rules` is empty.
     public func adding(_ rules: [FieldValidationRules]) -> AccountServiceConfiguration {
         guard !rules.isEmpty else {
             return self

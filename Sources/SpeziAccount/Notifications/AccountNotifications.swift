@@ -9,6 +9,8 @@ import Spezi
 /// A Standard that wants to hear account events first (before storage providers and subscribers).
 public protocol AccountNotifyConstraint: Standard {
     /// Handles an account event.
+    ///
+    /// - Parameter event: the event, before the storage provider and the subscribers hear it.
     func respondToEvent(_ event: AccountNotifications.Event) async
 }
 
@@ -51,6 +53,7 @@ public final class AccountNotifications: Module, DefaultInitializable, @unchecke
 
     /// Reports an event to the Standard, the storage provider and the subscribers, in that order.
     ///
+    /// - Parameter event: the event to report.
     /// - Throws: the storage provider's error when deleting fails (subscribers are then not told).
     public func reportEvent(_ event: Event) async throws {
         if let standard = standard as? any AccountNotifyConstraint {

@@ -26,6 +26,12 @@ public final class Account: Module, @unchecked Sendable {
     public let configuration: AccountValueConfiguration
 
     /// Creates the account module for a service (usually done by AccountConfiguration).
+    ///
+    /// - Parameters:
+    ///   - service: the account service that signs users in and keeps this module up to date.
+    ///   - configuration: the keys the app uses and how much it asks for each.
+    ///   - hasStorageProvider: whether an ``AccountStorageProvider`` stores the keys the service
+    ///     cannot; ``configure()`` refuses such keys without one.
     public init(service: any AccountService, configuration: AccountValueConfiguration = .default, hasStorageProvider: Bool = false) {
         self.accountService = service
         self.configuration = configuration
@@ -33,6 +39,9 @@ public final class Account: Module, @unchecked Sendable {
     }
 
     /// Checks the configuration (see AccountConfiguration/validate(service:values:hasStorageProvider:)).
+    ///
+    /// - Throws: ``AccountConfigurationError`` when the key configuration is invalid, the service's
+    ///   supported keys lack the account id, or keys the service cannot store have no storage provider.
     public func configure() throws {
         try AccountConfiguration.validate(service: accountService.configuration, values: configuration, hasStorageProvider: hasStorageProvider)
     }
@@ -51,6 +60,8 @@ public final class Account: Module, @unchecked Sendable {
     ///
     /// Strips the password, sets signedIn, then reports AccountNotifications/Event/associatedAccount(_:),
     /// or AccountNotifications/Event/detailsChanged(_:_:) when details were already associated.
+    /// - Parameter details: the account's details; they must hold the account id. A password in them
+    ///   is dropped.
     /// - Throws: AccountOperationError/missingAccountValue(_:) when there is no accountId.
     public func supplyUserDetails(_ details: AccountDetails) async throws {
         guard details.contains(AccountDetails.__Key_accountId.self) else {

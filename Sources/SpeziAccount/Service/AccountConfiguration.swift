@@ -32,6 +32,11 @@ public final class AccountConfiguration: Module, @unchecked Sendable {
     public let externalStorage: ExternalAccountStorage
 
     /// A configuration with a service and the keys the app uses.
+    ///
+    /// - Parameters:
+    ///   - service: the account service.
+    ///   - configuration: the keys the app uses and how much it asks for each; every one must be a key
+    ///     the service can store.
     public init<Service: AccountService>(service: Service, configuration: AccountValueConfiguration = .default) {
         self.account = Account(service: service, configuration: configuration, hasStorageProvider: false)
         self.notifications = AccountNotifications()
@@ -40,6 +45,11 @@ public final class AccountConfiguration: Module, @unchecked Sendable {
     }
 
     /// A configuration with a service, a storage provider for the keys the service cannot store, and the keys the app uses.
+    ///
+    /// - Parameters:
+    ///   - service: the account service.
+    ///   - storageProvider: where the keys the service cannot store go.
+    ///   - configuration: the keys the app uses and how much it asks for each.
     public init<Service: AccountService, Provider: AccountStorageProvider>(
         service: Service,
         storageProvider: Provider,
@@ -53,6 +63,14 @@ public final class AccountConfiguration: Module, @unchecked Sendable {
 
     /// Checks a configuration: valid requirements, a supported-keys set that includes accountId, and
     /// a storage provider when configured keys fall outside the service's supported keys.
+    ///
+    /// - Parameters:
+    ///   - service: what the account service supports.
+    ///   - values: the app's key configuration.
+    ///   - hasStorageProvider: whether a storage provider is configured.
+    /// - Throws: `AccountConfigurationError.duplicateKey(_:)` or `.invalidRequirement(keys:)` for a bad
+    ///   key configuration, `.supportedKeysMissAccountId` when the service's keys lack the account id,
+    ///   `.missingStorageProvider(keys:)` for keys the service cannot store and no provider takes.
     public static func validate(
         service: AccountServiceConfiguration,
         values: AccountValueConfiguration,
@@ -72,6 +90,11 @@ public final class AccountConfiguration: Module, @unchecked Sendable {
     }
 
     /// The configured keys the service cannot store itself (they go to the storage provider).
+    ///
+    /// - Parameters:
+    ///   - service: what the account service supports.
+    ///   - values: the app's key configuration.
+    /// - Returns: the configured keys outside the service's supported keys, in configuration order.
     public static func externallyStoredKeys(service: AccountServiceConfiguration, values: AccountValueConfiguration) -> [any AccountKey.Type] {
         values.keys.filter { !service.supportedKeys.canStore($0) }
     }

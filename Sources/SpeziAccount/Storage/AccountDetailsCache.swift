@@ -11,8 +11,14 @@ import Spezi
 /// account store's details cache, a projection of its log, is one (`AccountStore` conforms).
 public protocol AccountDetailsCacheSource: Sendable {
     /// The account's current details, or nil when the source has none.
+    ///
+    /// - Parameter accountId: the account.
+    /// - Returns: its details, or nil when the source has none (an unknown or deleted account).
+    /// - Throws: the source's error when it cannot be read.
     func cachedDetails(of accountId: String) throws -> AccountDetails?
     /// Drops the source's state and builds it again (from the log, for the account store).
+    ///
+    /// - Throws: the source's error when the rebuild fails; the old state then keeps answering.
     func rebuildCache() async throws
 }
 
@@ -52,6 +58,8 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     }
 
     /// A cache that also writes to `directory` (created if needed).
+    ///
+    /// - Parameter directory: the folder of the JSON copies, or nil for a memory-only cache.
     public init(directory: URL?) {
         self.directory = directory
         self.source = nil
@@ -60,6 +68,8 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     /// A cache in front of `source`: `loadEntry` answers from memory, else from the source;
     /// ``purgeDisk()`` rebuilds the source. With the account store as the source, the seed's cache
     /// API reads the details projection, and "rebuild the AccountDetails cache" replays the log.
+    ///
+    /// - Parameter source: the store read on a memory miss and rebuilt by ``purgeDisk()``.
     public init(source: any AccountDetailsCacheSource) {
         self.directory = nil
         self.source = source
@@ -71,6 +81,12 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     }
 
     /// The cached details of the given keys: from memory, else from disk (then kept in memory); `nil` when absent.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account.
+    ///   - keys: the keys to answer for.
+    /// - Returns: the cached values of those keys, or nil when the account has no entry (or the source
+    ///   cannot be read, which is logged).
     public func loadEntry(for accountId: String, _ keys: [any AccountKey.Type]) -> AccountDetails? {
         if let details = memory.current[accountId] {
             return details.filtered(to: keys)
@@ -93,6 +109,10 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     }
 
     /// Applies a modification to the cached entry.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account.
+    ///   - modifications: the values to set and to remove.
     public func communicateModifications(for accountId: String, _ modifications: AccountModifications) {
         let details = memory.withLock { cache in
             let updated = modifications.applied(to: cache[accountId] ?? AccountDetails())
@@ -103,12 +123,18 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     }
 
     /// Replaces the cached entry with details received from a remote.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account.
+    ///   - details: its details as the remote has them.
     public func communicateRemoteChanges(for accountId: String, _ details: AccountDetails) {
         memory.withLock { $0[accountId] = details }
         persist(details, for: accountId)
     }
 
     /// Removes the entry from memory and disk.
+    ///
+    /// - Parameter accountId: the account.
     public func clearEntry(for accountId: String) {
         memory.withLock { $0[accountId] = nil }
         if let url = fileURL(for: accountId) {
@@ -132,6 +158,9 @@ public final class AccountDetailsCache: Module, DefaultInitializable, @unchecked
     /// Empties the cache below the memory layer, and the memory layer too: the disk copies are
     /// deleted, or the source is rebuilt (for the account store: its details projection is
     /// replayed from the log, blue/green, while the old one keeps answering).
+    ///
+    /// - Throws: the source's error when its rebuild fails, or the file system's error when a disk copy
+    ///   cannot be listed or deleted.
     public func purgeDisk() async throws {
         purgeMemoryCache()
         if let source {

@@ -27,6 +27,8 @@ public final class ExternalAccountStorage: Module, DefaultInitializable, @unchec
     }
 
     /// An external storage forwarding to `provider`.
+    ///
+    /// - Parameter provider: the provider, or nil for none (writes then fail).
     public init(provider: (any AccountStorageProvider)?) {
         self.provider = provider
     }
@@ -77,7 +79,12 @@ public final class ExternalAccountStorage: Module, DefaultInitializable, @unchec
 
     /// Updates externally stored details; does nothing for an empty modification.
     ///
-    /// - Throws: AccountOperationError/mutatingNonMutableAccountKeys(_:) for non-mutable keys.
+    /// - Parameters:
+    ///   - modifications: the changes to the values the service cannot store itself.
+    ///   - accountId: the account.
+    /// - Throws: AccountOperationError/mutatingNonMutableAccountKeys(_:) for non-mutable keys
+    ///   (nothing is stored then), AccountConfigurationError/noStorageProviderConfigured without a
+    ///   provider, or the provider's error.
     public func updateExternalStorage(with modifications: AccountModifications, for accountId: String) async throws {
         guard !modifications.isEmpty else {
             return
@@ -91,6 +98,14 @@ public final class ExternalAccountStorage: Module, DefaultInitializable, @unchec
 
     /// The externally stored details of the given keys. No keys: empty details. When the provider
     /// must fetch first, empty details marked `isIncomplete` (the rest arrives via updatedDetails).
+    ///
+    /// - Parameters:
+    ///   - accountId: the account.
+    ///   - keys: the keys whose values to load.
+    /// - Returns: the stored values of those keys, or empty details marked `isIncomplete` while the
+    ///   provider fetches them.
+    /// - Throws: `AccountConfigurationError.noStorageProviderConfigured` when keys are asked for and no
+    ///   provider is configured, or the provider's error.
     public func retrieveExternalStorage(for accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails {
         guard !keys.isEmpty else {
             return AccountDetails()
@@ -104,6 +119,10 @@ public final class ExternalAccountStorage: Module, DefaultInitializable, @unchec
     }
 
     /// Called by the provider when fetched details are available; clears `isIncomplete`.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account the details belong to.
+    ///   - details: the fetched values.
     public func notifyAboutUpdatedDetails(for accountId: String, _ details: AccountDetails) {
         var details = details
         details.isIncomplete = false
