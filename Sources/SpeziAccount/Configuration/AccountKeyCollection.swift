@@ -40,6 +40,7 @@ public struct AccountKeyCollection: Sendable, RandomAccessCollection {
     /// The key at a position.
     ///
     /// - Parameter position: the position.
+    /// - Returns: the key at `position`.
     public subscript(position: Int) -> any AccountKey.Type { keys[position] }
 
     /// Whether the collection lists a key.

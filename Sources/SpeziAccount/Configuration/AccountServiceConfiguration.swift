@@ -11,6 +11,9 @@ public enum SupportedAccountKeys: Sendable {
     case exactly([any AccountKey.Type])
 
     /// Whether the service can store a key.
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: true for any key with `.arbitrary`, else whether the key's identifier is listed.
     public func canStore(_ key: any AccountKey.Type) -> Bool {
         switch self {
         case .arbitrary:
@@ -45,6 +48,8 @@ public struct UserIdConfiguration: AccountServiceConfigurationComponent, Hashabl
     public let idType: UserIdType
 
     /// A configuration for an id type.
+    ///
+    /// - Parameter idType: the kind of user id.
     public init(idType: UserIdType) {
         self.idType = idType
     }
@@ -56,11 +61,15 @@ public struct RequiredAccountKeys: AccountServiceConfigurationComponent {
     public let keys: [any AccountKey.Type]
 
     /// The keys, written with key paths: `RequiredAccountKeys { \.userId; \.password }`.
+    ///
+    /// - Parameter keys: the key paths into ``AccountKeys``, one per line.
     public init(@RequiredKeysBuilder _ keys: () -> [any AccountKey.Type]) {
         self.keys = keys()
     }
 
     /// The given keys.
+    ///
+    /// - Parameter keys: the keys.
     public init(_ keys: [any AccountKey.Type]) {
         self.keys = keys
     }
@@ -70,11 +79,17 @@ public struct RequiredAccountKeys: AccountServiceConfigurationComponent {
 @resultBuilder
 public enum RequiredKeysBuilder {
     /// One key path.
+    ///
+    /// - Parameter keyPath: a key path into ``AccountKeys``.
+    /// - Returns: the key it names, as a list of one.
     public static func buildExpression<Key: AccountKey>(_ keyPath: KeyPath<AccountKeys, Key.Type>) -> [any AccountKey.Type] {
         [AccountKeys.key(keyPath)]
     }
 
     /// Several keys.
+    ///
+    /// - Parameter components: the keys of each line.
+    /// - Returns: all of them, in order.
     public static func buildBlock(_ components: [any AccountKey.Type]...) -> [any AccountKey.Type] {
         components.flatMap { $0 }
     }
@@ -84,26 +99,41 @@ public enum RequiredKeysBuilder {
 @resultBuilder
 public enum AccountServiceConfigurationBuilder {
     /// One component.
+    ///
+    /// - Parameter component: a component written in the builder's body.
+    /// - Returns: the component, as a list of one.
     public static func buildExpression(_ component: any AccountServiceConfigurationComponent) -> [any AccountServiceConfigurationComponent] {
         [component]
     }
 
     /// Several components.
+    ///
+    /// - Parameter components: the components of each line.
+    /// - Returns: all of them, in order.
     public static func buildBlock(_ components: [any AccountServiceConfigurationComponent]...) -> [any AccountServiceConfigurationComponent] {
         components.flatMap { $0 }
     }
 
     /// An `if` without `else`.
+    ///
+    /// - Parameter component: the branch's components, or nil when the condition was false.
+    /// - Returns: the branch's components, or none.
     public static func buildOptional(_ component: [any AccountServiceConfigurationComponent]?) -> [any AccountServiceConfigurationComponent] {
         component ?? []
     }
 
     /// A branch of an `if/else`.
+    ///
+    /// - Parameter component: the components of the branch taken.
+    /// - Returns: the same components.
     public static func buildEither(first component: [any AccountServiceConfigurationComponent]) -> [any AccountServiceConfigurationComponent] {
         component
     }
 
     /// A branch of an `if/else`.
+    ///
+    /// - Parameter component: the components of the branch taken.
+    /// - Returns: the same components.
     public static func buildEither(second component: [any AccountServiceConfigurationComponent]) -> [any AccountServiceConfigurationComponent] {
         component
     }
@@ -127,6 +157,11 @@ public struct AccountServiceConfiguration: Sendable {
     private let explicitRules: [String: FieldValidationRules]
 
     /// A configuration with the supported keys and optional components.
+    ///
+    /// - Parameters:
+    ///   - supportedKeys: the keys the service stores itself.
+    ///   - components: a ``UserIdConfiguration`` (email address when absent), ``RequiredAccountKeys``
+    ///     and ``FieldValidationRules``; other components are ignored.
     public init(
         supportedKeys: SupportedAccountKeys,
         @AccountServiceConfigurationBuilder _ components: () -> [any AccountServiceConfigurationComponent] = { [] }
@@ -164,6 +199,9 @@ public struct AccountServiceConfiguration: Sendable {
 
     /// The validation rules of a key: the configured ones, else the defaults (user id and email get
     /// `nonEmpty` + `minimalEmail` when the user id is an email; password gets `nonEmpty` + `minimalPassword`).
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: the rules every string value of the key must pass (empty for keys without rules).
     public func fieldValidationRules(for key: any AccountKey.Type) -> [ValidationRule] {
         if let rules = explicitRules[key.identifier] {
             return rules.rules

@@ -8,6 +8,11 @@ import Foundation
 /// Validation of signup details and modifications, usable by any account service.
 public enum AccountValidation {
     /// The keys required at signup: the app's `.requires` keys plus the service's required keys.
+    ///
+    /// - Parameters:
+    ///   - values: the app's key configuration.
+    ///   - service: the service's configuration.
+    /// - Returns: the app's required keys in order, then the service's that are not among them.
     public static func requiredKeys(values: AccountValueConfiguration, service: AccountServiceConfiguration) -> [any AccountKey.Type] {
         var keys = values.keys(withRequirement: .required)
         for key in service.requiredAccountKeys where !keys.contains(where: { $0.identifier == key.identifier }) {
@@ -20,6 +25,10 @@ public enum AccountValidation {
     /// ``isEmptyValue(_:)``) nor the key's `.empty` placeholder, and every string value passes the
     /// service's validation rules.
     ///
+    /// - Parameters:
+    ///   - details: the signup details.
+    ///   - values: the app's key configuration.
+    ///   - service: the service's configuration.
     /// - Throws: AccountOperationError/missingAccountValue(_:) naming every missing key, or
     ///   AccountOperationError/invalidValue(key:rule:message:).
     public static func validateSignup(
@@ -79,6 +88,9 @@ public enum AccountValidation {
 
     /// Whether a value counts as not given for a required key: a blank string, a name whose parts
     /// are all blank, an empty collection or empty data.
+    ///
+    /// - Parameter value: a value of any key.
+    /// - Returns: true when the value counts as empty; values of other types never do.
     public static func isEmptyValue(_ value: Any) -> Bool {
         func blank(_ string: String?) -> Bool { string.map { !ValidationRule.nonEmpty.validate($0) } ?? true }
         switch value {
@@ -96,6 +108,12 @@ public enum AccountValidation {
     }
 
     /// Checks every string value against the service's rules for its key.
+    ///
+    /// - Parameters:
+    ///   - details: the values to check.
+    ///   - service: the service's configuration, for its rules.
+    /// - Throws: `AccountOperationError.invalidValue(key:rule:message:)` for the first value a rule
+    ///   refuses.
     public static func validateRules(_ details: AccountDetails, service: AccountServiceConfiguration) throws(AccountOperationError) {
         for key in details.keys {
             guard let string = details.value(for: key) as? String else {
@@ -114,6 +132,17 @@ public enum AccountValidation {
     /// With `serverManaged`, the modification comes from the server itself, not from a client: it
     /// may write keys that clients cannot (configured `.manual`, or without the `mutable` option),
     /// and everything else is checked as for a client.
+    ///
+    /// - Parameters:
+    ///   - modifications: the change to check.
+    ///   - values: the app's key configuration.
+    ///   - service: the service's configuration.
+    ///   - serverManaged: whether the server makes the change itself (it may then write `.manual` and
+    ///     non-mutable keys).
+    /// - Throws: `AccountOperationError.mutatingNonMutableAccountKeys(_:)` for keys a client cannot
+    ///   write, `.removingRequiredAccountKeys(_:)` for removed required keys or the user id,
+    ///   `.missingAccountValue(_:)` for a required value set to an empty one, or
+    ///   `.invalidValue(key:rule:message:)` for a value a rule refuses.
     public static func validateModifications(
         _ modifications: AccountModifications,
         values: AccountValueConfiguration,

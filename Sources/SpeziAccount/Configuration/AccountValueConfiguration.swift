@@ -23,27 +23,43 @@ public struct ConfiguredAccountKey: Sendable {
     public let requirement: AccountKeyRequirement
 
     /// Configures a key with a requirement.
+    ///
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - requirement: how much the app asks for it.
     public init(key: any AccountKey.Type, requirement: AccountKeyRequirement) {
         self.key = key
         self.requirement = requirement
     }
 
     /// The key must be given at signup (it must be displayed and mutable).
+    ///
+    /// - Parameter keyPath: a key path into ``AccountKeys``, such as `\.name`.
+    /// - Returns: the key, configured as ``AccountKeyRequirement/required``.
     public static func requires<Key: AccountKey>(_ keyPath: KeyPath<AccountKeys, Key.Type>) -> ConfiguredAccountKey {
         ConfiguredAccountKey(key: AccountKeys.key(keyPath), requirement: .required)
     }
 
     /// The key is asked for at signup but optional (it must be displayed and mutable).
+    ///
+    /// - Parameter keyPath: a key path into ``AccountKeys``, such as `\.dateOfBirth`.
+    /// - Returns: the key, configured as ``AccountKeyRequirement/collected``.
     public static func collects<Key: AccountKey>(_ keyPath: KeyPath<AccountKeys, Key.Type>) -> ConfiguredAccountKey {
         ConfiguredAccountKey(key: AccountKeys.key(keyPath), requirement: .collected)
     }
 
     /// The key can be added later (it must be displayed).
+    ///
+    /// - Parameter keyPath: a key path into ``AccountKeys``.
+    /// - Returns: the key, configured as ``AccountKeyRequirement/supported``.
     public static func supports<Key: AccountKey>(_ keyPath: KeyPath<AccountKeys, Key.Type>) -> ConfiguredAccountKey {
         ConfiguredAccountKey(key: AccountKeys.key(keyPath), requirement: .supported)
     }
 
     /// The key is managed by the server: neither asked for nor editable by the user.
+    ///
+    /// - Parameter keyPath: a key path into ``AccountKeys``.
+    /// - Returns: the key, configured as ``AccountKeyRequirement/manual``.
     public static func manual<Key: AccountKey>(_ keyPath: KeyPath<AccountKeys, Key.Type>) -> ConfiguredAccountKey {
         ConfiguredAccountKey(key: AccountKeys.key(keyPath), requirement: .manual)
     }
@@ -68,6 +84,8 @@ public struct AccountValueConfiguration: Sendable, ExpressibleByArrayLiteral {
     ]
 
     /// A configuration of the given keys.
+    ///
+    /// - Parameter configured: the keys with their requirements, in order.
     public init(_ configured: [ConfiguredAccountKey]) {
         self.configured = configured
     }
@@ -83,16 +101,25 @@ public struct AccountValueConfiguration: Sendable, ExpressibleByArrayLiteral {
     }
 
     /// The configuration entry of a key.
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: the key's entry, or nil when the app does not configure it.
     public subscript(_ key: any AccountKey.Type) -> ConfiguredAccountKey? {
         configured.first { $0.key.identifier == key.identifier }
     }
 
     /// The requirement of a key, if configured.
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: how much the app asks for it, or nil when it is not configured.
     public func requirement(for key: any AccountKey.Type) -> AccountKeyRequirement? {
         self[key]?.requirement
     }
 
     /// The keys with the given requirement, in order.
+    ///
+    /// - Parameter requirement: the requirement level.
+    /// - Returns: the configured keys with that level, in configuration order.
     public func keys(withRequirement requirement: AccountKeyRequirement) -> [any AccountKey.Type] {
         configured.filter { $0.requirement == requirement }.map(\.key)
     }
@@ -103,6 +130,9 @@ public struct AccountValueConfiguration: Sendable, ExpressibleByArrayLiteral {
     }
 
     /// Checks the key options: `.requires`/`.collects` need a displayed, mutable key, `.supports` a displayed one.
+    ///
+    /// - Throws: `AccountConfigurationError.duplicateKey(_:)` for a key configured twice, or
+    ///   `.invalidRequirement(keys:)` naming every key whose options do not allow its requirement.
     public func validate() throws(AccountConfigurationError) {
         var invalid: [String] = []
         var seen: Set<String> = []

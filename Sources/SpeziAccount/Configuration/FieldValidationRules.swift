@@ -12,6 +12,11 @@ public struct ValidationRule: Sendable, Hashable {
     private let check: @Sendable (String) -> Bool
 
     /// A rule with a check.
+    ///
+    /// - Parameters:
+    ///   - id: a stable identifier, reported with a failure.
+    ///   - message: the message shown when a value fails.
+    ///   - check: returns whether a value passes.
     public init(id: String, message: String, check: @escaping @Sendable (String) -> Bool) {
         self.id = id
         self.message = message
@@ -19,6 +24,9 @@ public struct ValidationRule: Sendable, Hashable {
     }
 
     /// Whether `value` satisfies the rule.
+    ///
+    /// - Parameter value: the whole string value.
+    /// - Returns: true when it passes.
     public func validate(_ value: String) -> Bool {
         check(value)
     }
@@ -70,12 +78,20 @@ public struct FieldValidationRules: AccountServiceConfigurationComponent {
     public let rules: [ValidationRule]
 
     /// Rules for a string key: `FieldValidationRules(for: \.password, rules: .strongPassword)`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: a key path into ``AccountKeys`` naming a key with `String` values.
+    ///   - rules: the rules, all of which must pass; they replace the defaults for the key.
     public init<Key: AccountKey>(for keyPath: KeyPath<AccountKeys, Key.Type>, rules: [ValidationRule]) where Key.Value == String {
         self.keyIdentifier = AccountKeys.key(keyPath).identifier
         self.rules = rules
     }
 
     /// Rules for a string key.
+    ///
+    /// - Parameters:
+    ///   - keyPath: a key path into ``AccountKeys`` naming a key with `String` values.
+    ///   - rules: the rules, all of which must pass; they replace the defaults for the key.
     public init<Key: AccountKey>(for keyPath: KeyPath<AccountKeys, Key.Type>, rules: ValidationRule...) where Key.Value == String {
         self.init(for: keyPath, rules: rules)
     }

@@ -46,6 +46,12 @@ extension AccountDetails: Codable {
     }
 
     /// Decodes details from JSON, looking for the given keys.
+    ///
+    /// - Parameters:
+    ///   - data: a JSON object keyed by identifiers.
+    ///   - keys: the keys to decode typed values for; other fields become unknown values.
+    /// - Returns: the decoded details.
+    /// - Throws: `DecodingError` when `data` is not a JSON object or a value does not fit its key.
     public static func decode(from data: Data, keys: [any AccountKey.Type]) throws -> AccountDetails {
         let decoder = JSONDecoder()
         decoder.userInfo[.accountDetailsKeys] = keys
@@ -53,6 +59,12 @@ extension AccountDetails: Codable {
     }
 
     /// Decodes details from JSON, looking for the keys of a registry.
+    ///
+    /// - Parameters:
+    ///   - data: a JSON object keyed by identifiers.
+    ///   - registry: the keys to decode typed values for; other fields become unknown values.
+    /// - Returns: the decoded details.
+    /// - Throws: `DecodingError` when `data` is not a JSON object or a value does not fit its key.
     public static func decode(from data: Data, registry: AccountKeyRegistry) throws -> AccountDetails {
         let decoder = JSONDecoder()
         decoder.userInfo[.accountDetailsKeys] = registry
@@ -60,6 +72,9 @@ extension AccountDetails: Codable {
     }
 
     /// One JSON document per identifier (known and unknown values); handy for per-key storage.
+    ///
+    /// - Returns: the JSON of each value, keyed by identifier.
+    /// - Throws: `EncodingError` when a value cannot be written as JSON.
     public func encodedPerKey() throws -> [String: Data] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -74,6 +89,11 @@ extension AccountDetails: Codable {
     }
 
     /// Details from one JSON document per identifier; identifiers the registry does not know are kept unknown.
+    ///
+    /// - Parameters:
+    ///   - encoded: the JSON of each value, keyed by identifier (as ``encodedPerKey()`` writes it).
+    ///   - registry: the keys to decode typed values for.
+    /// - Throws: `DecodingError` when a document is not JSON or does not fit its key.
     public init(perKey encoded: [String: Data], registry: AccountKeyRegistry = .builtIn) throws {
         self.init()
         // Room for a few more: a store adds the account id, user id and flags that it keeps apart,
@@ -100,6 +120,9 @@ extension AccountDetails: Codable {
     }
 
     /// Turns unknown values whose identifier the registry now knows into typed values.
+    ///
+    /// - Parameter registry: the keys to look the unknown identifiers up in.
+    /// - Throws: `DecodingError` when a stored value does not fit the key that now claims it.
     public mutating func resolveUnknownValues(using registry: AccountKeyRegistry) throws {
         let encoder = JSONEncoder()
         var decoder: JSONDecoder?

@@ -38,6 +38,9 @@ public struct AccountDetails: Sendable {
     public init() {}
 
     /// The value of a key, or `nil`. Setting `nil` removes it.
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: its value, or nil when the details hold none.
     public subscript<Key: AccountKey>(_ key: Key.Type) -> Key.Value? {
         get {
             storage[Key.identifier]?.value as? Key.Value
@@ -48,6 +51,10 @@ public struct AccountDetails: Sendable {
     }
 
     /// Sets (or, with `nil`, removes) the value of a key.
+    ///
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - value: the new value, or nil to remove it.
     public mutating func set<Key: AccountKey>(_ key: Key.Type, value: Key.Value?) {
         if let value {
             storage[Key.identifier] = Entry(key: key, value: value)
@@ -60,12 +67,16 @@ public struct AccountDetails: Sendable {
     }
 
     /// Removes the value of a key.
+    ///
+    /// - Parameter key: the key; its unknown value, if any, goes too.
     public mutating func remove(_ key: any AccountKey.Type) {
         storage[key.identifier] = nil
         unknownValues[key.identifier] = nil
     }
 
     /// Removes the values of several keys.
+    ///
+    /// - Parameter keys: the keys.
     public mutating func removeAll(_ keys: [any AccountKey.Type]) {
         for key in keys {
             remove(key)
@@ -73,6 +84,9 @@ public struct AccountDetails: Sendable {
     }
 
     /// Whether a value for the key is present.
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: true when the key has a typed value (unknown values do not count).
     public func contains(_ key: any AccountKey.Type) -> Bool {
         storage[key.identifier] != nil
     }
@@ -98,11 +112,19 @@ public struct AccountDetails: Sendable {
     }
 
     /// The type-erased value of a key.
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: its value, or nil when the details hold none.
     public func value(for key: any AccountKey.Type) -> (any Sendable)? {
         storage[key.identifier]?.value
     }
 
     /// Sets a type-erased value; returns `false` when `value` is not of the key's type.
+    ///
+    /// - Parameters:
+    ///   - value: the value, which must be of the key's value type.
+    ///   - key: the key.
+    /// - Returns: whether the value was set.
     @discardableResult
     public mutating func setValue(_ value: any Sendable, for key: any AccountKey.Type) -> Bool {
         func typed<Key: AccountKey>(_ key: Key.Type) -> Bool {
@@ -116,6 +138,10 @@ public struct AccountDetails: Sendable {
     }
 
     /// Adds the values of `other`. Existing values are kept unless `merge` is `true`; flags are OR-ed.
+    ///
+    /// - Parameters:
+    ///   - other: the details whose values and flags to add.
+    ///   - merge: whether values of `other` replace values already present.
     public mutating func add(contentsOf other: AccountDetails, merge: Bool = false) {
         for (identifier, entry) in other.storage where merge || storage[identifier] == nil {
             storage[identifier] = entry
@@ -136,6 +162,11 @@ public struct AccountDetails: Sendable {
     }
 
     /// Details with the values of `other` added (see add(contentsOf:merge:)).
+    ///
+    /// - Parameters:
+    ///   - other: the details whose values and flags to add.
+    ///   - allowOverwrite: whether values of `other` replace values already present.
+    /// - Returns: a copy with both sets of values.
     public func merging(_ other: AccountDetails, allowOverwrite: Bool = false) -> AccountDetails {
         var result = self
         result.add(contentsOf: other, merge: allowOverwrite)
@@ -143,6 +174,9 @@ public struct AccountDetails: Sendable {
     }
 
     /// The details restricted to the given keys (flags are kept, unknown values dropped).
+    ///
+    /// - Parameter keys: the keys to keep.
+    /// - Returns: a copy holding only those keys' values.
     public func filtered(to keys: [any AccountKey.Type]) -> AccountDetails {
         var result = self
         let allowed = Set(keys.map { $0.identifier })
@@ -152,6 +186,9 @@ public struct AccountDetails: Sendable {
     }
 
     /// The details without the given keys.
+    ///
+    /// - Parameter keys: the keys to drop.
+    /// - Returns: a copy without those keys' values.
     public func removing(_ keys: [any AccountKey.Type]) -> AccountDetails {
         var result = self
         result.removeAll(keys)
@@ -180,6 +217,9 @@ extension AccountDetails: Equatable {
     }
 
     /// Whether both have the same values (flags and user id type are ignored).
+    ///
+    /// - Parameter other: the details to compare with.
+    /// - Returns: true when both hold the same typed and unknown values.
     public func hasSameValues(as other: AccountDetails) -> Bool {
         var lhs = self
         var rhs = other

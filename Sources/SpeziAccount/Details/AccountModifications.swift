@@ -11,6 +11,11 @@ public struct AccountModifications: Sendable, Equatable {
     public let removedAccountDetails: AccountDetails
 
     /// A modification. Touching accountId throws AccountOperationError/accountIdChanged.
+    ///
+    /// - Parameters:
+    ///   - modifiedDetails: the values to set.
+    ///   - removedAccountDetails: the values to remove (only their keys matter).
+    /// - Throws: `AccountOperationError.accountIdChanged` when either holds the account id.
     public init(modifiedDetails: AccountDetails, removedAccountDetails: AccountDetails = AccountDetails()) throws(AccountOperationError) {
         let accountIdKey = AccountDetails.__Key_accountId.self
         if modifiedDetails.contains(accountIdKey) || removedAccountDetails.contains(accountIdKey) {
@@ -36,6 +41,9 @@ public struct AccountModifications: Sendable, Equatable {
     }
 
     /// Applies the modification to details (removals first, then the new values).
+    ///
+    /// - Parameter details: the details to change.
+    /// - Returns: a copy of `details` with this modification applied.
     public func applied(to details: AccountDetails) -> AccountDetails {
         var result = details
         result.removeAll(removedKeys)
@@ -44,6 +52,9 @@ public struct AccountModifications: Sendable, Equatable {
     }
 
     /// The part of the modification concerning the given keys.
+    ///
+    /// - Parameter keys: the keys to keep.
+    /// - Returns: a modification that sets and removes only those keys.
     public func filtered(to keys: [any AccountKey.Type]) -> AccountModifications {
         // accountId is never part of a modification, so this cannot throw.
         // swiftlint:disable:next force_try
@@ -52,6 +63,9 @@ public struct AccountModifications: Sendable, Equatable {
     }
 
     /// Whether the modification touches a key.
+    ///
+    /// - Parameter key: the key.
+    /// - Returns: true when the modification sets or removes it.
     public func touches(_ key: any AccountKey.Type) -> Bool {
         modifiedDetails.contains(key) || removedAccountDetails.contains(key)
     }

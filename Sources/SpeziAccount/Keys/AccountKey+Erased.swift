@@ -13,6 +13,8 @@ public struct AccountDetailsCodingKey: CodingKey, Hashable, Sendable {
     public var intValue: Int? { nil }
 
     /// A key for the given identifier.
+    ///
+    /// - Parameter stringValue: the identifier.
     public init(_ stringValue: String) {
         self.stringValue = stringValue
     }

@@ -114,6 +114,9 @@ public struct AccountKeyCategory: Sendable, Hashable, CustomStringConvertible {
     public static let other = AccountKeyCategory(id: "other", title: nil)
 
     /// A custom category with a title.
+    ///
+    /// - Parameter title: the category's title; its identifier is derived from it.
+    /// - Returns: the category.
     public static func custom(_ title: String) -> AccountKeyCategory {
         AccountKeyCategory(id: "custom.\(title)", title: title)
     }
@@ -130,6 +133,9 @@ public struct AccountKeys: Sendable {
     public init() {}
 
     /// Resolves a key path to its key type.
+    ///
+    /// - Parameter keyPath: a key path into ``AccountKeys``, such as `\.userId`.
+    /// - Returns: the key type the path names.
     public static func key<Key: AccountKey>(_ keyPath: KeyPath<AccountKeys, Key.Type>) -> Key.Type {
         AccountKeys()[keyPath: keyPath]
     }

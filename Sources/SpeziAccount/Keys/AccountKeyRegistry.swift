@@ -13,6 +13,8 @@ public struct AccountKeyRegistry: Sendable {
     public static let builtIn = AccountKeyRegistry(AccountDetails.builtInKeys)
 
     /// A registry of the given keys (a later key with the same identifier replaces an earlier one).
+    ///
+    /// - Parameter keys: the keys to register.
     public init(_ keys: [any AccountKey.Type] = []) {
         for key in keys {
             register(key)
@@ -20,11 +22,16 @@ public struct AccountKeyRegistry: Sendable {
     }
 
     /// Adds a key.
+    ///
+    /// - Parameter key: the key; it replaces a key registered under the same identifier.
     public mutating func register(_ key: any AccountKey.Type) {
         byIdentifier[key.identifier] = key
     }
 
     /// A registry with the keys of both.
+    ///
+    /// - Parameter other: the registry to add; its keys win over keys with the same identifier.
+    /// - Returns: a registry with the keys of both.
     public func merging(_ other: AccountKeyRegistry) -> AccountKeyRegistry {
         var result = self
         for key in other.keys {
@@ -34,6 +41,9 @@ public struct AccountKeyRegistry: Sendable {
     }
 
     /// The key with the given identifier, if registered.
+    ///
+    /// - Parameter identifier: the key's stable identifier.
+    /// - Returns: the key, or nil when none is registered under it.
     public func key(for identifier: String) -> (any AccountKey.Type)? {
         byIdentifier[identifier]
     }
