@@ -8,5 +8,11 @@
 /// elsewhere it reads the records instead.
 public protocol ClaimListing: EventLogReader {
     /// Up to `limit` claims that start with `prefix`, in key order, with the stream that holds each.
+    ///
+    /// - Parameters:
+    ///   - prefix: the start every listed claim shares (empty: all claims).
+    ///   - limit: the most claims to list.
+    /// - Returns: the claims and the streams that hold them, in the byte order of the claims.
+    /// - Throws: ``EventLogError`` when the log is closed or its storage fails.
     func claims(withPrefix prefix: String, limit: Int) throws -> [(claim: String, owner: String)]
 }

@@ -29,6 +29,20 @@ import Foundation
 public protocol EventLogBackend: EventLogReader {
     /// Appends `events` to the stream in one transaction, after checking `expectedVersion`, taking
     /// `claims` and giving up `releases`; returns after the commit (flushed, when durable).
+    ///
+    /// - Parameters:
+    ///   - events: the events, in order (at least one).
+    ///   - streamID: the stream they go to (not empty, without NUL bytes, within the backend's length limit).
+    ///   - expectedVersion: the check the stream must pass first.
+    ///   - claims: unique keys the stream takes.
+    ///   - releases: keys the stream gives up.
+    /// - Returns: the events' positions, the stream's new version, and whether the append was a
+    ///   retry of one already in the log.
+    /// - Throws: ``EventLogError/wrongExpectedVersion(stream:expected:actual:)`` when the stream fails
+    ///   `expectedVersion`, `EventLogError.claimTaken` when another stream holds a claim,
+    ///   `.duplicateEventID` when some but not all of the ids are in the log already,
+    ///   `.invalidStreamID` or `.invalidEvent` for an append that breaks a limit, `.closed` after
+    ///   ``close()``, `.diskFull` or `.storage` when the storage fails. Nothing is written then.
     func append(
         _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>, releases: Set<String>
     ) async throws -> AppendResult
@@ -37,6 +51,15 @@ public protocol EventLogBackend: EventLogReader {
     /// another backend): each is stamped with its own `timestamp` instead of the log's clock, no
     /// earlier than the log's last record. Everything else is as in
     /// ``append(_:to:expectedVersion:claims:releases:)``.
+    ///
+    /// - Parameters:
+    ///   - events: the events, in order, each with the time it was first recorded.
+    ///   - streamID: the stream they go to.
+    ///   - expectedVersion: the check the stream must pass first.
+    ///   - claims: unique keys the stream takes.
+    ///   - releases: keys the stream gives up.
+    /// - Returns: the events' positions, the stream's new version, and whether the append was a retry.
+    /// - Throws: what ``append(_:to:expectedVersion:claims:releases:)`` throws; nothing is written then.
     func appendImported(
         _ events: [(event: ProposedEvent, timestamp: Date)], to streamID: String, expectedVersion: ExpectedVersion, claims: Set<String>,
         releases: Set<String>
@@ -45,13 +68,26 @@ public protocol EventLogBackend: EventLogReader {
     /// Appends to several streams with one call: committed in this order, each checked on its own
     /// (one that fails writes nothing and holds back none of the others); the outcomes come back in
     /// the same order. A backend may share commits among them (the default appends one by one).
+    ///
+    /// - Parameter appends: one append per element; a stream may appear more than once.
+    /// - Returns: each append's outcome, in the order given: its ``AppendResult``, or the error
+    ///   ``append(_:to:expectedVersion:claims:releases:)`` would have thrown for it.
     func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>]
 
     /// Flushes what the relaxed mode has not flushed yet.
+    ///
+    /// - Throws: `EventLogError.closed` after ``close()``, or `.storage` when the flush fails.
     func sync() async throws
     /// Finishes queued appends, ends subscriptions and releases the storage. Idempotent.
     func close() async
     /// Stores `value` under `name` unless a value is there; returns the value stored now.
+    ///
+    /// - Parameters:
+    ///   - name: the value's name, 1–200 bytes.
+    ///   - value: the value to store when none is there.
+    /// - Returns: `value`, or the value another writer stored first.
+    /// - Throws: `EventLogError.invalidEvent` for a name of the wrong length, `.closed` after
+    ///   ``close()``, `.diskFull` or `.storage` when the write fails.
     func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8]
 }
 
@@ -61,32 +97,93 @@ public protocol EventLogReader: AnyObject, Sendable {
     /// Where the log lives (a folder, a URL without its password), for messages.
     var location: String { get }
     /// The stream that holds a claimed key, or nil.
+    ///
+    /// - Parameter claim: the unique key.
+    /// - Returns: the id of the stream that holds it, or nil when no stream does.
+    /// - Throws: ``EventLogError`` when the log is closed or its storage fails.
     func claimOwner(_ claim: String) async throws -> String?
     /// The position of the last record; 0 for an empty log.
+    ///
+    /// - Returns: the position of the newest committed record, 0 when there is none.
+    /// - Throws: ``EventLogError`` when the log is closed or its storage fails.
     func lastPosition() async throws -> UInt64
     /// The record at `position`, or nil.
+    ///
+    /// - Parameter position: the record's position (1 is the first).
+    /// - Returns: the record, or nil when no record has that position.
+    /// - Throws: `EventLogError.corruptRecord` when the stored record fails its checks, or another
+    ///   ``EventLogError`` when the log is closed or its storage fails.
     func record(at position: UInt64) async throws -> RecordedEvent?
     /// Up to `limit` records starting at `position`, forward or backward.
+    ///
+    /// - Parameters:
+    ///   - position: where to start; forward, the first record at or after it; backward, the last
+    ///     record at or before it.
+    ///   - direction: whether to read toward newer or older records.
+    ///   - limit: the most records to return.
+    /// - Returns: the records, in the order read (empty past the end).
+    /// - Throws: `EventLogError.corruptRecord` when a stored record fails its checks, or another
+    ///   ``EventLogError`` when the log is closed or its storage fails.
     func read(from position: UInt64, direction: ReadDirection, limit: Int) async throws -> [RecordedEvent]
     /// Up to `limit` events of one stream, from stream version `version` on.
+    ///
+    /// - Parameters:
+    ///   - streamID: the stream.
+    ///   - version: the first stream version to return (1 is the stream's first event).
+    ///   - limit: the most events to return.
+    /// - Returns: the stream's events, oldest first (empty for a stream that does not exist).
+    /// - Throws: `EventLogError.invalidStreamID` for an id no stream can have, `.corruptRecord` when a
+    ///   stored record fails its checks, or another ``EventLogError`` when the storage fails.
     func readStream(_ streamID: String, from version: UInt64, limit: Int) async throws -> [RecordedEvent]
     /// The stream's current version, or nil when it does not exist.
+    ///
+    /// - Parameter streamID: the stream.
+    /// - Returns: the version of its last event, or nil when it has none.
+    /// - Throws: `EventLogError.invalidStreamID` for an id no stream can have, or another
+    ///   ``EventLogError`` when the log is closed or its storage fails.
     func streamVersion(_ streamID: String) async throws -> UInt64?
     /// Every record after `position` (of one stream, or of all), catch-up then live, in batches of
     /// at most `batchSize`, pulled only as fast as the consumer asks.
+    ///
+    /// - Parameters:
+    ///   - position: the last position the subscriber has seen (0: from the first record).
+    ///   - streamID: the one stream to deliver, or nil for the whole log.
+    ///   - batchSize: the most records in one batch.
+    /// - Returns: the batches, as an asynchronous sequence that ends when the log closes or the task
+    ///   is cancelled and throws when a read fails.
     func subscribeBatches(after position: UInt64, stream streamID: String?, batchSize: Int) -> RecordBatches
     /// Returns once a record past `position` is committed (or the log closed).
+    ///
+    /// - Parameter position: the position the caller has already seen.
     func waitForCommit(beyond position: UInt64) async
     /// Checks every record, the hash chain, gap-free positions and the indexes, in batches.
+    ///
+    /// - Parameters:
+    ///   - batchSize: the records checked per read.
+    ///   - progress: called after each batch with the records checked so far, or nil.
+    /// - Returns: how far the check got, the chain hash of the last intact record, and the first
+    ///   problem found (nil when the log is intact).
+    /// - Throws: ``EventLogError`` when the log is closed or its storage fails; damage is reported in
+    ///   the returned report, not thrown.
     func verify(batchSize: Int, progress: (@Sendable (VerificationProgress) -> Void)?) async throws -> VerificationReport
     /// Counts and sizes.
+    ///
+    /// - Returns: the number of records, the last position and the storage's sizes.
+    /// - Throws: ``EventLogError`` when the log is closed or its storage fails.
     func statistics() async throws -> LogStatistics
     /// A value the application stored with the log under `name`, or nil.
+    ///
+    /// - Parameter name: the value's name.
+    /// - Returns: the stored bytes, or nil when nothing is stored under `name`.
+    /// - Throws: ``EventLogError`` when the log is closed or its storage fails.
     func metadata(_ name: String) async throws -> [UInt8]?
 }
 
 extension EventLogBackend {
     /// One append after the other.
+    ///
+    /// - Parameter appends: one append per element.
+    /// - Returns: each append's outcome, in the order given.
     public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
         var outcomes: [Result<AppendResult, any Error>] = []
         for append in appends {
@@ -112,6 +209,13 @@ extension EventLogBackend {
     }
 
     /// Appends `events` to the stream (no claims taken or released).
+    ///
+    /// - Parameters:
+    ///   - events: the events, in order.
+    ///   - streamID: the stream they go to.
+    ///   - expectedVersion: the check the stream must pass first (default: none).
+    /// - Returns: the events' positions, the stream's new version, and whether the append was a retry.
+    /// - Throws: what ``append(_:to:expectedVersion:claims:releases:)`` throws.
     public func append(_ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
         try await append(events, to: streamID, expectedVersion: expectedVersion, claims: [], releases: [])
     }
@@ -120,21 +224,43 @@ extension EventLogBackend {
 
 extension EventLogReader {
     /// Up to `limit` records from `position` on, oldest first.
+    ///
+    /// - Parameters:
+    ///   - position: the first position to read (1 is the first record).
+    ///   - limit: the most records to return.
+    /// - Returns: the records, oldest first.
+    /// - Throws: what ``read(from:direction:limit:)`` throws.
     public func read(from position: UInt64 = 1, limit: Int = 1_000) async throws -> [RecordedEvent] {
         try await read(from: position, direction: .forward, limit: limit)
     }
 
     /// The stream from version `version` on (default: all of it), oldest first.
+    ///
+    /// - Parameters:
+    ///   - streamID: the stream.
+    ///   - version: the first stream version to return.
+    /// - Returns: the stream's events from `version` on, oldest first.
+    /// - Throws: what ``readStream(_:from:limit:)`` throws.
     public func readStream(_ streamID: String, from version: UInt64 = 1) async throws -> [RecordedEvent] {
         try await readStream(streamID, from: version, limit: .max)
     }
 
     /// Checks the whole log, 4,096 records per batch, reporting to `progress`.
+    ///
+    /// - Parameter progress: called after each batch with the records checked so far, or nil.
+    /// - Returns: how far the check got and the first problem found (nil when the log is intact).
+    /// - Throws: what ``verify(batchSize:progress:)`` throws.
     public func verify(progress: (@Sendable (VerificationProgress) -> Void)? = nil) async throws -> VerificationReport {
         try await verify(batchSize: 4_096, progress: progress)
     }
 
     /// Every record after `position`, one at a time (see ``subscribeBatches(after:stream:batchSize:)``).
+    ///
+    /// - Parameters:
+    ///   - position: the last position the subscriber has seen (0: from the first record).
+    ///   - streamID: the one stream to deliver, or nil for the whole log.
+    ///   - batchSize: the most records read at once.
+    /// - Returns: the records, as an asynchronous sequence.
     public func subscribeRecords(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
         EventSubscription(batches: subscribeBatches(after: position, stream: streamID, batchSize: batchSize))
     }
@@ -150,6 +276,9 @@ public struct RecordBatches: AsyncSequence, Sendable {
     private let makeNext: @Sendable () -> @Sendable () async throws -> [RecordedEvent]?
 
     /// A sequence whose iterators each call `makeNext` once for their own reader.
+    ///
+    /// - Parameter makeNext: called once per iterator; the function it returns gives the next batch,
+    ///   or nil when the subscription ends.
     public init(_ makeNext: @escaping @Sendable () -> @Sendable () async throws -> [RecordedEvent]?) {
         self.makeNext = makeNext
     }
@@ -179,6 +308,8 @@ public struct EventSubscription: AsyncSequence, Sendable {
     let batches: RecordBatches
 
     /// The records of `batches`, in order.
+    ///
+    /// - Parameter batches: the batches to hand out record by record.
     public init(batches: RecordBatches) {
         self.batches = batches
     }
@@ -223,6 +354,14 @@ public struct StreamAppend: Sendable {
     public var releases: Set<String>
 
     /// One stream's append.
+    ///
+    /// - Parameters:
+    ///   - streamID: the stream.
+    ///   - events: its events, in order.
+    ///   - timestamps: for imported events, one time per event; nil to stamp them with the log's clock.
+    ///   - expectedVersion: the check the stream must pass first.
+    ///   - claims: unique keys the stream takes.
+    ///   - releases: keys the stream gives up.
     public init(
         streamID: String, events: [ProposedEvent], timestamps: [Date]? = nil, expectedVersion: ExpectedVersion = .any,
         claims: Set<String> = [], releases: Set<String> = []

@@ -36,6 +36,12 @@ public struct EventMetadata: Sendable, Hashable {
     public var extra: [String: String]
 
     /// Creates metadata; every field is optional.
+    ///
+    /// - Parameters:
+    ///   - actor: the user, service or tool that caused the event.
+    ///   - correlationID: the request or workflow the event belongs to.
+    ///   - causationID: the event or command that caused it.
+    ///   - extra: further pairs; the reserved keys are ignored.
     public init(actor: String? = nil, correlationID: String? = nil, causationID: String? = nil, extra: [String: String] = [:]) {
         self.actor = actor
         self.correlationID = correlationID
@@ -76,6 +82,8 @@ extension UUID {
     /// A random (version 4) UUID from the system's secure generator: its bits come from a pool
     /// filled with 4 KiB of `/dev/urandom` at a time, where Foundation's `UUID()` opens and reads
     /// `/dev/urandom` for every id.
+    ///
+    /// - Returns: a new random UUID.
     public static func random() -> UUID {
         var bytes = (RandomWords.next(), RandomWords.next())
         return withUnsafeMutableBytes(of: &bytes) { raw in
@@ -92,6 +100,8 @@ extension UUID {
     /// order they were made (to about a quarter of a microsecond), so the log's `event-ids` index
     /// takes them near its end instead of on a random page each; they reveal when the event was
     /// proposed, which its record's timestamp shows anyway.
+    ///
+    /// - Returns: a new version-7 UUID, ordered by the time it was made.
     public static func timeOrdered() -> UUID {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
@@ -121,6 +131,13 @@ public struct ProposedEvent: Sendable, Hashable {
 
     /// Creates an event to append; its id makes a retried append idempotent. The default id is
     /// time-ordered (`UUID.timeOrdered()`, version 7).
+    ///
+    /// - Parameters:
+    ///   - eventID: the event's id; a retry must send the same one.
+    ///   - type: the event's type name.
+    ///   - schemaVersion: the version of the payload's schema.
+    ///   - metadata: who caused the event and why.
+    ///   - payload: the encoded event.
     public init(eventID: UUID = .timeOrdered(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
         self.eventID = eventID
         self.type = type
@@ -142,6 +159,8 @@ public struct ChainHash: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A hash from its 32 bytes.
+    ///
+    /// - Parameter bytes: exactly 32 bytes (fewer or more stop the program).
     public init(bytes: some Collection<UInt8>) {
         precondition(bytes.count == 32, "a chain hash has 32 bytes")
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
@@ -218,6 +237,18 @@ public struct RecordedEvent: Sendable, Hashable {
     public let hash: ChainHash
 
     /// A record as a backend read it.
+    ///
+    /// - Parameters:
+    ///   - position: its place in the log.
+    ///   - streamID: its stream.
+    ///   - streamVersion: its place in the stream.
+    ///   - eventID: the id it was appended with.
+    ///   - type: its type name.
+    ///   - schemaVersion: the version of its payload's schema.
+    ///   - timestamp: when the log committed it.
+    ///   - metadata: who caused it and why.
+    ///   - payload: its payload bytes.
+    ///   - hash: the chain hash up to and including it.
     public init(
         position: UInt64, streamID: String, streamVersion: UInt64, eventID: UUID, type: String, schemaVersion: UInt32, timestamp: Date,
         metadata: EventMetadata, payload: Data, hash: ChainHash
@@ -245,6 +276,11 @@ public struct AppendResult: Sendable, Hashable {
     public let wasDuplicate: Bool
 
     /// What a backend reports for an append.
+    ///
+    /// - Parameters:
+    ///   - positions: the positions of the first and last event.
+    ///   - streamVersion: the stream's version after the append.
+    ///   - wasDuplicate: whether every event was in the log already.
     public init(positions: ClosedRange<UInt64>, streamVersion: UInt64, wasDuplicate: Bool) {
         self.positions = positions
         self.streamVersion = streamVersion

@@ -14,6 +14,9 @@ public protocol TransientFailure: Error {
 }
 
 /// Whether `error` is transient (see ``TransientFailure``).
+///
+/// - Parameter error: any error.
+/// - Returns: true when `error` is a ``TransientFailure`` that says it is transient.
 public func isTransientFailure(_ error: any Error) -> Bool {
     (error as? any TransientFailure)?.isTransient ?? false
 }

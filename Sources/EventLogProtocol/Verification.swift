@@ -28,6 +28,11 @@ public struct IntegrityProblem: Sendable, Equatable, CustomStringConvertible {
     public let detail: String
 
     /// Creates a problem report.
+    ///
+    /// - Parameters:
+    ///   - position: the position of the first bad record.
+    ///   - kind: what is wrong.
+    ///   - detail: what and where, in words.
     public init(position: UInt64, kind: Kind, detail: String) {
         self.position = position
         self.kind = kind
@@ -50,6 +55,12 @@ public struct VerificationReport: Sendable, Equatable {
     public let problem: IntegrityProblem?
 
     /// A backend's report.
+    ///
+    /// - Parameters:
+    ///   - recordsChecked: the records checked before stopping.
+    ///   - lastPosition: the last position checked.
+    ///   - headHash: the chain hash of the last intact record.
+    ///   - problem: the first problem, or nil when the log is intact.
     public init(recordsChecked: UInt64, lastPosition: UInt64, headHash: ChainHash, problem: IntegrityProblem?) {
         self.recordsChecked = recordsChecked
         self.lastPosition = lastPosition
@@ -69,6 +80,10 @@ public struct VerificationProgress: Sendable, Equatable {
     public let total: UInt64
 
     /// Creates a progress report.
+    ///
+    /// - Parameters:
+    ///   - checked: the records checked so far.
+    ///   - total: the records to check in all.
     public init(checked: UInt64, total: UInt64) {
         self.checked = checked
         self.total = total
@@ -87,6 +102,12 @@ public struct LogStatistics: Sendable, Equatable {
     public let mapBytes: Int
 
     /// A backend's figures.
+    ///
+    /// - Parameters:
+    ///   - records: the number of records.
+    ///   - lastPosition: the position of the last record (0 for an empty log).
+    ///   - fileBytes: the bytes the log takes on disk.
+    ///   - mapBytes: the address space reserved for it (0 where a backend has none).
     public init(records: Int, lastPosition: UInt64, fileBytes: Int, mapBytes: Int) {
         self.records = records
         self.lastPosition = lastPosition
