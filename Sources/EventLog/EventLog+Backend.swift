@@ -12,6 +12,16 @@ extension EventLog: EventLogBackend {
     public var location: String { path }
 
     /// Appends events stamped with their own times (see `EventLogBackend.appendImported`).
+    ///
+    /// - Parameters:
+    ///   - events: the events, in order, each with the time it was first recorded; a time earlier than
+    ///     the log's last record is raised to it.
+    ///   - streamID: the stream they go to.
+    ///   - expectedVersion: the check the stream must pass first.
+    ///   - claims: unique keys the stream takes.
+    ///   - releases: keys the stream gives up.
+    /// - Returns: the events' positions, the stream's new version, and whether the append was a retry.
+    /// - Throws: what `append(_:to:expectedVersion:claims:releases:)` throws; nothing is written then.
     public func appendImported(
         _ events: [(event: ProposedEvent, timestamp: Date)], to streamID: String, expectedVersion: ExpectedVersion = .any,
         claims: Set<String> = [], releases: Set<String> = []

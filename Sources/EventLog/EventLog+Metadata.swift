@@ -13,6 +13,10 @@ extension EventLog: ClaimListing {
     static let applicationMetadataPrefix = "app:"
 
     /// A value the application stored with the log under `name` (see ``setMetadataIfAbsent(_:_:)``), or nil.
+    ///
+    /// - Parameter name: the value's name (without the `app:` prefix).
+    /// - Returns: the stored bytes, or nil when nothing is stored under `name`.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when the read fails.
     public func metadata(_ name: String) throws -> [UInt8]? {
         let key = Array((Self.applicationMetadataPrefix + name).utf8)
         return try reading { txn in try txn.get(databases.meta, key: key) }
@@ -23,6 +27,13 @@ extension EventLog: ClaimListing {
     /// writer, perhaps another process, put there first). The application's own settings that must
     /// travel with the log (the account store records how its user-id claims are keyed) live here.
     /// `name` is 1–200 bytes; the key is `app:` followed by it.
+    ///
+    /// - Parameters:
+    ///   - name: the value's name, 1–200 bytes.
+    ///   - value: the value to store when none is there.
+    /// - Returns: `value`, or the value another writer stored first.
+    /// - Throws: `EventLogError.invalidEvent` for a name of the wrong length, `.storage` for a log
+    ///   opened read-only or a failed write, `.diskFull` when the disk is full.
     @discardableResult
     public func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) throws -> [UInt8] {
         try writeMetadata(name) { txn, key in
@@ -33,6 +44,14 @@ extension EventLog: ClaimListing {
     }
 
     /// Replaces the value under `name` when it is `expected` (nil: absent); returns whether it did.
+    ///
+    /// - Parameters:
+    ///   - name: the value's name, 1–200 bytes.
+    ///   - expected: the value that must be stored now, or nil for none.
+    ///   - value: the new value.
+    /// - Returns: true when the value was replaced, false when another value was stored.
+    /// - Throws: `EventLogError.invalidEvent` for a name of the wrong length, `.storage` for a log
+    ///   opened read-only or a failed write, `.diskFull` when the disk is full.
     @discardableResult
     public func replaceMetadata(_ name: String, expected: [UInt8]?, with value: [UInt8]) throws -> Bool {
         try writeMetadata(name) { txn, key in
@@ -63,6 +82,12 @@ extension EventLog: ClaimListing {
     }
 
     /// Up to `limit` claims that start with `prefix`, in key order, with the stream that holds each.
+    ///
+    /// - Parameters:
+    ///   - prefix: the start every listed claim shares (empty: all claims).
+    ///   - limit: the most claims to list.
+    /// - Returns: the claims and the streams that hold them, in the byte order of the claims.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when the read fails.
     public func claims(withPrefix prefix: String, limit: Int = 100) throws -> [(claim: String, owner: String)] {
         let start = Array(prefix.utf8)
         return try reading { txn in
@@ -81,6 +106,10 @@ extension EventLog: ClaimListing {
     /// Writes a consistent, compacted copy of the log as of one moment into `directory` (created
     /// when missing; it must hold no log). Appends by this and other processes go on meanwhile; the
     /// copy holds every record committed before it started, with the same positions and hashes.
+    ///
+    /// - Parameter directory: the folder to write the copy to.
+    /// - Throws: the file system's error when the folder cannot be created; `EventLogError.diskFull`
+    ///   or `.storage` when the copy fails (for example when the folder holds a log already).
     public func copy(to directory: String) throws {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -20,6 +20,9 @@ extension EventLog {
     }
 
     /// The position of the last record; 0 for an empty log.
+    ///
+    /// - Returns: the position of the newest committed record, 0 when there is none.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when the read fails.
     public func lastPosition() throws -> UInt64 {
         try reading { txn in try databases.lastPosition(txn) }
     }
@@ -27,11 +30,20 @@ extension EventLog {
     /// The last position whose entries are in the `streams` and `event-ids` indexes; the records
     /// after it (at most ``EventLogOptions/indexTailLimit`` of them, unless a process died before
     /// its next flush) are looked up in memory. Equal to ``lastPosition()`` after a clean close.
+    ///
+    /// - Returns: the last position the indexes cover.
+    /// - Throws: `EventLogError.closed` after `close()`, `.notAnEventLog` for a damaged
+    ///   `meta` entry, or `.storage` when the read fails.
     public func indexedThrough() throws -> UInt64 {
         try reading { txn in try databases.indexedThrough(txn, head: try databases.lastPosition(txn), path: path) }
     }
 
     /// The record at `position`, or nil.
+    ///
+    /// - Parameter position: the record's position (1 is the first).
+    /// - Returns: the record, or nil when no record has that position.
+    /// - Throws: `EventLogError.corruptRecord` when the record fails its checksum or does not parse,
+    ///   `.closed` after `close()`, or `.storage` when the read fails.
     public func record(at position: UInt64) throws -> RecordedEvent? {
         try reading { txn in
             try BigEndian.bytes(position).withUnsafeBytes { key in
@@ -42,6 +54,15 @@ extension EventLog {
 
     /// Up to `limit` records starting at `position`, forward or backward. Reading backward from a
     /// position past the end starts at the last record.
+    ///
+    /// - Parameters:
+    ///   - position: where to start; forward, the first record at or after it; backward, the last
+    ///     record at or before it.
+    ///   - direction: whether to read toward newer or older records.
+    ///   - limit: the most records to return (0 or less: none).
+    /// - Returns: the records, in the order read.
+    /// - Throws: `EventLogError.corruptRecord` when a record fails its checks, `.closed` after
+    ///   `close()`, or `.storage` when the read fails.
     public func read(from position: UInt64 = 1, direction: ReadDirection = .forward, limit: Int = 1_000) throws -> [RecordedEvent] {
         guard limit > 0 else { return [] }
         return try reading { txn in
@@ -68,6 +89,11 @@ extension EventLog {
     }
 
     /// The stream's last version, or nil when it has no events.
+    ///
+    /// - Parameter streamID: the stream.
+    /// - Returns: the version of its last event, or nil when it has none.
+    /// - Throws: `EventLogError.invalidStreamID` for an id no stream can have, `.closed` after
+    ///   `close()`, or `.storage` when the read fails.
     public func streamVersion(_ streamID: String) throws -> UInt64? {
         try RecordFormat.validate(streamID: streamID)
         let version = try reading { txn in
@@ -78,6 +104,15 @@ extension EventLog {
     }
 
     /// Up to `limit` events of one stream, from `version` on, oldest first.
+    ///
+    /// - Parameters:
+    ///   - streamID: the stream.
+    ///   - version: the first stream version to return (1 is the stream's first event).
+    ///   - limit: the most events to return.
+    /// - Returns: the stream's events, oldest first (empty for a stream that does not exist).
+    /// - Throws: `EventLogError.invalidStreamID` for an id no stream can have, `.corruptRecord` when a
+    ///   record fails its checks or the index points to a missing one, `.notAnEventLog` for a damaged
+    ///   index entry, `.closed` after `close()`, or `.storage` when the read fails.
     public func readStream(_ streamID: String, from version: UInt64 = 1, limit: Int = .max) throws -> [RecordedEvent] {
         try RecordFormat.validate(streamID: streamID)
         return try reading { txn in try readStream(streamID, from: version, limit: limit, txn: txn) }
@@ -119,6 +154,10 @@ extension EventLog {
     }
 
     /// The position of the event with this id, or nil.
+    ///
+    /// - Parameter eventID: the id the event was appended with.
+    /// - Returns: the event's position, or nil when no event has that id.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when the read fails.
     public func position(ofEvent eventID: UUID) throws -> UInt64? {
         try reading { txn in
             if let position = try tail.withSnapshot(txn, { state, head in state.position(of: eventID, upTo: head) }) { return position }
@@ -130,6 +169,12 @@ extension EventLog {
 
     /// Calls `body` for every record from `position` on, reading `batchSize` records per short read
     /// transaction so that a long replay never pins old pages. Return false from `body` to stop.
+    ///
+    /// - Parameters:
+    ///   - position: the first position to hand out (1 is the first record).
+    ///   - batchSize: the records read per read transaction.
+    ///   - body: called with each record in order; it returns false to stop.
+    /// - Throws: `body`'s error, or what ``read(from:direction:limit:)`` throws.
     public func replay(from position: UInt64 = 1, batchSize: Int = 1_024, _ body: (RecordedEvent) throws -> Bool) throws {
         var next = max(position, 1)
         while true {
@@ -141,6 +186,9 @@ extension EventLog {
     }
 
     /// Counts and sizes.
+    ///
+    /// - Returns: the number of records, the last position, the file's size and the map size.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when the read fails.
     public func statistics() throws -> LogStatistics {
         do {
             let records = try environment.statistics(of: databases.records)
@@ -154,11 +202,16 @@ extension EventLog {
 
     /// Returns once the log holds a record after `position` (appended by this process or, noticed
     /// within the poll interval, by another), or the log closes, or the task is cancelled.
+    ///
+    /// - Parameter position: the position the caller has already seen.
     public func waitForCommit(beyond position: UInt64) async {
         await notifier.wait(beyond: position)
     }
 
     /// Flushes relaxed-mode commits to disk.
+    ///
+    /// - Throws: `EventLogError.closed` after `close()`, `.diskFull` or `.storage` when the
+    ///   flush fails.
     public func sync() throws {
         do { try environment.sync() } catch { throw EventLogError.wrapping(error, path: path) }
     }

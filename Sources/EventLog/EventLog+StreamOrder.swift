@@ -12,6 +12,10 @@ import LogRecordFormat
 extension EventLog: StreamOrderedScanning {
     /// The last position whose records are all in the streams index: a stream-ordered scan
     /// through it sees every record up to it.
+    ///
+    /// - Returns: the last position the `streams` index covers.
+    /// - Throws: `EventLogError.closed` after `close()`, `.notAnEventLog` for a damaged
+    ///   `meta` entry, or `.storage` when the read fails.
     public func streamOrderLimit() throws -> UInt64 {
         try reading { txn in
             let head = try databases.lastPosition(txn)
@@ -27,6 +31,16 @@ extension EventLog: StreamOrderedScanning {
     /// It walks the streams index and looks each record up by position: each stream's records
     /// are read together, wherever they lie in the log. `through` must not exceed
     /// ``streamOrderLimit()``, else records past the index are missed.
+    ///
+    /// - Parameters:
+    ///   - streamAfter: the id bytes of the last stream already read, or nil to start with the first.
+    ///   - through: the last position to include, at most ``streamOrderLimit()``.
+    ///   - batchSize: about how many records one read transaction hands out (it ends between streams).
+    ///   - body: called with each record; it returns false to stop. The view is valid only during the
+    ///     call.
+    /// - Throws: `body`'s error, `EventLogError.corruptRecord` when a record fails its checks or the
+    ///   index points to a missing one, `.closed` after `close()`, or `.storage` when the read
+    ///   fails.
     public func scanStreams(
         after streamAfter: [UInt8]?, through: UInt64, batchSize: Int = 4_096, _ body: (RecordView) throws -> Bool
     ) throws {
@@ -75,6 +89,14 @@ extension EventLog: StreamOrderedScanning {
     /// The id of the stream that holds the `records`-th record of a stream-ordered scan after
     /// `streamAfter` (up to `through`), or nil when the scan holds fewer. It walks the streams
     /// index only, reading no record.
+    ///
+    /// - Parameters:
+    ///   - streamAfter: the id bytes of the last stream already read, or nil to start with the first.
+    ///   - records: about how many records the first part should hold.
+    ///   - through: the last position the scan includes.
+    /// - Returns: the id bytes of the stream that ends the first part, or nil when the scan holds fewer
+    ///   than `records` records.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when the read fails.
     public func streamSplit(after streamAfter: [UInt8]?, records: Int, through: UInt64) throws -> [UInt8]? {
         guard records > 0 else { return nil }
         let start: [UInt8] = streamAfter.map { $0 + [1] } ?? []

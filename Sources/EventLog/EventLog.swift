@@ -81,6 +81,10 @@ public final class EventLog: Sendable {
 
     /// Clears reader slots of processes that died inside a read transaction (they would keep old
     /// pages from reuse and make the file grow); returns how many were cleared.
+    ///
+    /// - Returns: the number of reader slots cleared.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when LMDB cannot check
+    ///   its reader table.
     public func clearStaleReaders() throws -> Int {
         do { return try environment.clearStaleReaders() } catch { throw EventLogError.wrapping(error, path: path) }
     }
@@ -93,6 +97,13 @@ public final class EventLog: Sendable {
     private let isClosed = Mutex(false)
 
     /// Opens the log in the directory at `path`, creating it when it does not exist.
+    ///
+    /// - Parameters:
+    ///   - path: the log's folder.
+    ///   - options: durability, limits, the clock, and whether to open read-only.
+    /// - Throws: `EventLogError.notAnEventLog` when the folder holds something else (or, read-only,
+    ///   no log at all), `.unsupportedFormatVersion` for a log of a newer format, `.diskFull` or
+    ///   `.storage` when the files cannot be opened or created.
     public init(path: String, options: EventLogOptions = EventLogOptions()) throws {
         var environmentOptions = EnvironmentOptions()
         environmentOptions.sync = SyncMode(options.sync)
@@ -237,6 +248,20 @@ public final class EventLog: Sendable {
     /// `claims` are unique keys (a user id, say) that the stream takes in the same transaction: if
     /// another stream holds one, the append throws `EventLogError.claimTaken` and writes
     /// nothing. `releases` are keys the stream gives up. ``claimOwner(_:)`` looks them up.
+    ///
+    /// - Parameters:
+    ///   - events: the events, in order (at least one).
+    ///   - streamID: the stream they go to (1–400 bytes of UTF-8, without NUL).
+    ///   - expectedVersion: the check the stream must pass first (default: none).
+    ///   - claims: unique keys the stream takes.
+    ///   - releases: keys the stream gives up.
+    /// - Returns: the events' positions, the stream's new version, and whether the append was a retry
+    ///   of one already in the log.
+    /// - Throws: `EventLogError.wrongExpectedVersion` when the stream fails `expectedVersion`,
+    ///   `.claimTaken` when another stream holds a claim, `.duplicateEventID` when some but not all of
+    ///   the ids are in the log already, `.invalidStreamID` or `.invalidEvent` for an append that
+    ///   breaks a limit, `.closed` after `close()`, `.diskFull` or `.storage` when the commit
+    ///   fails (also for a log opened read-only). Nothing is written then.
     public func append(
         _ events: [ProposedEvent], to streamID: String, expectedVersion: ExpectedVersion = .any,
         claims: Set<String> = [], releases: Set<String> = []
@@ -262,6 +287,10 @@ public final class EventLog: Sendable {
     /// The appends are checked and encoded 64 at a time, each part queued as soon as it is ready:
     /// the writer applies the first parts while the caller encodes the rest, and commits them
     /// together (within the batch limits).
+    ///
+    /// - Parameter appends: one append per element; a stream may appear more than once.
+    /// - Returns: each append's outcome, in the order given: its `AppendResult`, or the error that
+    ///   kept it out of the log.
     public func appendBatch(_ appends: [StreamAppend]) async -> [Result<AppendResult, any Error>] {
         guard !appends.isEmpty else { return [] }
         guard let writer else {
@@ -316,6 +345,15 @@ public final class EventLog: Sendable {
     }
 
     /// Appends one event.
+    ///
+    /// - Parameters:
+    ///   - event: the event.
+    ///   - streamID: the stream it goes to.
+    ///   - expectedVersion: the check the stream must pass first (default: none).
+    ///   - claims: unique keys the stream takes.
+    ///   - releases: keys the stream gives up.
+    /// - Returns: the event's position, the stream's new version, and whether the append was a retry.
+    /// - Throws: what `append(_:to:expectedVersion:claims:releases:)` throws.
     public func append(
         _ event: ProposedEvent, to streamID: String, expectedVersion: ExpectedVersion = .any,
         claims: Set<String> = [], releases: Set<String> = []
@@ -324,6 +362,10 @@ public final class EventLog: Sendable {
     }
 
     /// The stream that holds a claimed key, or nil.
+    ///
+    /// - Parameter claim: the unique key.
+    /// - Returns: the id of the stream that holds it, or nil when no stream does.
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when the read fails.
     public func claimOwner(_ claim: String) throws -> String? {
         try reading { txn in
             try txn.get(databases.claims, key: Array(claim.utf8)).map { String(decoding: $0, as: UTF8.self) }

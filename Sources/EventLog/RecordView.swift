@@ -128,26 +128,43 @@ public struct RecordView: LogRecord {
     }
 
     /// Calls `body` with the payload in place.
+    ///
+    /// - Parameter body: reads the payload; the pointer must not escape the call.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
     public func withPayload<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try body(payload)
     }
 
     /// Calls `body` with the stream id's bytes in place.
+    ///
+    /// - Parameter body: reads the stream id; the pointer must not escape the call.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
     public func withStreamIDBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try body(streamIDBytes)
     }
 
     /// Calls `body` with the type's bytes in place.
+    ///
+    /// - Parameter body: reads the type name; the pointer must not escape the call.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
     public func withTypeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try body(typeBytes)
     }
 
     /// Compares the type's bytes in place (no String is made).
+    ///
+    /// - Parameter name: the type name to compare with.
+    /// - Returns: true when the record's type is `name`.
     public func hasType(_ name: String) -> Bool {
         typeBytes.elementsEqual(name.utf8)
     }
 
     /// The whole record, decoded and copied.
+    ///
+    /// - Returns: a `RecordedEvent` that stays valid after the read transaction ends.
     public func decoded() -> RecordedEvent {
         RecordedEvent(
             position: position, streamID: streamID, streamVersion: streamVersion, eventID: eventID, type: type,
@@ -168,6 +185,14 @@ extension EventLog: InPlaceScanning {
     /// Calls `body` with every record from `position` on, checked but not copied, `batchSize`
     /// records per short read transaction. Return false to stop. The fastest way to replay: decode
     /// what you need straight from ``RecordView/payload``.
+    ///
+    /// - Parameters:
+    ///   - position: the first position to hand out (1 is the first record).
+    ///   - batchSize: the records read per read transaction.
+    ///   - body: called with each record in order; it returns false to stop. The view is valid only
+    ///     during the call.
+    /// - Throws: `body`'s error, `EventLogError.corruptRecord` when a record fails its checks,
+    ///   `.closed` after `close()`, or `.storage` when the read fails.
     public func scan(from position: UInt64 = 1, batchSize: Int = 4_096, _ body: (RecordView) throws -> Bool) throws {
         var next = max(position, 1)
         while true {

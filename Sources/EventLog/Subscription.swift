@@ -18,11 +18,18 @@ extension EventLog {
     ///   - position: deliver records with positions greater than this (0: from the start).
     ///   - streamID: only this stream's records; `position` still counts global positions.
     ///   - batchSize: how many records one read transaction fetches (at least 1).
+    /// - Returns: the records, as an asynchronous sequence that throws when a read fails.
     public func subscribe(after position: UInt64 = 0, stream streamID: String? = nil, batchSize: Int = 256) -> EventSubscription {
         EventSubscription(batches: subscribeBatches(after: position, stream: streamID, batchSize: batchSize))
     }
 
     /// The same subscription a batch at a time (what projection runners consume).
+    ///
+    /// - Parameters:
+    ///   - position: deliver records with positions greater than this (0: from the start).
+    ///   - streamID: only this stream's records, or nil for the whole log.
+    ///   - batchSize: the most records in one batch (at least 1).
+    /// - Returns: the batches, as an asynchronous sequence that throws when a read fails.
     public func subscribeBatches(after position: UInt64, stream streamID: String?, batchSize: Int) -> RecordBatches {
         RecordBatches { [self] in
             let cursor = SubscriptionCursor(log: self, position: position, streamID: streamID, batchSize: max(1, batchSize))

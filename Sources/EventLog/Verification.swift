@@ -24,6 +24,14 @@ extension EventLog {
     ///
     /// This blocks the calling thread until done (about a second per million records here);
     /// from async code, call ``verify(batchSize:progress:)``, which runs it on a thread of its own.
+    ///
+    /// - Parameters:
+    ///   - batchSize: the records checked per read transaction.
+    ///   - progress: called after each batch with the records checked so far, or nil.
+    /// - Returns: how far the check got, the chain hash of the last intact record, and the first
+    ///   problem found (nil when the log is intact).
+    /// - Throws: `EventLogError.closed` after `close()`, or `.storage` when a read fails;
+    ///   damage is reported in the returned report, not thrown.
     public func verifyBlocking(
         batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil
     ) throws
@@ -90,6 +98,13 @@ extension EventLog {
 
     /// ``verifyBlocking(batchSize:progress:)`` on a thread of its own: a long verification never
     /// holds a thread of Swift's cooperative pool.
+    ///
+    /// - Parameters:
+    ///   - batchSize: the records checked per read transaction.
+    ///   - progress: called after each batch with the records checked so far, or nil.
+    /// - Returns: how far the check got, the chain hash of the last intact record, and the first
+    ///   problem found (nil when the log is intact).
+    /// - Throws: what ``verifyBlocking(batchSize:progress:)`` throws.
     public func verify(
         batchSize: Int = 4_096, progress: (@Sendable (VerificationProgress) -> Void)? = nil
     ) async throws
