@@ -27,12 +27,29 @@ public protocol Projection: Sendable {
     /// The names of the databases it keeps (each generation gets its own copies).
     var databaseNames: [String] { get }
     /// The state a batch starts with.
+    ///
+    /// - Returns: the empty state of a new batch.
     func makeBatchState() -> BatchState
     /// Folds one record into the state. Throwing stops this projection at this record; it reports
     /// the failure and applies nothing more until it is rebuilt.
+    ///
+    /// - Parameters:
+    ///   - record: the next record, in log order (or in stream order, for a stream-by-stream build);
+    ///     valid only during the call.
+    ///   - state: the generation's databases, inside the batch's transaction.
+    ///   - batch: what the projection keeps in memory during the batch.
+    /// - Throws: any error, to stop the projection at this record until it is rebuilt (waiters then
+    ///   get `ProjectionError.failed`); an error that says it is transient (``TransientFailure``) is
+    ///   retried later instead.
     func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout BatchState) throws
     /// Called once per batch, after the last `apply` and before the batch commits with its
     /// checkpoint: writes out what the batch kept in memory.
+    ///
+    /// - Parameters:
+    ///   - batch: what the batch's `apply` calls kept in memory.
+    ///   - state: the generation's databases, inside the batch's transaction.
+    /// - Throws: any error, to stop the projection as an error of `apply` does; nothing of the batch is
+    ///   committed then.
     func finishBatch(_ batch: inout BatchState, state: ProjectionState) throws
     /// True when the state of each stream depends on that stream's records alone, applied in
     /// version order, so that records of different streams may be applied in any interleaving.
@@ -57,6 +74,11 @@ extension Projection where BatchState == Void {
     /// Nothing is kept between records.
     public func makeBatchState() {}
     /// Nothing is kept back.
+    ///
+    /// - Parameters:
+    ///   - batch: nothing.
+    ///   - state: the generation's databases (unused).
+    /// - Throws: never.
     public func finishBatch(_ batch: inout Void, state: ProjectionState) throws {}
 }
 
@@ -90,17 +112,40 @@ public struct ProjectionState {
     }
 
     /// The value under `key` in the named database, copied.
+    ///
+    /// - Parameters:
+    ///   - database: one of the projection's `databaseNames`.
+    ///   - key: the key.
+    /// - Returns: a copy of the value, or nil when the key is absent.
+    /// - Throws: ``ProjectionError`` `.unknownDatabase` for a name the projection does not declare, or
+    ///   the storage's error when the read fails.
     public func get(_ database: String, key: [UInt8]) throws -> [UInt8]? {
         try transaction.get(try self.database(database), key: key)
     }
 
     /// Stores `value` under `key`.
+    ///
+    /// - Parameters:
+    ///   - database: one of the projection's `databaseNames`.
+    ///   - key: the key.
+    ///   - value: the value.
+    /// - Throws: ``ProjectionError`` `.unknownDatabase` for a name the projection does not declare, an
+    ///   error of the store's own while the state is read-only (the second part of a stream-by-stream
+    ///   chunk, which the store then applies again), or the storage's error when the write fails.
     public func put(_ database: String, key: [UInt8], value: [UInt8]) throws {
         try checkWritable()
         try transaction.put(try self.database(database), key: key, value: value)
     }
 
     /// Removes `key`; false when it was not there.
+    ///
+    /// - Parameters:
+    ///   - database: one of the projection's `databaseNames`.
+    ///   - key: the key.
+    /// - Returns: true when the key was there.
+    /// - Throws: ``ProjectionError`` `.unknownDatabase` for a name the projection does not declare, an
+    ///   error of the store's own while the state is read-only, or the storage's error when the write
+    ///   fails.
     @discardableResult
     public func delete(_ database: String, key: [UInt8]) throws -> Bool {
         try checkWritable()
@@ -110,6 +155,13 @@ public struct ProjectionState {
     /// Calls `body` with each entry of the named database in key order, from the first key at or
     /// after `start` (the beginning when nil), until it returns false. The buffers are valid only
     /// during the call.
+    ///
+    /// - Parameters:
+    ///   - database: one of the projection's `databaseNames`.
+    ///   - start: the first key to visit, or nil for the first key of the database.
+    ///   - body: called with each key and value; it returns false to stop.
+    /// - Throws: `body`'s error, ``ProjectionError`` `.unknownDatabase` for a name the projection does
+    ///   not declare, or the storage's error when the read fails.
     public func forEach(
         _ database: String, from start: [UInt8]? = nil, _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {

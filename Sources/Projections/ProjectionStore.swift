@@ -84,6 +84,14 @@ public final class ProjectionStore: Sendable {
 
     /// Opens (or creates) the projections in the directory at `path` and starts following the log.
     /// A projection whose stored fingerprint differs from its current one starts rebuilding at once.
+    ///
+    /// - Parameters:
+    ///   - path: the store's folder, created when missing.
+    ///   - log: the log the projections follow.
+    ///   - projections: the projections, each with its own name.
+    ///   - options: durability, batch sizes and the read-your-writes timeout.
+    /// - Throws: ``ProjectionError`` `.duplicateName` when two projections share a name, the log's error
+    ///   when it cannot be read, or the storage's error when the store's files cannot be opened.
     public init(
         path: String, log: any EventLogReader, projections: [any Projection], options: ProjectionStoreOptions = ProjectionStoreOptions()
     ) throws {
@@ -197,6 +205,13 @@ public final class ProjectionStore: Sendable {
 
     /// Runs `body` on the serving generation of the named projection, in one read transaction
     /// (so a take-over by a rebuilt generation never shows a mix of the two).
+    ///
+    /// - Parameters:
+    ///   - name: the projection's name.
+    ///   - body: reads the state; it must not keep it beyond the call.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``ProjectionError`` `.unknownProjection` for a name the store does not have, `body`'s
+    ///   error, or the storage's error when the read fails.
     @inlinable
     public func read<T>(_ name: String, _ body: (ProjectionState) throws -> T) throws -> T {
         // Inlinable over a core that is not generic (see `Environment.read`).
@@ -243,12 +258,19 @@ public final class ProjectionStore: Sendable {
     /// Writes a consistent, compacted copy of the projections (state and checkpoints as of one
     /// moment) into `directory` (created when missing). Copy them before the log they follow, so
     /// that no checkpoint in the copy is beyond the copied log's end.
+    ///
+    /// - Parameter directory: the folder to write the copy to.
+    /// - Throws: the file system's error when the folder cannot be created, or the storage's error
+    ///   when the copy fails (for example when the folder holds a copy already).
     public func copy(to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try environment.copy(to: directory, compact: true)
     }
 
     /// Where each projection stands.
+    ///
+    /// - Returns: one status per projection, in the order they were given.
+    /// - Throws: the log's error when its last position cannot be read.
     public func status() async throws -> [ProjectionStatus] {
         let last = try await log.lastPosition()
         return state.withLock { state in
@@ -271,6 +293,13 @@ public final class ProjectionStore: Sendable {
     /// (read-your-writes after an append). Throws if the projection stopped on an error, after
     /// ``ProjectionStoreOptions/readYourWritesTimeout``, or with `CancellationError` when the
     /// waiting task is cancelled.
+    ///
+    /// - Parameters:
+    ///   - name: the projection's name.
+    ///   - position: the log position the caller appended (or read) and waits for.
+    /// - Throws: ``ProjectionError`` `.unknownProjection` for a name the store does not have, `.failed`
+    ///   when the projection stopped on an error, `.timedOut` after the timeout, `.closed` when the
+    ///   store closes; `CancellationError` when the waiting task is cancelled.
     public func waitUntilApplied(_ name: String, position: UInt64) async throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
         // Applied already (a store just opened on a built table, a read after a slow write): no
@@ -321,6 +350,14 @@ public final class ProjectionStore: Sendable {
     ///
     /// Cancelling the waiting task ends the wait with `CancellationError`; the rebuild goes on and
     /// takes over when it is done (a rebuild cancelled before it was requested is not requested).
+    ///
+    /// - Parameters:
+    ///   - name: the projection's name.
+    ///   - progress: called with the records applied and the log's last position as the rebuild goes
+    ///     on, or nil.
+    /// - Throws: ``ProjectionError`` `.unknownProjection` for a name the store does not have, `.failed`
+    ///   when the rebuilt projection stops on an error, `.closed` when the store closes first;
+    ///   `CancellationError` when the waiting task is cancelled.
     public func rebuild(_ name: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) async throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
         let id = state.withLock { state in
