@@ -39,7 +39,7 @@ public protocol Projection: Sendable {
     ///   - state: the generation's databases, inside the batch's transaction.
     ///   - batch: what the projection keeps in memory during the batch.
     /// - Throws: any error, to stop the projection at this record until it is rebuilt (waiters then
-    ///   get `ProjectionError.failed`); an error that says it is transient (``TransientFailure``) is
+    ///   get `ProjectionError.failed`); an error that says it is transient (`TransientFailure`) is
     ///   retried later instead.
     func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout BatchState) throws
     /// Called once per batch, after the last `apply` and before the batch commits with its
