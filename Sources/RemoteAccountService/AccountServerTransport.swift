@@ -26,6 +26,12 @@ public struct TransportRequest: Sendable {
     public var body: Data?
 
     /// A request.
+    ///
+    /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - url: the full URL, the server's base URL with the API path.
+    ///   - headers: header fields to send.
+    ///   - body: the JSON body, or nil for none.
     public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil) {
         self.method = method
         self.url = url
@@ -44,6 +50,11 @@ public struct TransportResponse: Sendable {
     public var body: Data
 
     /// A response.
+    ///
+    /// - Parameters:
+    ///   - status: the HTTP status code.
+    ///   - headers: the header fields, names in lower case.
+    ///   - body: the whole body.
     public init(status: Int, headers: [String: String], body: Data) {
         self.status = status
         self.headers = headers
@@ -55,8 +66,18 @@ public struct TransportResponse: Sendable {
 /// for the event stream. AsyncHTTPClient on Linux (``HTTPClientTransport``), URLSession elsewhere.
 public protocol AccountServerTransport: Sendable {
     /// Sends a request and reads the whole answer.
+    ///
+    /// - Parameter request: the request.
+    /// - Returns: the answer, whatever its status (an error status is not thrown here).
+    /// - Throws: the transport's error when no answer arrives (no connection, a timeout, a
+    ///   cancellation).
     func send(_ request: TransportRequest) async throws -> TransportResponse
     /// Sends a request and yields its body as it arrives; the status comes first.
+    ///
+    /// - Parameter request: the request (the account's event stream).
+    /// - Returns: the answer's status and its body in pieces as they arrive; the body's sequence
+    ///   throws when the connection breaks, and ends when the server ends it.
+    /// - Throws: the transport's error when no answer arrives.
     func stream(_ request: TransportRequest) async throws -> (status: Int, body: AsyncThrowingStream<Data, any Error>)
 }
 
@@ -68,11 +89,21 @@ public protocol AccountServerTransport: Sendable {
         let timeout: TimeAmount
 
         /// A transport on `client`.
+        ///
+        /// - Parameters:
+        ///   - client: the AsyncHTTPClient client (its shared one by default).
+        ///   - timeout: the longest a request may take; streams have no deadline.
         public init(client: HTTPClient = .shared, timeout: Duration = .seconds(30)) {
             self.client = client
             self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
         }
 
+        /// Sends a request with AsyncHTTPClient and reads the whole answer, within the timeout.
+        ///
+        /// - Parameter request: the request.
+        /// - Returns: the answer, whatever its status.
+        /// - Throws: AsyncHTTPClient's error when no answer arrives in time, or when the body is larger
+        ///   than 16 MiB.
         public func send(_ request: TransportRequest) async throws -> TransportResponse {
             let response = try await client.execute(Self.request(request), timeout: timeout)
             let body = try await response.body.collect(upTo: 16 << 20)
@@ -81,6 +112,13 @@ public protocol AccountServerTransport: Sendable {
             return TransportResponse(status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
         }
 
+        /// Sends a request with AsyncHTTPClient, without a deadline, and hands on its body as it
+        /// arrives.
+        ///
+        /// - Parameter request: the request.
+        /// - Returns: the answer's status and its body in pieces; cancelling the sequence's consumer
+        ///   ends the request.
+        /// - Throws: AsyncHTTPClient's error when no answer arrives.
         public func stream(_ request: TransportRequest) async throws -> (status: Int, body: AsyncThrowingStream<Data, any Error>) {
             // No deadline: the stream lasts as long as the session; the caller cancels it.
             let response = try await client.execute(Self.request(request), deadline: .distantFuture)
@@ -111,10 +149,17 @@ public protocol AccountServerTransport: Sendable {
         let session: URLSession
 
         /// A transport on `session`.
+        ///
+        /// - Parameter session: the URL session (the shared one by default).
         public init(session: URLSession = .shared) {
             self.session = session
         }
 
+        /// Sends a request with URLSession and reads the whole answer.
+        ///
+        /// - Parameter request: the request.
+        /// - Returns: the answer, whatever its status.
+        /// - Throws: URLSession's error when no answer arrives.
         public func send(_ request: TransportRequest) async throws -> TransportResponse {
             let (data, response) = try await session.data(for: Self.request(request))
             let http = response as? HTTPURLResponse
@@ -123,6 +168,11 @@ public protocol AccountServerTransport: Sendable {
             return TransportResponse(status: http?.statusCode ?? 0, headers: headers, body: data)
         }
 
+        /// Sends a request with URLSession and hands on its body line by line as it arrives.
+        ///
+        /// - Parameter request: the request.
+        /// - Returns: the answer's status and its body, one line per piece.
+        /// - Throws: URLSession's error when no answer arrives.
         public func stream(_ request: TransportRequest) async throws -> (status: Int, body: AsyncThrowingStream<Data, any Error>) {
             let (bytes, response) = try await session.bytes(for: Self.request(request))
             let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()

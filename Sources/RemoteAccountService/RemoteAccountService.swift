@@ -80,6 +80,13 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     // MARK: AccountService
 
     /// Logs in: a session on the server, then the account's details.
+    ///
+    /// - Parameters:
+    ///   - userId: the account's user id.
+    ///   - password: its password.
+    /// - Throws: `AccountServiceError.wrongCredentials` for an unknown user id or a wrong password,
+    ///   ``AccountServerProblem`` for another refusal (a rate limit, a lockout), or the transport's
+    ///   error when the server cannot be reached.
     public func login(userId: String, password: String) async throws {
         let body = try APIClient.json(["userId": userId, "password": password])
         var answer = try await client.call("POST", "/v1/sessions", body: body)
@@ -97,6 +104,12 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     /// Creates an account and signs it in; upgrades the signed-in anonymous account instead.
     /// Omitted required keys take their `.default` initial value; while a non-anonymous account is
     /// signed in it throws `AccountServiceError.internalError`, as upstream's services do.
+    ///
+    /// - Parameter signupDetails: the new account's values, with its user id and password.
+    /// - Throws: `AccountOperationError` for a missing or invalid value (checked before anything is
+    ///   sent), `AccountServiceError.credentialsTaken` for a user id that has an account,
+    ///   ``SignupConfirmationPending`` on a server that confirms signups, ``AccountServerProblem`` for
+    ///   another refusal, or the transport's error.
     public func signup(_ signupDetails: AccountDetails) async throws {
         if let current = account.details, !current.isAnonymous { throw AccountServiceError.internalError }
         let signupDetails = AccountValidation.applyingInitialValues(to: signupDetails, values: account.configuration, service: configuration)
@@ -131,24 +144,41 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
 
     /// Completes a signup (or upgrade) on a server that confirms signups, with the token the owner
     /// of the user id received, and signs the account in.
+    ///
+    /// - Parameter confirmation: the token from the message sent to the user id.
+    /// - Throws: ``AccountServerProblem`` for an unknown or expired token, or the transport's error.
     public func confirmSignup(token confirmation: String) async throws {
         let answer = try await client.call("POST", "/v1/accounts/confirm", body: try APIClient.json(["token": confirmation]))
         try await signIn(answer)
     }
 
     /// Signs in with a new anonymous account.
+    ///
+    /// - Throws: ``AccountServerProblem`` when the server refuses (for example when it does not allow
+    ///   anonymous accounts), or the transport's error.
     public func signInAnonymously() async throws {
         let answer = try await client.keyedCall("POST", "/v1/accounts/anonymous")
         try await signIn(answer)
     }
 
     /// Asks the server to send a password reset (the same answer whether the user id exists or not).
+    ///
+    /// - Parameter userId: the user id to send the reset to.
+    /// - Throws: ``AccountServerProblem`` when the server refuses (a rate limit), or the transport's
+    ///   error; never because the user id has no account.
     public func resetPassword(userId: String) async throws {
         _ = try await client.call("POST", "/v1/password-resets", body: try APIClient.json(["userId": userId]))
     }
 
     /// Changes the signed-in account's details. A new user id or password needs `currentPassword`;
     /// a new password ends every session on the server and this service takes the new one it gets.
+    ///
+    /// - Parameter modifications: the values to set and to remove.
+    /// - Throws: `AccountServiceError.notSignedIn` without a session, `AccountOperationError` when
+    ///   validation refuses the change (before anything is sent), the error of `currentPassword`,
+    ///   `AccountServiceError.wrongCredentials` for a wrong current password,
+    ///   `AccountServiceError.credentialsTaken` for a user id of another account,
+    ///   ``AccountServerProblem`` for another refusal, or the transport's error.
     public func updateAccountDetails(_ modifications: AccountModifications) async throws {
         guard account.details != nil, let token else { throw AccountServiceError.notSignedIn }
         try AccountValidation.validateModifications(modifications, values: account.configuration, service: configuration)
@@ -197,6 +227,10 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     }
 
     /// Ends the session on the server, then disassociates the account.
+    ///
+    /// - Throws: ``AccountServerProblem`` or the transport's error when the server cannot end the
+    ///   session; the details then stay in `Account`, while the session's token is forgotten and its
+    ///   event stream stopped.
     public func logout() async throws {
         stopFollowing()
         if let token {
@@ -213,6 +247,11 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     /// Deletes the signed-in account (with the current password, unless it is anonymous):
     /// `deletingAccount`, the deletion on the server, then the disassociation. With nobody
     /// signed in it returns.
+    ///
+    /// - Throws: `AccountServiceError.notSignedIn` without a session, the error of `currentPassword`,
+    ///   the storage provider's error (the account then stays), `AccountServiceError.wrongCredentials`
+    ///   for a wrong current password, ``AccountServerProblem`` for another refusal, or the transport's
+    ///   error.
     public func delete() async throws {
         guard let details = account.details else { return }
         guard let token else { throw AccountServiceError.notSignedIn }
