@@ -21,6 +21,8 @@ public final class TestClock: Sendable {
     }
 
     /// Reads the clock (and advances it).
+    ///
+    /// - Returns: the clock's current time; the next reading is one step later.
     public func now() -> Date {
         state.withLock { current in
             defer { current = current.addingTimeInterval(step) }
@@ -29,6 +31,8 @@ public final class TestClock: Sendable {
     }
 
     /// Moves the clock forward without reading it (e.g. past a lockout).
+    ///
+    /// - Parameter interval: how far to move it, in seconds.
     public func advance(by interval: TimeInterval) {
         state.withLock { $0 = $0.addingTimeInterval(interval) }
     }
@@ -40,11 +44,15 @@ public final class SequentialIDs: Sendable {
     private let prefix: String
 
     /// Ids `prefix0001`, `prefix0002`, … in order.
+    ///
+    /// - Parameter prefix: what every id starts with.
     public init(prefix: String = "account-") {
         self.prefix = prefix
     }
 
     /// The next id.
+    ///
+    /// - Returns: the prefix followed by the next number, four digits at least.
     public func make() -> String {
         next.withLock { value in
             defer { value += 1 }

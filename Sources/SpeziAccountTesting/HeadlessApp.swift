@@ -54,6 +54,10 @@ public final class HeadlessAccountApp<Service: UserIdPasswordAccountService>: Se
     public static var pickedDateOfBirth: Date { Date(timeIntervalSince1970: -1_230_768_000) }
 
     /// An app on `service`, whose signed-in account is `account`.
+    ///
+    /// - Parameters:
+    ///   - service: the service the forms call.
+    ///   - account: the account module the service supplies.
     public init(service: Service, account: Account) {
         self.service = service
         self.account = account
@@ -65,11 +69,21 @@ public final class HeadlessAccountApp<Service: UserIdPasswordAccountService>: Se
     // MARK: Login
 
     /// Logs in with an e-mail address and a password.
+    ///
+    /// - Parameters:
+    ///   - email: the user id, an e-mail address.
+    ///   - password: the password.
+    /// - Throws: what the service's login throws, such as `AccountServiceError.wrongCredentials`.
     public func login(email: String, password: String) async throws {
         try await service.login(UserIdPasswordCredential(userId: email, password: password))
     }
 
     /// Logs in with a user name and a password.
+    ///
+    /// - Parameters:
+    ///   - username: the user id, a user name.
+    ///   - password: the password.
+    /// - Throws: what the service's login throws, such as `AccountServiceError.wrongCredentials`.
     public func login(username: String, password: String) async throws {
         try await service.login(UserIdPasswordCredential(userId: username, password: password))
     }
@@ -79,6 +93,14 @@ public final class HeadlessAccountApp<Service: UserIdPasswordAccountService>: Se
     /// Opens the signup form (if it is not open) and fills it: e-mail, password, name, a gender
     /// identity, and, with `supplyDateOfBirth`, the picked date of birth. Submit it with
     /// ``submitSignupForm()``.
+    ///
+    /// - Parameters:
+    ///   - email: the user id.
+    ///   - password: the password.
+    ///   - name: the name, or nil to leave it as it is.
+    ///   - genderIdentity: the gender identity, or nil to leave it as it is.
+    ///   - supplyDateOfBirth: whether to pick ``pickedDateOfBirth`` as the date of birth.
+    /// - Throws: never; it is `async throws` as the seed's helper is.
     public func fillSignupForm(
         email: String, password: String, name: PersonNameComponents? = nil, genderIdentity: GenderIdentity? = nil,
         supplyDateOfBirth: Bool = false
@@ -96,6 +118,9 @@ public final class HeadlessAccountApp<Service: UserIdPasswordAccountService>: Se
 
     /// Submits the signup form to the service (its "Signup" button); the form closes when the
     /// service accepted it and stays open with its entries when it did not.
+    ///
+    /// - Throws: ``HeadlessAppError/noSignupForm`` when no form is open, or what the service's signup
+    ///   throws (the form then stays open).
     public func submitSignupForm() async throws {
         guard let details = signupForm else { throw HeadlessAppError.noSignupForm }
         try await service.signup(details)
@@ -104,6 +129,10 @@ public final class HeadlessAccountApp<Service: UserIdPasswordAccountService>: Se
 
     /// Closes the signup form. A form with entries asks whether to discard them: with
     /// `discardChangesIfAsked` it does, otherwise closing is refused.
+    ///
+    /// - Parameter discardChangesIfAsked: whether to discard the form's entries when asked.
+    /// - Throws: ``HeadlessAppError/unsavedChanges`` for a form with entries when
+    ///   `discardChangesIfAsked` is false.
     public func closeSignupForm(discardChangesIfAsked: Bool = true) throws {
         try form.withLock { form in
             if let entries = form, !entries.keys.isEmpty, !discardChangesIfAsked { throw HeadlessAppError.unsavedChanges }
@@ -116,6 +145,13 @@ public final class HeadlessAccountApp<Service: UserIdPasswordAccountService>: Se
     /// Changes the gender identity picker from `from` to `to`: on the open signup form, or else
     /// on the signed-in account's overview (an update through the service). A picker with nothing
     /// chosen shows `.preferNotToState`.
+    ///
+    /// - Parameters:
+    ///   - from: the identity the picker must show now.
+    ///   - to: the identity to pick.
+    /// - Throws: ``HeadlessAppError/unexpectedGenderIdentity(found:)`` when the picker shows another
+    ///   identity, ``HeadlessAppError/notSignedIn`` without a form and a signed-in account, or what the
+    ///   service's update throws.
     public func updateGenderIdentity(from: GenderIdentity, to: GenderIdentity) async throws {
         let onForm = try form.withLock { form -> Bool in
             guard var details = form else { return false }
@@ -136,6 +172,9 @@ public final class HeadlessAccountApp<Service: UserIdPasswordAccountService>: Se
 
     /// Picks ``pickedDateOfBirth`` as the date of birth: on the open signup form, or else on the
     /// signed-in account's overview.
+    ///
+    /// - Throws: ``HeadlessAppError/notSignedIn`` without a form and a signed-in account, or what the
+    ///   service's update throws.
     public func changeDateOfBirth() async throws {
         let onForm = form.withLock { form -> Bool in
             guard var details = form else { return false }

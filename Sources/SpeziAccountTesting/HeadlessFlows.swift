@@ -12,6 +12,15 @@ import SpeziAccountStore
 /// in what the form would have and calls the service.
 extension EventSourcedAccountService {
     /// Signs up as the seed's signup form would.
+    ///
+    /// - Parameters:
+    ///   - email: the user id.
+    ///   - password: the password.
+    ///   - name: the name.
+    ///   - genderIdentity: the gender identity, or nil for none.
+    ///   - dateOfBirth: the date of birth, or nil for none.
+    /// - Throws: what the service's `signup(_:)` throws: `AccountOperationError` for a missing or
+    ///   invalid value, `AccountServiceError.credentialsTaken` for a user id that has an account.
     public func signup(
         email: String, password: String, name: PersonNameComponents,
         genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil
@@ -20,11 +29,21 @@ extension EventSourcedAccountService {
     }
 
     /// Logs in as the seed's login form would.
+    ///
+    /// - Parameters:
+    ///   - email: the user id.
+    ///   - password: the password.
+    /// - Throws: what the service's `login(userId:password:)` throws, such as
+    ///   `AccountServiceError.wrongCredentials`.
     public func login(email: String, password: String) async throws {
         try await login(userId: email, password: password)
     }
 
     /// Changes the signed-in account's gender identity, as the account overview's picker would.
+    ///
+    /// - Parameter identity: the identity to pick.
+    /// - Throws: what the service's `updateAccountDetails(_:)` throws, such as
+    ///   `AccountServiceError.notSignedIn`.
     public func updateGenderIdentity(to identity: GenderIdentity) async throws {
         var change = AccountDetails()
         change.genderIdentity = identity
@@ -32,6 +51,10 @@ extension EventSourcedAccountService {
     }
 
     /// Changes the signed-in account's date of birth, as the account overview's date picker would.
+    ///
+    /// - Parameter date: the date to pick.
+    /// - Throws: what the service's `updateAccountDetails(_:)` throws, such as
+    ///   `AccountServiceError.notSignedIn`.
     public func changeDateOfBirth(to date: Date) async throws {
         var change = AccountDetails()
         change.dateOfBirth = date
@@ -39,6 +62,14 @@ extension EventSourcedAccountService {
     }
 
     /// The details the signup form collects.
+    ///
+    /// - Parameters:
+    ///   - email: the user id.
+    ///   - password: the password.
+    ///   - name: the name.
+    ///   - genderIdentity: the gender identity, or nil for none.
+    ///   - dateOfBirth: the date of birth, or nil for none.
+    /// - Returns: the details, ready for a signup.
     public static func signupDetails(
         email: String, password: String, name: PersonNameComponents,
         genderIdentity: GenderIdentity? = nil, dateOfBirth: Date? = nil
@@ -55,6 +86,16 @@ extension EventSourcedAccountService {
 
 extension AccountStore {
     /// Signs up as the seed's signup form would; returns the new account's details.
+    ///
+    /// - Parameters:
+    ///   - email: the user id.
+    ///   - password: the password.
+    ///   - name: the name.
+    ///   - genderIdentity: the gender identity, or nil for none.
+    ///   - dateOfBirth: the date of birth, or nil for none.
+    /// - Returns: the new account's details.
+    /// - Throws: what the store's `signup(_:context:)` throws: `AccountOperationError` for a missing or
+    ///   invalid value, `AccountServiceError.credentialsTaken` for a user id that has an account.
     @discardableResult
     public func signup(
         email: String, password: String, name: PersonNameComponents,
@@ -67,6 +108,13 @@ extension AccountStore {
     }
 
     /// Changes an account's gender identity.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account.
+    ///   - identity: the new gender identity.
+    /// - Returns: the account's details after the change.
+    /// - Throws: what the store's `modify(_:_:context:)` throws, such as `AccountStoreError` for an
+    ///   unknown account.
     @discardableResult
     public func updateGenderIdentity(of accountId: String, to identity: GenderIdentity) async throws -> AccountDetails {
         var change = AccountDetails()
@@ -75,6 +123,13 @@ extension AccountStore {
     }
 
     /// Changes an account's date of birth.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account.
+    ///   - date: the new date of birth.
+    /// - Returns: the account's details after the change.
+    /// - Throws: what the store's `modify(_:_:context:)` throws, such as `AccountStoreError` for an
+    ///   unknown account.
     @discardableResult
     public func changeDateOfBirth(of accountId: String, to date: Date) async throws -> AccountDetails {
         var change = AccountDetails()

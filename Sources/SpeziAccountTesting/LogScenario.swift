@@ -20,6 +20,11 @@ public struct StreamEvent: Sendable {
     public let actor: String?
 
     /// An event of `accountId`.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account (stream) the event belongs to.
+    ///   - event: the event.
+    ///   - actor: who appended it, or nil.
     public init(_ accountId: String, _ event: AccountEvent, actor: String? = nil) {
         self.accountId = accountId
         self.event = event
@@ -63,6 +68,7 @@ public final class LogScenario: Sendable {
     /// - Parameters:
     ///   - values: the app's key configuration for the store's validation.
     ///   - configure: further changes to the options (the clock, ids and hashing are already set).
+    /// - Throws: the store's error when it cannot be opened in the new directory.
     public convenience init(values: AccountValueConfiguration = .default, configure: (inout AccountStoreOptions) -> Void = { _ in }) async throws {
         try await self.init(recorded: nil, vault: nil, values: values, configure: configure)
     }
@@ -78,6 +84,8 @@ public final class LogScenario: Sendable {
     ///   - vault: the recorded store's vault file, for sealed exports.
     ///   - values: the app's key configuration for the store's validation.
     ///   - configure: further changes to the options (the clock, ids and hashing are already set).
+    /// - Throws: the import's error when the export cannot be rebuilt (a chain hash that does not
+    ///   match, sealed payloads without `vault`), or the store's error when it cannot be opened.
     public convenience init(
         recorded: URL, vault: URL? = nil, values: AccountValueConfiguration = .default,
         configure: (inout AccountStoreOptions) -> Void = { _ in }
@@ -116,6 +124,10 @@ public final class LogScenario: Sendable {
 
     /// Appends events straight to the log (as an older version of the app, or another writer,
     /// would have), then waits until the details cache has applied them.
+    ///
+    /// - Parameter events: the events to append, in order, with no version check.
+    /// - Throws: the log's error when an append fails, or the projections' error when the details
+    ///   cache stops or does not catch up in time.
     public func given(_ events: [StreamEvent]) async throws {
         for event in events {
             try await store.accounts.append(
@@ -126,6 +138,9 @@ public final class LogScenario: Sendable {
     }
 
     /// Runs an operation on the store and reports what it appended, or the error it threw.
+    ///
+    /// - Parameter operation: the step under test.
+    /// - Returns: the events the step appended, and its error if it threw.
     public func when(_ operation: (AccountStore) async throws -> Void) async -> Outcome {
         let before = (try? await store.log.lastPosition()) ?? 0
         var failure: (any Error)?
@@ -135,6 +150,10 @@ public final class LogScenario: Sendable {
     }
 
     /// The events appended after `position`, decoded, in log order.
+    ///
+    /// - Parameter position: the last position not to include.
+    /// - Returns: the events after it, decoded, with their accounts and actors.
+    /// - Throws: the log's error when a read fails, or the store's error when a record does not decode.
     public func appended(after position: UInt64) async throws -> [StreamEvent] {
         try await store.log.read(from: position + 1, limit: .max).map { record in
             StreamEvent(record.streamID, try store.accounts.event(from: record), actor: record.metadata.actor)
@@ -143,6 +162,13 @@ public final class LogScenario: Sendable {
 
     /// Replays the whole log into `projection` in a fresh projection store beside the store's own,
     /// and hands its state to `inspect` once it has caught up with the log.
+    ///
+    /// - Parameters:
+    ///   - projection: the projection to build from the whole log.
+    ///   - inspect: reads the projection's state once it has caught up.
+    /// - Returns: what `inspect` returns.
+    /// - Throws: `inspect`'s error, or the projections' error when the replay cannot be opened, stops on
+    ///   an error, or does not catch up in time.
     public func replay<T>(into projection: some Projection, _ inspect: (ProjectionState) throws -> T) async throws -> T {
         let path = directory.appendingPathComponent("replay-\(UUID().uuidString)").path
         let replay = try ProjectionStore(path: path, log: store.log, projections: [projection])
