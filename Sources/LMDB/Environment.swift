@@ -78,6 +78,14 @@ public final class Environment: @unchecked Sendable {
     private static let openPaths = Mutex<Set<String>>([])
 
     /// Opens (and, unless read-only, creates) the environment in the directory at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: the environment's folder.
+    ///   - options: the map size, the sync mode, the database and reader limits, and whether to open
+    ///     read-only.
+    /// - Throws: ``LMDBError``: `EACCES` when the folder cannot be created, `EBUSY` when this process
+    ///   has the environment open already, `ENOENT` when a read-only environment has no data file,
+    ///   `MDB_INVALID` for a truncated data file, or LMDB's code when it cannot open the files.
     public init(path: String, options: EnvironmentOptions = EnvironmentOptions()) throws {
         let url = URL(fileURLWithPath: path).standardizedFileURL
         if !options.readOnly {
@@ -228,6 +236,11 @@ public final class Environment: @unchecked Sendable {
     /// Inlinable, over a core that is not generic: a generic function compiled in this module
     /// would look up the metadata of its result type at run time on every call, which cost a
     /// point read more than its transaction (about 1,000 instructions).
+    ///
+    /// - Parameter body: reads through the transaction; what it sees is valid only during the call.
+    /// - Returns: what `body` returns.
+    /// - Throws: `body`'s error, an `EBADF` ``LMDBError`` after ``close()``, or LMDB's error when the
+    ///   transaction cannot begin.
     @inlinable
     public func read<T>(_ body: (Transaction) throws -> T) throws -> T {
         var result: T?
@@ -261,6 +274,12 @@ public final class Environment: @unchecked Sendable {
     /// Runs `body` in a write transaction and commits it. Call it from one thread at a time, and
     /// never suspend inside `body`. If the map fills, the transaction is aborted, the map grows and
     /// `body` runs again: it must not have effects outside the transaction.
+    ///
+    /// - Parameter body: writes through the transaction; it may run more than once.
+    /// - Returns: what `body` returns in the run that committed.
+    /// - Throws: `body`'s error (nothing is committed then), an `EBADF` ``LMDBError`` after
+    ///   ``close()``, `ENOSPC` when the disk is full, or LMDB's error when the transaction cannot begin
+    ///   or commit.
     public func write<T>(_ body: (Transaction) throws -> T) throws -> T {
         while true {
             do {
@@ -305,6 +324,8 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// The bytes an unprivileged writer may still use on the file system of the environment.
+    ///
+    /// - Returns: the free bytes, or nil when the file system cannot be asked.
     public func freeBytes() -> Int? {
         var status = statvfs()
         guard statvfs(path, &status) == 0 else { return nil }
@@ -312,6 +333,14 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// Opens (or creates) the named database and returns its handle, valid until the environment closes.
+    ///
+    /// - Parameters:
+    ///   - name: the database's name.
+    ///   - create: whether to create it when missing (ignored, as false, for a read-only environment).
+    /// - Returns: the database's handle.
+    /// - Throws: an `MDB_NOTFOUND` ``LMDBError`` for a missing database that is not to be created,
+    ///   `MDB_DBS_FULL` when the environment holds ``EnvironmentOptions/maxDatabases`` already, `EBADF`
+    ///   after ``close()``, or LMDB's error when a transaction fails.
     public func openDatabase(_ name: String, create: Bool = true) throws -> Database {
         if options.readOnly || !create {
             return try lock.withShared {
@@ -336,6 +365,8 @@ public final class Environment: @unchecked Sendable {
     /// its slot (an environment has ``EnvironmentOptions/maxDatabases``) serves another. Only for a
     /// handle that no transaction or cursor of this process uses any more; a handle that no longer
     /// names `database` (closed already, or given to another database since) is left alone.
+    ///
+    /// - Parameter database: the handle to close.
     public func closeDatabase(_ database: Database) {
         lock.withExclusive {
             guard !closed, handles.name(of: database.handle) == database.name else { return }
@@ -345,6 +376,9 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// The names of the named databases in the environment (the keys of LMDB's main database).
+    ///
+    /// - Returns: the names, in byte order.
+    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, or LMDB's error when the read fails.
     public func databaseNames() throws -> [String] {
         try read { txn in
             var dbi: MDB_dbi = 0
@@ -363,6 +397,10 @@ public final class Environment: @unchecked Sendable {
 
     /// Clears the reader slots of processes that died inside a read transaction, which would
     /// otherwise keep old pages from reuse; returns how many. Opening does it too.
+    ///
+    /// - Returns: the number of reader slots cleared.
+    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, or LMDB's error when the reader table
+    ///   cannot be checked.
     public func clearStaleReaders() throws -> Int {
         try lock.withShared {
             guard !closed else { throw closedError }
@@ -421,6 +459,8 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// Flushes buffered commits to disk (useful in ``SyncMode/relaxed``).
+    ///
+    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, or LMDB's error when the flush fails.
     public func sync() throws {
         try lock.withShared {
             guard !closed else { throw closedError }
@@ -432,6 +472,13 @@ public final class Environment: @unchecked Sendable {
     /// empty directory at `directory` (`data.mdb` only; the copy gets its own lock file when opened).
     /// `compact` leaves out free pages and renumbers the rest. Writers keep running meanwhile. The
     /// copy is flushed before this returns.
+    ///
+    /// - Parameters:
+    ///   - directory: an existing folder without a `data.mdb`.
+    ///   - compact: whether to leave out free pages.
+    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, LMDB's error when the copy cannot be
+    ///   written (`EEXIST` when the folder holds a `data.mdb` already), or the `errno` of opening or
+    ///   flushing the copy.
     public func copy(to directory: String, compact: Bool = true) throws {
         try lock.withShared {
             guard !closed else { throw closedError }
@@ -444,6 +491,10 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// Entry count and shape of one database.
+    ///
+    /// - Parameter database: the database.
+    /// - Returns: its entry count, tree depth, page size and pages.
+    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, or LMDB's error when the read fails.
     public func statistics(of database: Database) throws -> DatabaseStatistics {
         try read { txn in
             var stat = MDB_stat()

@@ -16,6 +16,11 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
     public let path: String?
 
     /// Creates an error for `operation` that failed with `code`.
+    ///
+    /// - Parameters:
+    ///   - code: LMDB's return code or an `errno` value.
+    ///   - operation: what failed, for the message.
+    ///   - path: the environment's path, when known.
     public init(code: Int32, operation: String, path: String? = nil) {
         self.code = code
         self.operation = operation

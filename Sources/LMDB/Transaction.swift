@@ -27,6 +27,13 @@ public struct Transaction {
     let handles: HandleRegistry
 
     /// The value stored under `key`, pointing into the map: copy it before the transaction ends.
+    ///
+    /// - Parameters:
+    ///   - database: the database.
+    ///   - key: the key.
+    /// - Returns: the value, or nil when the key is absent.
+    /// - Throws: ``LMDBError`` when LMDB refuses the lookup (a bad handle, a key longer than LMDB
+    ///   accepts).
     public func get(_ database: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var value = MDB_val()
@@ -37,6 +44,13 @@ public struct Transaction {
     }
 
     /// The value stored under `key`, copied.
+    ///
+    /// - Parameters:
+    ///   - database: the database.
+    ///   - key: the key.
+    /// - Returns: a copy of the value, or nil when the key is absent.
+    /// - Throws: ``LMDBError`` when LMDB refuses the lookup (a bad handle, a key longer than LMDB
+    ///   accepts).
     public func get(_ database: Database, key: [UInt8]) throws -> [UInt8]? {
         try key.withUnsafeBytes { keyBytes in
             try get(database, key: keyBytes).map { Array($0) }
@@ -44,6 +58,15 @@ public struct Transaction {
     }
 
     /// Stores `value` under `key`.
+    ///
+    /// - Parameters:
+    ///   - database: the database.
+    ///   - key: the key (not empty, at most LMDB's key size).
+    ///   - value: the value.
+    ///   - flags: ``PutFlags/noOverwrite`` or ``PutFlags/append``, or none.
+    /// - Throws: ``LMDBError``: `MDB_KEYEXIST` for an existing key with ``PutFlags/noOverwrite``,
+    ///   `MDB_MAP_FULL` when the map is full (``Environment/write(_:)`` grows it and runs again),
+    ///   `EACCES` in a read-only transaction, or another LMDB code.
     public func put(_ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, flags: PutFlags = []) throws {
         var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var valueVal = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
@@ -51,6 +74,13 @@ public struct Transaction {
     }
 
     /// Stores `value` under `key`.
+    ///
+    /// - Parameters:
+    ///   - database: the database.
+    ///   - key: the key (not empty, at most LMDB's key size).
+    ///   - value: the value.
+    ///   - flags: ``PutFlags/noOverwrite`` or ``PutFlags/append``, or none.
+    /// - Throws: what the `put(_:key:value:flags:)` taking buffers throws.
     public func put(_ database: Database, key: [UInt8], value: [UInt8], flags: PutFlags = []) throws {
         try key.withUnsafeBytes { keyBytes in
             try value.withUnsafeBytes { valueBytes in
@@ -60,6 +90,14 @@ public struct Transaction {
     }
 
     /// Reserves `count` bytes under `key` and lets `fill` write them in place (`MDB_RESERVE`).
+    ///
+    /// - Parameters:
+    ///   - database: the database.
+    ///   - key: the key.
+    ///   - count: the value's size in bytes.
+    ///   - flags: ``PutFlags/noOverwrite`` or ``PutFlags/append``, or none.
+    ///   - fill: writes the value into the reserved bytes.
+    /// - Throws: `fill`'s error, or an ``LMDBError`` when the space cannot be reserved (as for a put).
     public func reserve(
         _ database: Database, key: UnsafeRawBufferPointer, count: Int, flags: PutFlags = [],
         fill: (UnsafeMutableRawBufferPointer) throws -> Void
@@ -73,6 +111,12 @@ public struct Transaction {
     }
 
     /// Removes `key`; returns false when it was not there.
+    ///
+    /// - Parameters:
+    ///   - database: the database.
+    ///   - key: the key.
+    /// - Returns: true when the key was there.
+    /// - Throws: ``LMDBError`` when LMDB refuses the deletion (`EACCES` in a read-only transaction).
     @discardableResult
     public func delete(_ database: Database, key: [UInt8]) throws -> Bool {
         try key.withUnsafeBytes { keyBytes in
@@ -85,6 +129,10 @@ public struct Transaction {
     }
 
     /// The number of entries in the database (from LMDB's statistics, without walking it).
+    ///
+    /// - Parameter database: the database.
+    /// - Returns: the number of entries.
+    /// - Throws: ``LMDBError`` for a bad handle.
     public func entryCount(_ database: Database) throws -> Int {
         var stat = MDB_stat()
         try check(mdb_stat(pointer, database.handle, &stat), "mdb_stat \"\(database.name)\"", path: path)
@@ -92,17 +140,30 @@ public struct Transaction {
     }
 
     /// Removes every entry of the database, keeping the database itself.
+    ///
+    /// - Parameter database: the database to empty.
+    /// - Throws: ``LMDBError`` when LMDB refuses (`EACCES` in a read-only transaction).
     public func clear(_ database: Database) throws {
         try check(mdb_drop(pointer, database.handle, 0), "mdb_drop (empty) \"\(database.name)\"", path: path)
     }
 
     /// Deletes the database itself; its handle must not be used again.
+    ///
+    /// - Parameter database: the database to delete.
+    /// - Throws: ``LMDBError`` when LMDB refuses (`EACCES` in a read-only transaction).
     public func drop(_ database: Database) throws {
         try check(mdb_drop(pointer, database.handle, 1), "mdb_drop (delete) \"\(database.name)\"", path: path)
         handles.closed(database.handle)
     }
 
     /// Opens a named database inside this transaction.
+    ///
+    /// - Parameters:
+    ///   - name: the database's name.
+    ///   - create: whether to create it when missing (only in a write transaction).
+    /// - Returns: the database's handle.
+    /// - Throws: an `MDB_NOTFOUND` ``LMDBError`` for a missing database that is not to be created,
+    ///   `MDB_DBS_FULL` when the environment holds its most databases already, or another LMDB code.
     public func openDatabase(_ name: String, create: Bool) throws -> Database {
         var dbi: MDB_dbi = 0
         try check(mdb_dbi_open(pointer, name, create ? UInt32(MDB_CREATE) : 0, &dbi), "mdb_dbi_open \"\(name)\"", path: path)
@@ -111,6 +172,12 @@ public struct Transaction {
     }
 
     /// Runs `body` with a cursor over `database`, closed when `body` returns.
+    ///
+    /// - Parameters:
+    ///   - database: the database to move through.
+    ///   - body: uses the cursor; it is closed when `body` returns.
+    /// - Returns: what `body` returns.
+    /// - Throws: `body`'s error, or ``LMDBError`` when the cursor cannot be opened.
     public func withCursor<T>(_ database: Database, _ body: (inout Cursor) throws -> T) throws -> T {
         var cursorPointer: OpaquePointer?
         try check(mdb_cursor_open(pointer, database.handle, &cursorPointer), "mdb_cursor_open \"\(database.name)\"", path: path)
@@ -145,6 +212,12 @@ public struct Cursor {
     /// falls between the first and last keys of the page the cursor rests on is placed without a
     /// search from the root (where `mdb_put`
     /// descends every time), so puts in key order that stay near each other are cheaper this way.
+    ///
+    /// - Parameters:
+    ///   - key: the key.
+    ///   - value: the value.
+    ///   - flags: ``PutFlags/noOverwrite`` or ``PutFlags/append``, or none.
+    /// - Throws: ``LMDBError`` as the transaction's `put(_:key:value:flags:)` throws it.
     public mutating func put(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, flags: PutFlags = []) throws {
         var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var valueVal = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
@@ -152,20 +225,44 @@ public struct Cursor {
     }
 
     /// The first entry.
+    ///
+    /// - Returns: the entry, or nil for an empty database.
+    /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     public mutating func first() throws -> Entry? { try move(MDB_FIRST) }
     /// The last entry.
+    ///
+    /// - Returns: the entry, or nil for an empty database.
+    /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     public mutating func last() throws -> Entry? { try move(MDB_LAST) }
     /// The entry after the current one.
+    ///
+    /// - Returns: the entry, or nil past the last one.
+    /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     public mutating func next() throws -> Entry? { try move(MDB_NEXT) }
     /// The entry before the current one.
+    ///
+    /// - Returns: the entry, or nil before the first one.
+    /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     public mutating func previous() throws -> Entry? { try move(MDB_PREV) }
     /// The first entry whose key is at or after `key`.
+    ///
+    /// - Parameter key: the key to look for.
+    /// - Returns: the entry, or nil when every key sorts before `key`.
+    /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     public mutating func seek(atOrAfter key: UnsafeRawBufferPointer) throws -> Entry? { try move(MDB_SET_RANGE, key: key) }
     /// The first entry whose key is at or after `key`.
+    ///
+    /// - Parameter key: the key to look for.
+    /// - Returns: the entry, or nil when every key sorts before `key`.
+    /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     public mutating func seek(atOrAfter key: [UInt8]) throws -> Entry? {
         try key.withUnsafeBytes { try move(MDB_SET_RANGE, key: $0) }
     }
     /// The last entry whose key is before `key`, or the last entry when none is at or after it.
+    ///
+    /// - Parameter key: the key to look before.
+    /// - Returns: the entry, or nil when no key sorts before `key`.
+    /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     public mutating func seek(before key: [UInt8]) throws -> Entry? {
         if try seek(atOrAfter: key) != nil {
             return try previous()
