@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Spezi", targets: ["Spezi"]),
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
         .library(name: "SpeziAccountStore", targets: ["SpeziAccountStore"]),
+        .library(name: "AccountStorePostgres", targets: ["AccountStorePostgres"]),
         .library(name: "SpeziAccountTesting", targets: ["SpeziAccountTesting"]),
         .library(name: "SpeziTesting", targets: ["SpeziTesting"]),
         .library(name: "AccountServer", targets: ["AccountServer"]),
@@ -137,7 +138,6 @@ let package = Package(
                 "CArgon2",
                 "EventLogProtocol",
                 "EventLog",
-                "PostgresEventLog",
                 "KeyVaultStorage",
                 "Projections",
                 "BlockingPool",
@@ -147,6 +147,15 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]
+        ),
+        // Opening and importing into `postgres://` log locations, registered at start-up, so that
+        // the embedded store never links PostgreSQL's client.
+        .target(
+            name: "AccountStorePostgres",
+            dependencies: [
+                "SpeziAccountStore", "PostgresEventLog", "EventLogProtocol", "KeyVaultStorage",
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         // The account server over HTTP (Hummingbird 2): JSON routes over an `AccountStore`, bearer
@@ -197,7 +206,7 @@ let package = Package(
         .executableTarget(
             name: "crash-test",
             dependencies: [
-                "SpeziAccountStore", "EventLog", "EventLogProtocol", "SpeziAccount", "TestSupport",
+                "SpeziAccountStore", "AccountStorePostgres", "EventLog", "EventLogProtocol", "SpeziAccount", "TestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics")
@@ -210,7 +219,7 @@ let package = Package(
         .executableTarget(
             name: "accountctl",
             dependencies: [
-                "SpeziAccountStore", "EventLogProtocol", "Projections", "SpeziAccount", "AccountServer",
+                "SpeziAccountStore", "AccountStorePostgres", "EventLogProtocol", "Projections", "SpeziAccount", "AccountServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
@@ -239,7 +248,7 @@ let package = Package(
             dependencies: [
                 "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting", "accountctl",
                 "CArgon2",
-                "TestSupport", "PostgresEventLog",
+                "TestSupport", "PostgresEventLog", "AccountStorePostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
         .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport"]),

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountStorePostgres
 import EventLog
 import Foundation
 import SpeziAccount
@@ -25,6 +26,8 @@ private func exportWithVault(_ store: AccountStore, into folder: URL) async thro
 
 @Suite("Moving a store between LMDB and PostgreSQL keeps every chain hash and every key", .serialized)
 struct BackendMoveTests {
+    init() { PostgresLogSupport.register() }
+
     @Test("LMDB → PostgreSQL → LMDB: the same head hash at each step, sealed accounts readable, deleted ones not, user ids still unique")
     func roundTrip() async throws {
         let server = try await PostgresServer.start(name: "move")

@@ -3,12 +3,15 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountStorePostgres
 import Foundation
 import SpeziAccountStore
 import Testing
 
 @Suite("Where a store's log lives")
 struct LogLocationTests {
+    init() { PostgresLogSupport.register() }
+
     let folder = URL(fileURLWithPath: "/var/lib/accounts")
 
     @Test("nil is the store's own log folder; paths and file URLs are LMDB folders; postgres URLs keep their password out of messages")
@@ -28,6 +31,15 @@ struct LogLocationTests {
             throws: AccountStoreError.unsupportedLogLocation("no log backend for \"mysql://\" (use a folder, a file:// URL or a postgres:// URL)")
         ) {
             try LogLocation("mysql://db/app", storeFolder: folder)
+        }
+    }
+
+    @Test("URL schemes reach the backend registered for them; an unregistered one is refused by name")
+    func registeredKinds() throws {
+        let postgres = try SharedLogKinds.kind(for: "PostgreSQL://app@db/accounts")
+        #expect(postgres.schemes == ["postgres", "postgresql"])
+        #expect(throws: AccountStoreError.unsupportedLogLocation("no log backend is registered for \"redis://\"")) {
+            try SharedLogKinds.kind(for: "redis://cache/0")
         }
     }
 }

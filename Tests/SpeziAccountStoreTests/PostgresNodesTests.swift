@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountStorePostgres
 import EventLogProtocol
 import Foundation
 import SpeziAccount
@@ -13,6 +14,7 @@ import Testing
 
 /// Options for a node of a shared PostgreSQL log (its key vault is the log's, shared by every node).
 func nodeOptions(_ url: String) -> AccountStoreOptions {
+    PostgresLogSupport.register()
     var options = AccountStoreOptions()
     options.logLocation = url
     options.passwordParameters = .insecureTesting
@@ -22,6 +24,8 @@ func nodeOptions(_ url: String) -> AccountStoreOptions {
 
 @Suite("Several app servers on one PostgreSQL log, each with its own local projections")
 struct PostgresNodesTests {
+    init() { PostgresLogSupport.register() }
+
     @Test("two nodes in one process: what one writes, the other's projections show; a user id stays unique across nodes")
     func twoNodes() async throws {
         let server = try await PostgresServer.start(name: "nodes")

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountStorePostgres
 import EventLogProtocol
 import Foundation
 import PostgresEventLog
@@ -14,6 +15,8 @@ import Testing
 
 @Suite("Reading from a hot standby", .serialized)
 struct PostgresStandbyTests {
+    init() { PostgresLogSupport.register() }
+
     @Test("a node reads and subscribes on a streaming standby while it appends on the primary; the lag is reported and caught up")
     func standbyReads() async throws {
         let primary = try await PostgresServer.start(name: "primary")

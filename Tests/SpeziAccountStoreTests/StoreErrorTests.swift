@@ -100,7 +100,7 @@ struct StoreErrorTests {
         try await store.signup(leland())
         try await store.signup(leland(userId: "jane@stanford.edu"))
         let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
-        FileManager.default.createFile(atPath: exportURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
         let handle = try FileHandle(forWritingTo: exportURL)
         #expect(try await LogTransfer.export(store.log, to: handle) == 2)
         try handle.close()

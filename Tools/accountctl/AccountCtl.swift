@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountStorePostgres
 import ArgumentParser
 import Foundation
 
@@ -44,6 +45,8 @@ struct AccountCtl: AsyncParsableCommand {
     /// (The commands' bodies report their own errors and throw `ExitCode`; what else reaches here
     /// comes from the parser: help, usage errors.)
     static func main() async {
+        // `--log postgres://…` and ACCOUNTCTL_LOG reach a shared log through this module.
+        PostgresLogSupport.register()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

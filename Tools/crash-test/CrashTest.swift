@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountStorePostgres
 import ArgumentParser
 import Foundation
 import Metrics
@@ -34,6 +35,12 @@ struct CrashTest: AsyncParsableCommand {
         subcommands: [Run.self, Child.self, RebuildChild.self],
         defaultSubcommand: Run.self
     )
+
+    /// Makes `postgres://` logs (`--log`) openable, then runs the command.
+    static func main() async {
+        PostgresLogSupport.register()
+        await main(nil)
+    }
 
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run", abstract: "Run the crash rounds (the default).")

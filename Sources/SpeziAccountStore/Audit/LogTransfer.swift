@@ -158,7 +158,14 @@ public enum LogTransfer {
         }
         switch try LogLocation(logLocation, storeFolder: URL(fileURLWithPath: directory)) {
         case .postgres(let url):
-            return try await StoreBuilder.buildShared(url: url, directory: directory, vault: vaultFile, progress: progress, next: next)
+            let kind = try SharedLogKinds.kind(for: url)
+            let folder = URL(fileURLWithPath: directory).standardizedFileURL
+            try StoreFolders.checkFree(folder)
+            let count = try await kind.importLog(url: url, vault: vaultFile) { log, vault in
+                try await StoreBuilder.fill(log, vault: vault, progress: progress, next: next)
+            }
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return count
         case .folder:
             guard logLocation == nil else {
                 throw AccountStoreError.unsupportedLogLocation(

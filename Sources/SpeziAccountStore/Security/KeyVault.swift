@@ -94,7 +94,7 @@ public final class KeyVault: Sendable {
     }
 
     /// Opens the vault kept in `storage` (a file, or PostgreSQL tables shared by every node).
-    init(storage: any KeyVaultStorage) throws {
+    package init(storage: any KeyVaultStorage) throws {
         self.storage = storage
         path = storage.location
         let (secret, id) = try Self.header(of: storage)

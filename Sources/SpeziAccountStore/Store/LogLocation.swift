@@ -5,7 +5,6 @@
 
 import EventLog
 import Foundation
-internal import PostgresEventLog
 
 /// Where a store's event log lives, read from ``AccountStoreOptions/logLocation``; opening a store
 /// picks the log backend from it.
@@ -15,7 +14,9 @@ internal import PostgresEventLog
 ///   that folder.
 /// - a `postgres://` or `postgresql://` URL: a log in PostgreSQL shared by several app servers
 ///   (`postgres://user[:password]@host[:port]/database?schema=name`, see POSTGRES.md); each server
-///   keeps its projections in its own store folder.
+///   keeps its projections in its own store folder. Opening one needs the `AccountStorePostgres`
+///   module, registered once at start-up (`PostgresLogSupport.register()`), so that a program on
+///   the embedded log never links PostgreSQL's client.
 public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
     /// An embedded LMDB log in this folder.
     case folder(String)
@@ -65,14 +66,7 @@ public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
             options.readOnly = readOnly
             return try EventLog(path: path, options: options)
         case let .postgres(url):
-            var options = PostgresLogOptions()
-            options.durability = sync
-            options.clock = clock
-            do {
-                return try await PostgresEventLog.open(url, options: options)
-            } catch let error as PostgresLogError {
-                throw AccountStoreError.unsupportedLogLocation(error.description)
-            }
+            return try await SharedLogKinds.kind(for: url).open(url: url, sync: sync, clock: clock)
         }
     }
 
