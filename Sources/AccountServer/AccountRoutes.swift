@@ -33,15 +33,15 @@ struct AccountRoutes: Sendable {
     struct Operation: Sendable {
         let method: HTTPRequest.Method
         let path: String
-        let limits: [ClientRateLimitMiddleware.Kind]
+        let limits: [ClientRateLimitKind]
         /// Whether ``AccountSessionAuthenticator`` runs first (the context's `identity`).
         let signedIn: Bool
         /// Gets the routes, the request and its context (the client's address, the session).
-        let answer: @Sendable (AccountRoutes, inout Request, ServerRequestContext) async throws -> Response
+        let answer: @Sendable (AccountRoutes, inout Request, RouteContext) async throws -> Response
 
         init(
-            _ method: HTTPRequest.Method, _ path: String, limits: [ClientRateLimitMiddleware.Kind] = [], signedIn: Bool = false,
-            answer: @escaping @Sendable (AccountRoutes, inout Request, ServerRequestContext) async throws -> Response
+            _ method: HTTPRequest.Method, _ path: String, limits: [ClientRateLimitKind] = [], signedIn: Bool = false,
+            answer: @escaping @Sendable (AccountRoutes, inout Request, RouteContext) async throws -> Response
         ) {
             self.method = method
             self.path = path
@@ -86,17 +86,18 @@ struct AccountRoutes: Sendable {
 
     /// The API's routes, each behind the per-client limits it counts against. What a route
     /// throws is answered by ``ProblemMiddleware``.
-    func collection() -> RouteCollection<ServerRequestContext> {
-        let collection = RouteCollection(context: ServerRequestContext.self)
+    func collection<Context: AccountRequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
+        let collection = RouteCollection(context: Context.self)
         for operation in Self.operationTable {
             let group = collection.group()
             for kind in operation.limits {
-                group.add(middleware: ClientRateLimitMiddleware(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))
+                group.add(
+                    middleware: ClientRateLimitMiddleware<Context>(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))
             }
-            if operation.signedIn { group.add(middleware: AccountSessionAuthenticator(store: store)) }
+            if operation.signedIn { group.add(middleware: AccountSessionAuthenticator<Context>(store: store)) }
             group.on(RouterPath(operation.path), method: operation.method) { request, context in
                 var request = request
-                return try await operation.answer(self, &request, context)
+                return try await operation.answer(self, &request, RouteContext(context))
             }
         }
         return collection
@@ -149,11 +150,11 @@ struct AccountRoutes: Sendable {
         return Response(status: .noContent)
     }
 
-    private func details(_ session: SignedInSession) throws -> Response {
+    private func details(_ session: SignedInAccount) throws -> Response {
         try Self.json(AccountBody(try store.details(from: session.state)))
     }
 
-    private func modify(_ request: inout Request, _ requestContext: ServerRequestContext) async throws -> Response {
+    private func modify(_ request: inout Request, _ requestContext: RouteContext) async throws -> Response {
         let token = try request.bearerToken()
         let client = requestContext.client
         let key = try await idempotencyKey(&request, route: "modify", token: token)
@@ -198,7 +199,7 @@ struct AccountRoutes: Sendable {
         return try Self.json(ModifiedBody(account: AccountBody(details), session: session))
     }
 
-    private func delete(_ request: inout Request, _ requestContext: ServerRequestContext) async throws -> Response {
+    private func delete(_ request: inout Request, _ requestContext: RouteContext) async throws -> Response {
         let token = try request.bearerToken()
         let client = requestContext.client
         let key = try await idempotencyKey(&request, route: "delete", token: token)
@@ -218,7 +219,7 @@ struct AccountRoutes: Sendable {
         return Response(status: .noContent)
     }
 
-    private func upgrade(_ request: inout Request, _ session: SignedInSession, client: String) async throws -> Response {
+    private func upgrade(_ request: inout Request, _ session: SignedInAccount, client: String) async throws -> Response {
         let state = session.state
         let details = try await body(&request, as: AccountDetails.self)
         try refuseUnknownKeys(details)
@@ -233,7 +234,7 @@ struct AccountRoutes: Sendable {
         return try Self.json(AccountBody(upgraded))
     }
 
-    private func history(_ session: SignedInSession) async throws -> Response {
+    private func history(_ session: SignedInAccount) async throws -> Response {
         let state = session.state
         let entries = try await store.history(of: state.accountId)
         return try Self.json(HistoryBody(accountId: state.accountId, entries: entries.map(HistoryEntryBody.init)))

@@ -103,11 +103,12 @@ public struct AccountServer: Service {
                 routes: AccountRoutes.operationTable.map { ($0.method, $0.path) } + AdminRoutes.table.map { ($0.0, $0.1) }))
         // Then who the client is, for every limit (trusted proxies, IPv6 /64).
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
-        router.add(middleware: ClientAddressMiddleware(resolver: resolver))
+        router.add(middleware: ClientAddressMiddleware<ServerRequestContext>(resolver: resolver))
         // Innermost: what a route throws becomes problem details.
         router.add(
-            middleware: ProblemMiddleware(maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
-        router.addRoutes(routes.collection())
+            middleware: ProblemMiddleware<ServerRequestContext>(
+                maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
+        router.addRoutes(routes.collection(context: ServerRequestContext.self))
         if let admin = configuration.admin {
             let sessions = AdminSessions(
                 credential: admin, validity: configuration.adminSessionValidity, secureCookies: configuration.secureCookies)
@@ -160,7 +161,7 @@ public struct AccountServer: Service {
 
 /// The request context: Hummingbird's, plus the client (for the rate limits) and the signed-in
 /// session (set by ``AccountSessionAuthenticator`` on the routes that need one).
-struct ServerRequestContext: AuthRequestContext {
+struct ServerRequestContext: AccountRequestContext {
     var coreContext: CoreRequestContextStorage
     /// The socket's peer address; nil for a test channel.
     let peer: String?
@@ -168,7 +169,7 @@ struct ServerRequestContext: AuthRequestContext {
     /// for, IPv6 grouped by /64 (set by ``ClientAddressMiddleware``); "unknown" without a socket.
     var client: String
     /// The session a bearer token signs in; nil before the authenticator ran or when it found none.
-    var identity: SignedInSession?
+    var identity: SignedInAccount?
 
     init(source: ApplicationRequestContextSource) {
         self.coreContext = CoreRequestContextStorage(source: source)

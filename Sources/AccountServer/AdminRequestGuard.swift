@@ -27,7 +27,7 @@ import Logging
 /// - **Short path parameters.** An id, a name or a job id longer than ``maxParameterBytes`` names
 ///   nothing here: 404, before the store sees it.
 struct AdminRequestGuard: RouterMiddleware {
-    typealias Context = ServerRequestContext
+    typealias Context = AdminRequestContext
 
     /// The longest path parameter accepted (account ids, projection names and job ids are far shorter).
     static let maxParameterBytes = 128

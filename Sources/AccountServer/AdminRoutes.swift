@@ -28,37 +28,43 @@ struct AdminRoutes: Sendable {
     let logger: Logger
     let jobs = AdminJobs()
 
-    typealias Handler = @Sendable (AdminRoutes, Request, ServerRequestContext, String) async throws -> Response
+    typealias Handler = @Sendable (AdminRoutes, Request, AdminRequestContext) async throws -> Response
 
     static let table: [(HTTPRequest.Method, String, Handler)] =
         [
-            (.post, "/admin/api/session", { routes, request, context, _ in try await routes.signIn(request, context) }),
-            (.delete, "/admin/api/session", { routes, request, _, _ in routes.signOut(request) }),
-            (.get, "/admin/api/whoami", { _, _, _, admin in try AccountRoutes.json(["admin": admin]) }),
-            (.get, "/admin/api/accounts", { routes, request, _, _ in try await routes.find(request) }),
-            (.get, "/admin/api/accounts/:id/history", { routes, request, context, admin in try await routes.history(request, context, admin) }),
-            (.get, "/admin/api/activity", { routes, request, _, _ in try await routes.activity(request) }),
-            (.get, "/admin/api/log", { routes, _, _, _ in try await routes.logState() }),
-            (.post, "/admin/api/verify", { routes, request, _, admin in try routes.verify(request, admin) }),
-            (.post, "/admin/api/projections/:name/rebuild", { routes, request, context, admin in try await routes.rebuild(request, context, admin) }),
-            (.get, "/admin/api/jobs/:id", { routes, _, context, _ in try routes.job(context) }),
-            (.get, "/admin/api/audit", { routes, _, _, _ in try await routes.audit() }),
-            (.get, "/admin/api/tail", { routes, request, _, _ in try routes.tail(request) }),
+            (.post, "/admin/api/session", { routes, request, context in try await routes.signIn(request, context) }),
+            (.delete, "/admin/api/session", { routes, request, _ in routes.signOut(request) }),
+            (.get, "/admin/api/whoami", { _, _, context in try AccountRoutes.json(["admin": context.admin]) }),
+            (.get, "/admin/api/accounts", { routes, request, _ in try await routes.find(request) }),
+            (.get, "/admin/api/accounts/:id/history", { routes, request, context in try await routes.history(request, context) }),
+            (.get, "/admin/api/activity", { routes, request, _ in try await routes.activity(request) }),
+            (.get, "/admin/api/log", { routes, _, _ in try await routes.logState() }),
+            (.post, "/admin/api/verify", { routes, request, context in try routes.verify(request, context.admin) }),
+            (.post, "/admin/api/projections/:name/rebuild", { routes, request, context in try await routes.rebuild(request, context) }),
+            (.get, "/admin/api/jobs/:id", { routes, _, context in try routes.job(context) }),
+            (.get, "/admin/api/audit", { routes, _, _ in try await routes.audit() }),
+            (.get, "/admin/api/tail", { routes, request, _ in try routes.tail(request) }),
             // Hummingbird matches `/admin` and `/admin/` alike. The page holds no data: without a
             // session its script shows the sign-in form.
-            (.get, "/admin/", { routes, _, _, _ in routes.console.page() })
+            (.get, "/admin/", { routes, _, _ in routes.console.page() })
         ]
 
     /// The routes answered without a session: the page and signing in and out.
     static let withoutSession: Set<String> = ["/admin/", "/admin/api/session"]
 
+    /// Adds the console's routes: all behind ``AdminRequestGuard`` and ``AdminProblemMiddleware``
+    /// in ``AdminRequestContext``; all but the page and the session routes behind
+    /// ``AdminAuthenticator`` and ``AdminRequiredMiddleware``.
     func register(on router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: AdminRequestGuard(logger: logger))
+        let console = router.group(context: AdminRequestContext.self)
+            .add(middleware: AdminRequestGuard(logger: logger))
+            .add(middleware: AdminProblemMiddleware(logger: logger))
+        let signedIn = console.group()
+            .add(middleware: AdminAuthenticator(sessions: sessions, limiter: limiter, limit: limit, logger: logger))
+            .add(middleware: AdminRequiredMiddleware())
         for (method, path, handler) in Self.table {
-            let open = Self.withoutSession.contains(path)
-            group.on(RouterPath(path), method: method) { request, context in
-                await guarded(request, context, open: open, handler)
-            }
+            let group = Self.withoutSession.contains(path) ? console : signedIn
+            group.on(RouterPath(path), method: method) { request, context in try await handler(self, request, context) }
         }
     }
 
@@ -70,64 +76,11 @@ struct AdminRoutes: Sendable {
         }
     }
 
-    /// Checks the session or the credential (unless the route is open), then answers; problems
-    /// become problem details.
-    private func guarded(_ request: Request, _ context: ServerRequestContext, open: Bool, _ handler: Handler) async -> Response {
-        var admin = ""
-        if !open {
-            if let name = sessions.session(of: request, now: Date()) {
-                admin = name
-            } else {
-                // Each presentation of the credential counts towards the limit, so guessing the
-                // password is slow; requests within a session do not.
-                let presented = AdminSessions.presentsBasic(request)
-                if presented, let wait = limiter.take("admin-client:\(context.client)", limit: limit) {
-                    return Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait).response()
-                }
-                guard let name = sessions.basic(request) else {
-                    if presented { logger.notice("admin credential refused", metadata: ["client": "\(context.client)"]) }
-                    return unauthenticated(request)
-                }
-                admin = name
-            }
-        }
-        var response: Response
-        do {
-            response = try await handler(self, request, context, admin)
-        } catch let error where Problem.isMalformedFraming(error) {
-            response = Problem.malformedFraming.response()
-        } catch {
-            if let problem = Problem.from(error) {
-                response = problem.response()
-            } else {
-                // The route's pattern, not its path (which holds the client's text); the error's
-                // description (which may quote it) only at debug level.
-                let route = "\(request.method) \(context.endpointPath ?? "admin")"
-                logger.error("admin request failed", metadata: ["route": "\(route)", "errorType": "\(type(of: error))"])
-                logger.debug("admin request failed", metadata: ["route": "\(route)", "error": "\(String(reflecting: error))"])
-                response = Problem.internalError.response()
-            }
-        }
-        response.headers[.cacheControl] = "no-store"
-        return response
-    }
-
-    /// 401. Scripts (no `Sec-Fetch-*` header) are told to use HTTP Basic; a browser is not, so that
-    /// it shows no password prompt of its own: the console's page has the sign-in form.
-    private func unauthenticated(_ request: Request) -> Response {
-        var response = Problem("admin-unauthenticated", .unauthorized, "The admin credential is required.").response()
-        let browser = request.headers[AdminRequestGuard.secFetchSite] != nil || request.headers[.init("Sec-Fetch-Mode")!] != nil
-        response.headers[.wwwAuthenticate] =
-            browser
-            ? #"AdminSession realm="spezi-account-store admin", form="/admin/""# : #"Basic realm="spezi-account-store admin", charset="UTF-8""#
-        return response
-    }
-
     // MARK: Signing in and out
 
     /// `POST /admin/api/session` with `{"name", "password"}` (JSON): a session cookie, or 401.
     /// Every try counts towards the client's limit.
-    private func signIn(_ request: Request, _ context: ServerRequestContext) async throws -> Response {
+    private func signIn(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
         if let wait = limiter.take("admin-client:\(context.client)", limit: limit) {
             throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
         }
@@ -144,7 +97,7 @@ struct AdminRoutes: Sendable {
         let body = try JSONDecoder().decode(SignInBody.self, from: Data(buffer.readableBytesView))
         guard let cookie = sessions.signIn(name: body.name, password: body.password, now: Date()) else {
             logger.notice("admin credential refused", metadata: ["client": "\(context.client)"])
-            return unauthenticated(request)
+            return AdminRequiredMiddleware.unauthenticated(request)
         }
         logger.notice("admin signed in", metadata: ["client": "\(context.client)"])
         var response = try AccountRoutes.json(["admin": sessions.credential.name])
@@ -180,7 +133,8 @@ struct AdminRoutes: Sendable {
         return try AccountRoutes.json(FoundBody(accountId: accountId, deleted: false, applied: applied))
     }
 
-    private func history(_ request: Request, _ context: ServerRequestContext, _ admin: String) async throws -> Response {
+    private func history(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
+        let admin = context.admin
         guard let accountId = context.parameters.get("id"), !accountId.hasPrefix("$") else { throw Problem.noSuchAccount }
         let entries: [AccountHistoryEntry]
         do {
@@ -231,7 +185,8 @@ struct AdminRoutes: Sendable {
         return try AccountRoutes.json(job, status: .accepted)
     }
 
-    private func rebuild(_ request: Request, _ context: ServerRequestContext, _ admin: String) async throws -> Response {
+    private func rebuild(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
+        let admin = context.admin
         let names = try await store.projections.status().map(\.name)
         guard let name = context.parameters.get("name"), names.contains(name) else {
             throw Problem("no-such-projection", .notFound, "No projection has this name.", detail: "projections: \(names.joined(separator: ", "))")
@@ -252,7 +207,7 @@ struct AdminRoutes: Sendable {
         return try AccountRoutes.json(job, status: .accepted)
     }
 
-    private func job(_ context: ServerRequestContext) throws -> Response {
+    private func job(_ context: AdminRequestContext) throws -> Response {
         guard let id = context.parameters.get("id"), let job = jobs.job(id) else {
             throw Problem("no-such-job", .notFound, "No job has this id on this server.")
         }

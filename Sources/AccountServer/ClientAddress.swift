@@ -139,8 +139,7 @@ extension HTTPField.Name {
 }
 
 /// Sets the request context's client (see ``ClientAddressResolver``) before any route runs.
-struct ClientAddressMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
+struct ClientAddressMiddleware<Context: AccountRequestContext>: RouterMiddleware {
     let resolver: ClientAddressResolver
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

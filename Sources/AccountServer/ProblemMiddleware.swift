@@ -13,8 +13,7 @@ import SpeziAccountStore
 /// store's and the services' errors by ``Problem/from(_:now:)``, a write that committed but is
 /// not applied here yet as `202 accepted` (never as failed), a body past the limit as 413, and
 /// anything else as a logged `500 internal-error` that shows nothing of the error.
-struct ProblemMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
+struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 
     let maxBodyBytes: Int
     let now: @Sendable () -> Date

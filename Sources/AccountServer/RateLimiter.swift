@@ -107,27 +107,27 @@ final class RateLimiter: Sendable {
     }
 }
 
-/// Counts a request against a per-client limit before its route runs, and answers 429 with
-/// `Retry-After` beyond it (the route does not run).
-struct ClientRateLimitMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
+/// The per-client limits, each a bucket of its own.
+enum ClientRateLimitKind: String, Sendable {
+    case signups = "signup-client"
+    case logins = "login-client"
+    case resets = "reset-client"
+    case records = "records-client"
 
-    /// The per-client limits, each a bucket of its own.
-    enum Kind: String, Sendable {
-        case signups = "signup-client"
-        case logins = "login-client"
-        case resets = "reset-client"
-        case records = "records-client"
-
-        func limit(in limits: RateLimits) -> RateLimit {
-            switch self {
-            case .signups: limits.signupsPerClient
-            case .logins: limits.loginsPerClient
-            case .resets: limits.resetsPerClient
-            case .records: limits.recordsPerClient
-            }
+    func limit(in limits: RateLimits) -> RateLimit {
+        switch self {
+        case .signups: limits.signupsPerClient
+        case .logins: limits.loginsPerClient
+        case .resets: limits.resetsPerClient
+        case .records: limits.recordsPerClient
         }
     }
+}
+
+/// Counts a request against a per-client limit before its route runs, and answers 429 with
+/// `Retry-After` beyond it (the route does not run).
+struct ClientRateLimitMiddleware<Context: AccountRequestContext>: RouterMiddleware {
+    typealias Kind = ClientRateLimitKind
 
     let kind: Kind
     let limit: RateLimit
