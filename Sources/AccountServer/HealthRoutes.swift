@@ -41,17 +41,28 @@ extension AccountRoutes {
     func readiness() async throws -> Response {
         var reasons: [String] = []
         let store = self.store
-        let reached: [ProjectionStatus]? = await withTaskGroup(of: [ProjectionStatus]?.self) { group in
-            group.addTask { try? await store.projections.status() }
+        let reached: Result<[ProjectionStatus], any Error>? = await withTaskGroup(of: Result<[ProjectionStatus], any Error>?.self) { group in
             group.addTask {
+                do {
+                    return .success(try await store.projections.status())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                // Cancelled once the status came: then nobody reads this.
                 try? await Task.sleep(for: .seconds(2))
                 return nil
             }
             defer { group.cancelAll() }
             return await group.next() ?? nil
         }
-        let statuses = reached ?? []
-        if reached == nil { reasons.append("the log does not answer within 2 s") }
+        var statuses: [ProjectionStatus] = []
+        switch reached {
+        case nil: reasons.append("the log does not answer within 2 s")
+        case let .failure(error): reasons.append("the projections' state cannot be read: \(error)")
+        case let .success(reached): statuses = reached
+        }
         for status in statuses {
             if let failure = status.failure { reasons.append("projection \(status.name) stopped: \(failure)") }
             if let error = status.storageError { reasons.append("projection \(status.name) cannot advance: \(error)") }

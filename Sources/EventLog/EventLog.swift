@@ -7,6 +7,7 @@
 import Foundation
 internal import LMDB
 @_exported import LogRecordFormat
+import Logging
 import Synchronization
 
 /// Options for opening an ``EventLog``.
@@ -136,7 +137,13 @@ public final class EventLog: Sendable {
             throw EventLogError.wrapping(error, path: environment.path)
         }
         let notifier = CommitNotifier(committed: lastPosition, pollInterval: options.pollInterval) {
-            try? environment.read { txn in try databases.lastPosition(txn) }
+            do {
+                return try environment.read { txn in try databases.lastPosition(txn) }
+            } catch {
+                // Polled again at the next interval; appends of this process still notify.
+                EventLog.pollLogger.debug("cannot read the head for subscribers", metadata: ["error": "\(error)", "path": "\(environment.path)"])
+                return nil
+            }
         }
         self.notifier = notifier
         let tail = IndexTail(databases: databases, path: environment.path)
@@ -325,6 +332,8 @@ public final class EventLog: Sendable {
 
     /// How many appends of a batch are checked and encoded before they are queued.
     static let preparedPerQueueing = 64
+    /// Where a failed poll of the head for subscribers is reported.
+    static let pollLogger = Logger(label: "EventLog.subscriptions")
 
     /// The error for a write to a log opened read-only.
     func readOnlyError(_ operation: String) -> EventLogError {

@@ -129,10 +129,14 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         } else {
             // A standby may not have replayed the tables the primary has just made: subscribers
             // start from nothing and poll until it has.
-            head =
-                (try? await Self.withDeadline(options.operationTimeout, doing: "read the head of the standby of \(location)") {
+            do {
+                head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the standby of \(location)") {
                     try await Self.headPosition(reads, logger: logger)
-                }) ?? 0
+                }
+            } catch {
+                logger.notice("the standby has no log yet; subscribers poll it from position 0", metadata: ["error": "\(error)"])
+                head = 0
+            }
         }
         // Reading from a standby, subscribers wait for what the standby has replayed: they poll it
         // (notifications and this node's own appends speak of the primary, which may be ahead).
@@ -140,8 +144,14 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let notifier = CommitNotifier(
             committed: head, pollInterval: fromStandby ? min(options.pollInterval, .milliseconds(50)) : options.pollInterval
         ) {
-            try? await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
-                try await Self.headPosition(reads, logger: logger)
+            do {
+                return try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
+                    try await Self.headPosition(reads, logger: logger)
+                }
+            } catch {
+                // Polled again at the next interval; outages are reported by the clients' own logs.
+                logger.debug("cannot read the head for subscribers", metadata: ["error": "\(error)"])
+                return nil
             }
         }
         self.notifier = notifier
@@ -221,10 +231,14 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                 let idle = try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
                         outage.succeeded(tryStarted: tryStarted)
-                        if let head = try? await withDeadline(
-                            .seconds(5), doing: "read the head after LISTEN", { try await headPosition(client, logger: logger) })
-                        {
-                            notifier.publish(head)
+                        do {
+                            notifier.publish(
+                                try await withDeadline(.seconds(5), doing: "read the head after LISTEN") {
+                                    try await headPosition(client, logger: logger)
+                                })
+                        } catch {
+                            // Notifications and polls still move subscribers on.
+                            logger.debug("cannot read the head after LISTEN", metadata: ["error": "\(error)"])
                         }
                         return try await withThrowingTaskGroup(of: Bool.self) { group in
                             group.addTask {

@@ -76,7 +76,17 @@ extension ProjectionStore {
                         return [state.active[name]?.checkpoint, state.building[name]?.checkpoint].compactMap { $0 }.min()
                     }.min()
                 } ?? UInt64.max
-            let last = lowest == .max ? ((try? await log.lastPosition()) ?? 0) : lowest
+            var head = lowest
+            if lowest == .max {
+                do {
+                    head = try await log.lastPosition()
+                } catch {
+                    // Waiting beyond 0 wakes at the next commit, when the log is asked again.
+                    Self.logger.notice("cannot read the log's head while idle; waiting for the next commit", metadata: ["error": "\(error)"])
+                    head = 0
+                }
+            }
+            let last = head
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { [log] in await log.waitForCommit(beyond: last) }
                 group.addTask { [kick] in await kick.wait() }

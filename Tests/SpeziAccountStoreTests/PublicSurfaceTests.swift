@@ -72,10 +72,10 @@ struct PublicSurfaceTests {
         let log = try EventLog(path: logPath, options: logOptions)
         let store = try await AccountStore(directory: fixture.directory.path, log: log, options: fixture.options())
         let created = try await store.signup(leland())
-        #expect(try await log.streamVersion(created.accountId) == 1)
+        #expect(try log.streamVersion(created.accountId) == 1)
         await store.close()
         // Closed with the store: appending now fails.
-        let afterClose = await #expect(throws: EventLogError.self) { try await log.lastPosition() }
+        let afterClose = #expect(throws: EventLogError.self) { try log.lastPosition() }
         guard case .closed = afterClose else {
             Issue.record("reading a closed log: \(String(describing: afterClose)), not closed")
             return
