@@ -6,7 +6,7 @@
 // The benchmarks live in their own package so that users of the library never pull their
 // dependencies. Run them from this folder:
 //   swift run -c release peer-compare            # side-by-side ratios against raw LMDB and SQLite
-//   swift run -c release server-load             # the account server under wrk (Debian's wrk)
+//   swift run -c release server-load             # the account server and a CRUD peer under wrk (Debian's wrk)
 //   swift package benchmark                       # ordo-one's benchmark suites
 
 import Foundation
@@ -22,7 +22,10 @@ let package = Package(
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0")
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0")
     ],
     targets: [
         // One process, the same work on this project's log, on a raw LMDB loop and on SQLite
@@ -41,14 +44,31 @@ let package = Package(
             ],
             path: "Sources/PeerCompare"
         ),
+        // The plain CRUD account server that `server-load` measures the account server against:
+        // the same routes on Hummingbird over one PostgreSQL (or SQLite) table of accounts and one
+        // of sessions, passwords hashed with the store's `PasswordHasher`.
+        .target(
+            name: "CRUDPeer",
+            dependencies: [
+                .product(name: "SpeziAccountStore", package: root),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDB", package: "GRDB.swift")
+            ],
+            path: "Sources/CRUDPeer"
+        ),
         // The account server under wrk on loopback: reads, modifications, logins, against the
-        // framework's own floor in the same run.
+        // framework's own floor and the CRUD peer in the same run.
         .executableTarget(
             name: "server-load",
             dependencies: [
+                "CRUDPeer",
                 .product(name: "AccountServer", package: root),
                 .product(name: "SpeziAccountStore", package: root),
-                .product(name: "SpeziAccount", package: root)
+                .product(name: "SpeziAccount", package: root),
+                .product(name: "PostgresTestServer", package: root)
             ],
             path: "Sources/ServerLoad"
         ),

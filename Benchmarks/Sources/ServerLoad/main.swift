@@ -3,7 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 // Load on the account server over loopback, with wrk (Debian's `wrk`) as the client:
-//   swift run -c release server-load [--seconds 10] [--connections 64]
+//   swift run -c release server-load [--seconds 10] [--connections 64] [--peers postgres,sqlite|none]
+//                                    [--postgres-connections 20]
 // Runs, on one durable store with 64 signed-in accounts:
 //   1. GET /health            the framework's floor: Hummingbird answering a fixed JSON (the peer)
 //   2. GET /v1/account        a signed-in details read (session check + details cache)
@@ -13,6 +14,10 @@
 // and each hash alone on one thread (Argon2id and scrypt at OWASP's parameters), for logins per
 // second per core. Prints requests/s, p50 and
 // p99, and each row's ratio to the floor measured in the same run.
+// Rows 2–4 run, right after the account server's, on the CRUD peer (what a team would write
+// instead: the same routes on Hummingbird over an accounts and a sessions table, in PostgreSQL
+// and in SQLite, the same password hashing), with the same scripts and connections; a second
+// table gives each side's requests/s and p99 and the ratio this / peer.
 
 import AccountServer
 import Foundation
@@ -22,6 +27,9 @@ import SpeziAccountStore
 struct Options {
     var seconds = 10
     var connections = 64
+    var peers: Set<String> = ["postgres", "sqlite"]
+    /// The PostgreSQL peer's pool (postgres-nio's default).
+    var postgresConnections = 20
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -29,83 +37,20 @@ struct Options {
             switch argument {
             case "--seconds": seconds = iterator.next().flatMap(Int.init) ?? seconds
             case "--connections": connections = iterator.next().flatMap(Int.init) ?? connections
+            case "--peers": peers = Set((iterator.next() ?? "").split(separator: ",").map(String.init))
+            case "--postgres-connections": postgresConnections = iterator.next().flatMap(Int.init) ?? postgresConnections
             default:
-                FileHandle.standardError.write(Data("usage: server-load [--seconds N] [--connections N]\n".utf8))
+                FileHandle.standardError.write(
+                    Data("usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N]\n".utf8))
                 exit(2)
             }
         }
     }
 }
 
-/// What one wrk run measured.
-struct LoadResult {
-    let requestsPerSecond: Double
-    let p50Micros: Double
-    let p99Micros: Double
-    let requests: Int
-    let errors: Int
-    let acknowledgedPatches: Int
-}
-
-/// Runs wrk with a Lua script that spreads requests over the accounts' tokens and counts what it got.
-func runWrk(base: String, path: String, mode: String, tokens: [String], seconds: Int, connections: Int, threads: Int = 2) throws -> LoadResult {
-    let script = FileManager.default.temporaryDirectory.appendingPathComponent("server-load-\(UUID().uuidString).lua")
-    defer { try? FileManager.default.removeItem(at: script) }
-    let tokenList = tokens.map { "\"\($0)\"" }.joined(separator: ",")
-    let lua = """
-        local tokens = { \(tokenList) }
-        local mode = "\(mode)"
-        local threads = {}
-        setup = function(thread) table.insert(threads, thread) end
-        init = function(args) sent = 0; acked = 0; failed = 0 end
-        request = function()
-          sent = sent + 1
-          local token = tokens[(sent % #tokens) + 1]
-          if mode == "login" then
-            return wrk.format("POST", "\(path)", {["Content-Type"] = "application/json"},
-              '{"userId":"load' .. (sent % #tokens) .. '@example.org","password":"correct horse battery"}')
-          end
-          local headers = {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}
-          if mode == "mixed" and sent % 5 == 0 then
-            local value = (sent % 2 == 0) and "female" or "male"
-            return wrk.format("PATCH", "\(path)", headers, '{"set":{"genderIdentity":"' .. value .. '"}}')
-          end
-          return wrk.format("GET", "\(path)", headers)
-        end
-        response = function(status, headers, body)
-          if status >= 300 then failed = failed + 1 end
-          if status == 200 and string.sub(body, 1, 11) == '{"account":' then acked = acked + 1 end
-        end
-        done = function(summary, latency, requests)
-          local a, f = 0, 0
-          for _, t in ipairs(threads) do a = a + t:get("acked"); f = f + t:get("failed") end
-          io.write(string.format("RESULT %d %d %d %.1f %.1f %.3f\\n", summary.requests, f + summary.errors.status + summary.errors.timeout + summary.errors.connect + summary.errors.read + summary.errors.write, a,
-            latency:percentile(50), latency:percentile(99), summary.duration / 1e6))
-        end
-        """
-    try lua.write(to: script, atomically: true, encoding: .utf8)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--timeout", "10s", "-s", script.path, base + path]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT ") }) else {
-        throw NSError(domain: "server-load", code: 1, userInfo: [NSLocalizedDescriptionKey: "wrk printed no result:\n\(text)"])
-    }
-    let fields = line.split(separator: " ").dropFirst().map(String.init)
-    let requests = Int(fields[0]) ?? 0
-    let duration = Double(fields[5]) ?? 1
-    return LoadResult(
-        requestsPerSecond: Double(requests) / duration, p50Micros: Double(fields[3]) ?? 0, p99Micros: Double(fields[4]) ?? 0,
-        requests: requests, errors: Int(fields[1]) ?? 0, acknowledgedPatches: Int(fields[2]) ?? 0)
-}
-
 func format(_ value: Double) -> String { String(format: "%.0f", value) }
 func milliseconds(_ micros: Double) -> String { String(format: "%.2f ms", micros / 1_000) }
+func ratio(_ value: Double, _ reference: Double) -> String { String(format: "%.2f×", value / reference) }
 
 let options = Options(CommandLine.arguments)
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("server-load-\(UUID().uuidString)")
@@ -152,16 +97,45 @@ func loggedModifications() async throws -> Int {
         next = last.position + 1
     }
 }
+
+// The CRUD peers, their accounts signed up over HTTP; first, one of each request the load makes
+// (and a few it may meet) on both sides, which must answer alike.
+print("starting the CRUD peers (\(options.peers.sorted().joined(separator: ", "))) and signing up \(options.connections) accounts on each…")
+let peers = try await startPeers(
+    accounts: options.connections, postgresConnections: options.postgresConnections, directory: folder.appendingPathComponent("sqlite-peer"),
+    only: options.peers)
+var unfair = false
+for peer in peers {
+    print("\(peer.name) peer: \(peer.settings)")
+    let differences = try await compareAnswers(server: base, serverToken: tokens[0], peer: peer)
+    for difference in differences { print("DIFFERENT: \(difference)") }
+    unfair = unfair || !differences.isEmpty
+    if differences.isEmpty { print("\(peer.name) peer: the same statuses and keys as the account server for the load's requests") }
+}
 let modificationsBefore = try await loggedModifications()
 
 let seconds = options.seconds
 let connections = options.connections
 print("wrk: \(connections) connections, 2 threads, \(seconds) s per row, durable store, on \(ProcessInfo.processInfo.activeProcessorCount) cores")
 let floor = try runWrk(base: base, path: "/health", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
+// Each row on the account server, then on each peer, so that the two sides run minutes apart at most.
+var peerResults: [[LoadResult]] = peers.map { _ in [] }
+func peerRow(_ peers: [RunningPeer], path: String, mode: String, seconds: Int, connections: Int) throws -> [LoadResult] {
+    try peers.map { peer in try runWrk(base: peer.base, path: path, mode: mode, tokens: peer.tokens, seconds: seconds, connections: connections) }
+}
 let reads = try runWrk(base: base, path: "/v1/account", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
+for (index, result) in try peerRow(peers, path: "/v1/account", mode: "read", seconds: seconds, connections: connections).enumerated() {
+    peerResults[index].append(result)
+}
 let mixed = try runWrk(base: base, path: "/v1/account", mode: "mixed", tokens: tokens, seconds: seconds, connections: connections)
 let modificationsLogged = try await loggedModifications() - modificationsBefore
+for (index, result) in try peerRow(peers, path: "/v1/account", mode: "mixed", seconds: seconds, connections: connections).enumerated() {
+    peerResults[index].append(result)
+}
 let logins = try runWrk(base: base, path: "/v1/sessions", mode: "login", tokens: tokens, seconds: seconds, connections: 8)
+for (index, result) in try peerRow(peers, path: "/v1/sessions", mode: "login", seconds: seconds, connections: 8).enumerated() {
+    peerResults[index].append(result)
+}
 
 // scrypt alone, one thread: the ceiling of logins per core.
 let hasher = try PasswordHasher(algorithm: .scrypt(.owaspMinimum))
@@ -189,8 +163,27 @@ for (name, result) in [
     ("POST /v1/sessions (8 connections, Argon2id)", logins)
 ] {
     print(
-        "| \(name) | \(format(result.requestsPerSecond)) | \(String(format: "%.2f×", result.requestsPerSecond / floor.requestsPerSecond)) | \(milliseconds(result.p50Micros)) | \(milliseconds(result.p99Micros)) | \(result.errors) |"
+        "| \(name) | \(format(result.requestsPerSecond)) | \(ratio(result.requestsPerSecond, floor.requestsPerSecond)) | \(milliseconds(result.p50Micros)) | \(milliseconds(result.p99Micros)) | \(result.errors) |"
     )
+}
+if !peers.isEmpty {
+    print("")
+    let names = peers.map(\.name)
+    print(
+        "| workload | this project req/s | p99 | "
+            + names.map { "\($0) peer req/s | p99 | this / \($0)" }.joined(separator: " | ") + " | errors (this, " + names.joined(separator: ", ")
+            + ") |")
+    print("| --- | ---: | ---: | " + names.map { _ in "---: | ---: | ---:" }.joined(separator: " | ") + " | ---: |")
+    for (row, (name, ours)) in [
+        ("GET /v1/account", reads), ("80% GET, 20% PATCH /v1/account (durable)", mixed), ("POST /v1/sessions (8 connections, Argon2id)", logins)
+    ].enumerated() {
+        let cells = peerResults.map { results in
+            "\(format(results[row].requestsPerSecond)) | \(milliseconds(results[row].p99Micros)) | \(ratio(ours.requestsPerSecond, results[row].requestsPerSecond))"
+        }
+        let errors = ([ours.errors] + peerResults.map { $0[row].errors }).map(String.init).joined(separator: ", ")
+        print(
+            "| \(name) | \(format(ours.requestsPerSecond)) | \(milliseconds(ours.p99Micros)) | " + cells.joined(separator: " | ") + " | \(errors) |")
+    }
 }
 print("")
 print("modifications acknowledged: \(mixed.acknowledgedPatches); in the log: \(modificationsLogged)")
@@ -201,7 +194,15 @@ print(
         1_000 / argonPerSecond, argonPerSecond / hashesPerSecond))
 let lost = mixed.acknowledgedPatches > modificationsLogged
 if lost { print("LOST: acknowledged modifications missing from the log") }
+// A peer that answers errors, or otherwise than the account server, is not a fair peer.
+for (peer, results) in zip(peers, peerResults) where results.contains(where: { $0.errors > 0 }) {
+    print("UNFAIR: the \(peer.name) peer answered \(results.map(\.errors).reduce(0, +)) requests with errors")
+    unfair = true
+}
 
+for peer in peers { await peer.stop() }
 serving.cancel()
 await store.close()
-exit(lost ? 1 : 0)
+// `exit` runs no `defer` of the top-level code.
+try? FileManager.default.removeItem(at: folder)
+exit(lost || unfair ? 1 : 0)
