@@ -11,11 +11,9 @@ let package = Package(
     name: "SpeziAccountStore",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "EventLogProtocol", targets: ["EventLogProtocol"]),
         .library(name: "EventLog", targets: ["EventLog"]),
         .library(name: "PostgresEventLog", targets: ["PostgresEventLog"]),
-        .library(name: "PostgresTestServer", targets: ["PostgresTestServer"]),
         .library(name: "Projections", targets: ["Projections"]),
         .library(name: "Spezi", targets: ["Spezi"]),
         .library(name: "SpeziAccount", targets: ["SpeziAccount"]),
@@ -193,7 +191,7 @@ let package = Package(
         // and ids, headless versions of the seed's UI-test helpers. No XCTest or Testing import.
         .target(
             name: "SpeziAccountTesting",
-            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLogProtocol", "EventLogConformance"]
+            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLogProtocol", "EventLogConformance", "PostgresTestServer"]
         ),
         // Upstream's test helper for modules: dependency resolution without an app.
         .target(name: "SpeziTesting", dependencies: ["Spezi"]),

@@ -28,17 +28,19 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0")
     ],
     targets: [
+        // LMDB's C API (Debian: liblmdb-dev) for the raw-LMDB peer.
+        .systemLibrary(name: "CRawLMDB", path: "Sources/CRawLMDB", pkgConfig: "lmdb"),
         // One process, the same work on this project's log, on a raw LMDB loop and on SQLite
         // (through GRDB); prints ratios.
         .executableTarget(
             name: "peer-compare",
             dependencies: [
                 .product(name: "EventLog", package: root),
-                .product(name: "LMDB", package: root),
+                "CRawLMDB",
                 .product(name: "Projections", package: root),
                 .product(name: "SpeziAccountStore", package: root),
                 .product(name: "PostgresEventLog", package: root),
-                .product(name: "PostgresTestServer", package: root),
+                .product(name: "SpeziAccountTesting", package: root),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio")
             ],
@@ -68,7 +70,7 @@ let package = Package(
                 .product(name: "AccountServer", package: root),
                 .product(name: "SpeziAccountStore", package: root),
                 .product(name: "SpeziAccount", package: root),
-                .product(name: "PostgresTestServer", package: root)
+                .product(name: "SpeziAccountTesting", package: root)
             ],
             path: "Sources/ServerLoad"
         ),

@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-import CLMDB
+import CRawLMDB
 import Foundation
 import SpeziAccountStore
 

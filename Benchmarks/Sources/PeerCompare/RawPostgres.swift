@@ -7,7 +7,7 @@ import EventLog
 import Foundation
 import Logging
 import PostgresNIO
-import PostgresTestServer
+import SpeziAccountTesting
 
 /// The raw PostgreSQL baseline: the same events as plain rows of one table with a bigserial
 /// position (stream, type, time, payload), through postgres-nio's `PostgresClient` with bound

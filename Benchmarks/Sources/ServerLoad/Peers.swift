@@ -5,7 +5,7 @@
 
 import CRUDPeer
 import Foundation
-import PostgresTestServer
+import SpeziAccountTesting
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

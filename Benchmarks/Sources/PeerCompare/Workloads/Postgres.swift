@@ -6,7 +6,7 @@
 import EventLog
 import Foundation
 import PostgresEventLog
-import PostgresTestServer
+import SpeziAccountTesting
 import Projections
 import SpeziAccountStore
 
