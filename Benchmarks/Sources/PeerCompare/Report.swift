@@ -7,7 +7,8 @@ import Foundation
 
 /// The order of the rows.
 let workloadOrder = [
-    "single-durable", "single-relaxed", "group-1", "group-8", "group-8-batched", "group-8-handoff", "group-64", "group-64-batched",
+    "single-durable", "single-relaxed", "single-relaxed-handoff", "group-1", "group-8", "group-8-batched", "group-8-handoff", "group-64",
+    "group-64-batched",
     "group-64-handoff", "bulk", "import", "scan", "scan-checked", "replay",
     "replay-decoded", "replay-copied",
     "rebuild", "point", "point-details", "mix"
@@ -99,6 +100,10 @@ func targets(_ figures: [Figure], records: Int) -> [Target] {
         guard let ours = find(workload), let theirs = find(workload, peer), theirs.perSecond > 0 else { return nil }
         return ours.perSecond / theirs.perSecond
     }
+    func handoffRatio(_ ours: String, _ peer: String) -> Double? {
+        guard let ours = find(ours), let theirs = find(peer, .raw), theirs.perSecond > 0 else { return nil }
+        return ours.perSecond / theirs.perSecond
+    }
     func batchedRatio(_ writers: Int) -> Double? {
         guard let ours = find("group-\(writers)"), let raw = find("group-\(writers)-batched", .raw), raw.perSecond > 0 else { return nil }
         return ours.perSecond / raw.perSecond
@@ -124,6 +129,13 @@ func targets(_ figures: [Figure], records: Int) -> [Target] {
         target("64 writers ≥ 3× SQLite", ratio("group-64", .sqlite), { $0 >= 3 }, times),
         target("64 writers ≥ 0.7× raw LMDB committing 64 events per flush", batchedRatio(64), { $0 >= 0.7 }, batchedTimes(64)),
         target("8 writers ≥ 0.7× raw LMDB committing 8 events per flush", batchedRatio(8), { $0 >= 0.7 }, batchedTimes(8)),
+        target(
+            "64 writers ≥ 0.9× raw LMDB behind the same async hand-off (issue 43)", handoffRatio("group-64", "group-64-handoff"), { $0 >= 0.9 },
+            times),
+        target("64 writers ≥ 0.8× raw LMDB committing 64 events per flush (issue 43)", batchedRatio(64), { $0 >= 0.8 }, times),
+        target(
+            "1 relaxed writer ≥ 0.8× raw LMDB behind the async hand-off (issue 43)", handoffRatio("single-relaxed", "single-relaxed-handoff"),
+            { $0 >= 0.8 }, times),
         target(
             "replay ≥ 2,000,000 events/s (read in place through views)", find("replay")?.perSecond, { $0 >= 2_000_000 },
             { "\(grouped($0)) events/s (every value decoded: \(find("replay-decoded").map { grouped($0.perSecond) } ?? "—") events/s)" }),
