@@ -19,6 +19,11 @@ public struct AccountHistoryEntry: Sendable, Equatable {
         public let new: String?
 
         /// Creates a change of one key.
+        ///
+        /// - Parameters:
+        ///   - key: The identifier of the key that changed.
+        ///   - old: Its value before the event, as JSON text; nil when it had none.
+        ///   - new: Its value after the event, as JSON text; nil when the event removed it.
         public init(key: String, old: String?, new: String?) {
             self.key = key
             self.old = old
@@ -50,6 +55,8 @@ extension AccountStore {
     /// The account's stream, oldest first, with what each event changed. Works for deleted accounts
     /// too: their sealed events come back redacted.
     ///
+    /// - Parameter accountId: The account whose stream to read.
+    /// - Returns: One entry per event of the stream, in stream-version order.
     /// - Throws: ``AccountStoreError/accountNotFound(_:)`` when no stream has this account id.
     public func history(of accountId: String) async throws -> [AccountHistoryEntry] {
         let records = try await log.readStream(accountId, from: 1, limit: .max)

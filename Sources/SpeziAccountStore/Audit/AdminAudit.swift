@@ -100,6 +100,14 @@ extension AccountStore {
 
     /// Appends `action`, done by the administrator `admin`, to the audit stream (``adminStream``),
     /// durably like every account event. Its metadata's actor is `admin:<name>`.
+    ///
+    /// - Parameters:
+    ///   - action: What the administrator did.
+    ///   - admin: The administrator's name, kept in the payload and as the actor `admin:<name>`.
+    ///   - correlationID: The request the action belongs to, if any.
+    /// - Returns: The log position the entry was committed at.
+    /// - Throws: The log's `EventLogError` when the append fails (nothing is recorded then), or an
+    ///   encoding error when the action's fields cannot be written as JSON.
     @discardableResult
     public func recordAdminAction(_ action: AdminAction, by admin: String, correlationID: String? = nil) async throws -> UInt64 {
         var object = action.fields.mapValues(\.json)
@@ -113,6 +121,10 @@ extension AccountStore {
 
     /// The audit stream's most recent entries, newest first (at most `limit`); records it cannot
     /// read (written by a newer build) are left out.
+    ///
+    /// - Parameter limit: How many of the latest entries to read; zero or less reads none.
+    /// - Returns: Up to `limit` entries, newest first; empty when nothing was recorded yet.
+    /// - Throws: The log's `EventLogError` when the audit stream cannot be read.
     public func adminActions(last limit: Int = 100) async throws -> [AdminAuditEntry] {
         guard limit > 0, let version = try await log.streamVersion(Self.adminStream), version > 0 else { return [] }
         let from = version > UInt64(limit) ? version - UInt64(limit) + 1 : 1
@@ -121,6 +133,9 @@ extension AccountStore {
     }
 
     /// The latest `admin.verified` entry, or nil when the log was never verified from the console.
+    ///
+    /// - Returns: The newest entry whose action is a verification, or nil when there is none.
+    /// - Throws: The log's `EventLogError` when the audit stream cannot be read.
     public func lastVerification() async throws -> AdminAuditEntry? {
         guard var version = try await log.streamVersion(Self.adminStream) else { return nil }
         while version > 0 {

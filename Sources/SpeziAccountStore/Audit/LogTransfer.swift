@@ -37,6 +37,8 @@ public struct ExportedRecord: Codable, Sendable, Equatable {
     public let hash: String
 
     /// The exported form of `record`.
+    ///
+    /// - Parameter record: The log record to export, taken over field by field (the payload unopened).
     public init(_ record: RecordedEvent) {
         position = record.position
         stream = record.streamID
@@ -91,6 +93,14 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
 /// accounts read as redacted.
 public enum LogTransfer {
     /// Writes every record, oldest first, one JSON object per line; returns the number written.
+    ///
+    /// - Parameters:
+    ///   - log: The log to export.
+    ///   - output: The file the JSON Lines go to; it is written in chunks of about 1 MiB.
+    ///   - progress: Called after each chunk with the records written so far and the total to write.
+    /// - Returns: The number of records written: every record up to the last position when the export began.
+    /// - Throws: The log's `EventLogError` when reading fails, an encoding error, or the file handle's
+    ///   error when writing fails; what was written before stays in `output`.
     public static func export(
         _ log: any EventLogBackend, to output: FileHandle, progress: ((UInt64, UInt64) -> Void)? = nil
     ) async throws -> UInt64 {
@@ -137,6 +147,22 @@ public enum LogTransfer {
     /// All or nothing: the store is built in a folder beside `directory` (the log in a schema of
     /// its own) and moved into place only when every record checked out; a failure leaves
     /// `directory` and the target log as they were.
+    ///
+    /// - Parameters:
+    ///   - input: The JSON Lines file that `export(_:to:progress:)` wrote.
+    ///   - directory: The new store's folder: it must not exist or be empty.
+    ///   - logLocation: A `postgres://` URL to put the log into PostgreSQL, or nil for an LMDB log
+    ///     inside `directory`.
+    ///   - vaultFile: A copy of the exported store's `keys/vault`, needed when the export holds sealed
+    ///     payloads; nil gives the new store a new vault.
+    ///   - progress: Called with the number of records imported so far.
+    /// - Returns: The number of records imported.
+    /// - Throws: ``LogTransferError`` for a line that is not an exported record, records out of order,
+    ///   a chain hash that differs, a sealed record whose key `vaultFile` lacks, colliding user ids, a
+    ///   folder that is not empty or a PostgreSQL log that holds records;
+    ///   ``AccountStoreError/unsupportedLogLocation(_:)`` for a log location that is neither a
+    ///   `postgres://` URL nor nil; and file, log or key-vault errors met on the way. `directory`
+    ///   and the target log are left as they were.
     public static func importLog(
         from input: URL, into directory: String, logLocation: String? = nil, vault vaultFile: URL?,
         progress: ((UInt64) -> Void)? = nil

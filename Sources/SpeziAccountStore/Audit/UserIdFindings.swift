@@ -28,6 +28,12 @@ public struct UserIdFinding: Sendable, Equatable, CustomStringConvertible {
     public let normalizedClaimHolder: String?
 
     /// Creates a finding.
+    ///
+    /// - Parameters:
+    ///   - kind: A collision of normalized user ids, or a user id the current rule refuses.
+    ///   - accountIds: The accounts concerned, in account-id order.
+    ///   - normalizedClaimHolder: For a collision, the account holding the normalized user id's
+    ///     claim, if any of them does.
     public init(kind: Kind, accountIds: [String], normalizedClaimHolder: String? = nil) {
         self.kind = kind
         self.accountIds = accountIds
@@ -52,6 +58,11 @@ extension AccountStore {
     /// The live accounts whose user ids the current rule (``UserIdNormalization``) would not have
     /// let in: groups whose user ids normalize the same, then user ids it refuses, each in
     /// account-id order. Reads the details cache once it has applied the whole log.
+    ///
+    /// - Returns: The collisions first, then the refused user ids, each sorted by account ids; empty
+    ///   when every live user id passes the current rule.
+    /// - Throws: `ProjectionError` when the details cache cannot catch up with the log, the log's
+    ///   `EventLogError` when a claim cannot be looked up, or a read error of the cache.
     public func userIdFindings() async throws -> [UserIdFinding] {
         try await waitUntilCaughtUp()
         var groups: [String: [String]] = [:]

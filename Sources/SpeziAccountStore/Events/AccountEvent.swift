@@ -104,6 +104,8 @@ public enum AccountEvent: Sendable, Equatable {
         public var name: String { Self.names[Int(rawValue)] }
 
         /// The kind of a type name, or nil for one this version does not know.
+        ///
+        /// - Parameter name: A type name as the log records it (`account.created` …).
         public init?(name: String) {
             var name = name
             guard let kind = name.withUTF8({ Kind(nameBytes: UnsafeRawBufferPointer($0)) }) else { return nil }
@@ -111,6 +113,8 @@ public enum AccountEvent: Sendable, Equatable {
         }
 
         /// The kind of a type name given as UTF-8 bytes, or nil for one this version does not know.
+        ///
+        /// - Parameter nameBytes: The type name's UTF-8 bytes, compared byte by byte; they are not copied.
         public init?(nameBytes: UnsafeRawBufferPointer) {
             for (index, candidate) in Self.nameBytes.enumerated() where candidate.count == nameBytes.count {
                 let same = candidate.withUnsafeBytes { memcmp($0.baseAddress!, nameBytes.baseAddress!, nameBytes.count) == 0 }
@@ -169,6 +173,9 @@ public enum AccountEvent: Sendable, Equatable {
     }
 
     /// Encodes the payload (the type name and schema version travel in the log record).
+    ///
+    /// - Returns: The payload bytes at the current schema version, not sealed; empty for an event
+    ///   without fields.
     public func encodedPayload() -> [UInt8] {
         var writer = PayloadWriter()
         switch self {
@@ -212,12 +219,27 @@ public enum AccountEvent: Sendable, Equatable {
     /// Decodes a payload of the given type name at the current schema version.
     ///
     /// Older schema versions are turned into the current shape by upcasters before they reach here.
+    ///
+    /// - Parameters:
+    ///   - type: The record's type name.
+    ///   - payload: The record's payload, unsealed.
+    /// - Returns: The event the payload describes.
+    /// - Throws: ``PayloadDecodingError/unknownEventType(_:)`` for a type name this version does not
+    ///   know; another ``PayloadDecodingError`` when the payload is cut short, has bytes left over or a
+    ///   field that does not parse.
     public static func decode(type: String, payload: UnsafeRawBufferPointer) throws -> AccountEvent {
         guard let kind = Kind(name: type) else { throw PayloadDecodingError.unknownEventType(type) }
         return try decode(kind, payload: payload)
     }
 
     /// Decodes a payload of the given kind at the current schema version.
+    ///
+    /// - Parameters:
+    ///   - kind: The event type, which fixes the payload's layout.
+    ///   - payload: The record's payload, unsealed.
+    /// - Returns: The event the payload describes.
+    /// - Throws: ``PayloadDecodingError`` when the payload is cut short, has bytes left over, a length
+    ///   beyond the limits, text that is not UTF-8 or an encoding version newer than this code.
     public static func decode(_ kind: Kind, payload: UnsafeRawBufferPointer) throws -> AccountEvent {
         var reader = try PayloadReader(payload)
         let event: AccountEvent
@@ -268,6 +290,16 @@ public enum AccountEvent: Sendable, Equatable {
 
     /// Decodes a payload that may be sealed with the account's key: a sealed payload opens with the
     /// vault's key, and decodes to ``redacted(type:)`` when that key was destroyed or is missing.
+    ///
+    /// - Parameters:
+    ///   - type: The record's type name.
+    ///   - payload: The record's payload, sealed or not.
+    ///   - accountId: The account whose key seals the payload (the record's stream).
+    ///   - vault: The store's key vault; nil treats every sealed payload as unreadable.
+    /// - Returns: The event, or ``redacted(type:)`` for a sealed payload whose key is gone.
+    /// - Throws: ``PayloadDecodingError`` for an unknown type name or a payload that does not parse,
+    ///   ``KeyVaultError`` when the vault cannot be read, or an error when a sealed payload is damaged
+    ///   or fails its authentication check.
     public static func decode(type: String, payload: UnsafeRawBufferPointer, accountId: String, vault: KeyVault?) throws -> AccountEvent {
         guard let kind = Kind(name: type) else { throw PayloadDecodingError.unknownEventType(type) }
         return try decode(kind, payload: payload, accountId: accountId, vault: vault)
@@ -275,6 +307,16 @@ public enum AccountEvent: Sendable, Equatable {
 
     /// Decodes a payload of the given kind that may be sealed with the account's key (see
     /// ``decode(type:payload:accountId:vault:)``); the account id is asked for only to open a sealed payload.
+    ///
+    /// - Parameters:
+    ///   - kind: The event type, which fixes the payload's layout.
+    ///   - payload: The record's payload, sealed or not.
+    ///   - accountId: The account whose key seals the payload; evaluated only for a sealed payload.
+    ///   - vault: The store's key vault; nil treats every sealed payload as unreadable.
+    /// - Returns: The event, or ``redacted(type:)`` for a sealed payload whose key is gone.
+    /// - Throws: ``PayloadDecodingError`` for a payload that does not parse, ``KeyVaultError`` when the
+    ///   vault cannot be read, or an error when a sealed payload is damaged or fails its
+    ///   authentication check.
     public static func decode(
         _ kind: Kind, payload: UnsafeRawBufferPointer, accountId: @autoclosure () -> String, vault: KeyVault?
     ) throws -> AccountEvent {
@@ -286,6 +328,12 @@ public enum AccountEvent: Sendable, Equatable {
     }
 
     /// Decodes a payload held in an array.
+    ///
+    /// - Parameters:
+    ///   - type: The record's type name.
+    ///   - payload: The record's payload, unsealed.
+    /// - Returns: The event the payload describes.
+    /// - Throws: ``PayloadDecodingError``, for an unknown type name or a payload that does not parse.
     public static func decode(type: String, payload: [UInt8]) throws -> AccountEvent {
         try payload.withUnsafeBytes { try decode(type: type, payload: $0) }
     }

@@ -34,6 +34,9 @@ public struct AccountEventView {
     public let values: AccountValuesView
 
     /// Checks `payload` as an event of `kind` at the current schema version, without decoding it.
+    /// - Parameters:
+    ///   - kind: The event type, which fixes the payload's layout.
+    ///   - payload: The unsealed payload; it is not copied, so it must outlive the view.
     /// - Throws: ``PayloadDecodingError``, as ``AccountEvent/decode(_:payload:)`` throws it.
     public init(_ kind: AccountEvent.Kind, payload: UnsafeRawBufferPointer) throws {
         var reader = try PayloadReader(payload)
@@ -84,6 +87,9 @@ public struct AccountEventView {
     }
 
     /// Checks `payload` as an event of the type named `type` (see ``init(_:payload:)``).
+    /// - Parameters:
+    ///   - type: The record's type name.
+    ///   - payload: The unsealed payload; it is not copied, so it must outlive the view.
     /// - Throws: ``PayloadDecodingError/unknownEventType(_:)`` for a type this version does not
     ///   know, or the payload's error.
     public init(type: String, payload: UnsafeRawBufferPointer) throws {
@@ -100,6 +106,11 @@ public struct AccountEventView {
     /// ``AccountEvent/redacted(type:)``). The view is valid only during the call. A record written
     /// with an older key-set version carries its values as they were written:
     /// ``SchemaEvolution`` upcasts decoded events (``AccountLog/event(from:)``), not views.
+    /// - Parameters:
+    ///   - record: The log record to read.
+    ///   - vault: The store's key vault, to open sealed payloads; nil reads them as redacted.
+    ///   - body: Gets the view; it must not keep it beyond the call.
+    /// - Returns: What `body` returns.
     /// - Throws: ``PayloadDecodingError``, including ``PayloadDecodingError/unknownEventType(_:)``
     ///   for a type this version does not know; the vault's or the seal's error; or what `body`
     ///   throws.
@@ -160,6 +171,10 @@ public struct AccountEventView {
     }
 
     /// The whole event, decoded (what ``AccountEvent/decode(_:payload:)`` returns for the bytes).
+    ///
+    /// - Returns: The decoded event, or ``AccountEvent/redacted(type:)`` for a view that ``isRedacted``.
+    /// - Throws: ``PayloadDecodingError`` when a field fails to decode (the view checked the layout
+    ///   only).
     public func event() throws -> AccountEvent {
         if isRedacted { return .redacted(type: kind.name) }
         return try AccountEvent.decode(kind, payload: payload)
@@ -187,6 +202,9 @@ public struct AccountValuesView {
 
     /// Calls `body` with each entry's identifier (UTF-8) and encoded value, in place: nothing is
     /// copied or allocated. The buffers are valid only during the call.
+    ///
+    /// - Parameter body: Gets each entry's identifier and encoded value; it must not keep the buffers.
+    /// - Throws: Only what `body` throws; iteration stops there.
     public func forEachEntry(_ body: (_ identifier: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
         var at = offset
         guard count > 0 else { return }
@@ -199,6 +217,9 @@ public struct AccountValuesView {
     }
 
     /// The encoded value for `identifier`, or nil when the event does not carry one.
+    ///
+    /// - Parameter identifier: The key identifier to look up.
+    /// - Returns: A copy of the last entry's encoded value for `identifier`, or nil.
     public subscript(identifier: String) -> Data? {
         var wanted = identifier
         return wanted.withUTF8 { wanted in
@@ -219,6 +240,9 @@ public struct AccountValuesView {
     }
 
     /// The values as the decoded event holds them.
+    ///
+    /// - Returns: Every identifier with its encoded value (a repeated identifier keeps its last
+    ///   value); empty when the event carries none.
     public func dictionary() -> EncodedAccountValues {
         guard count > 0 else { return [:] }
         var reader = PayloadReader(checked: payload, at: offset)

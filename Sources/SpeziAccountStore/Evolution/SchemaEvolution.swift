@@ -57,6 +57,11 @@ public struct SchemaEvolution: Sendable {
     public init() {}
 
     /// Registers a change introduced by key-set `version` (2 or more; versions may repeat).
+    ///
+    /// - Parameters:
+    ///   - version: The key-set version that introduces the change; version 1 is the original set, so
+    ///     it must be 2 or more (a smaller one stops the program).
+    ///   - change: The rename, retyping or removal of a key.
     public mutating func add(version: Int, _ change: Change) {
         precondition(version >= 2, "key-set version 1 is the original; changes start at 2")
         changes.append((version, change))
@@ -65,6 +70,12 @@ public struct SchemaEvolution: Sendable {
 
     /// The values as the current key set expects them, from values written under `version`.
     /// Identifiers no change mentions (including unknown ones) pass through unchanged.
+    ///
+    /// - Parameters:
+    ///   - values: Encoded values as an event of key-set `version` holds them.
+    ///   - version: The key-set version the values were written under; only later changes apply.
+    /// - Returns: The values with every later change applied, in version order.
+    /// - Throws: ``UpcastError`` when a retyping's transform fails on a stored value.
     public func upcast(_ values: EncodedAccountValues, writtenAt version: Int) throws -> EncodedAccountValues {
         var values = values
         for (changeVersion, change) in changes where changeVersion > version {
@@ -87,6 +98,11 @@ public struct SchemaEvolution: Sendable {
     }
 
     /// Upcasts the identifiers of removed keys (`account.details-modified` lists them).
+    ///
+    /// - Parameters:
+    ///   - identifiers: The removed identifiers as the event lists them.
+    ///   - version: The key-set version the event was written under; only later changes apply.
+    /// - Returns: The identifiers renamed as later changes say, without those of removed keys.
     public func upcast(removed identifiers: [String], writtenAt version: Int) -> [String] {
         var identifiers = identifiers
         for (changeVersion, change) in changes where changeVersion > version {
@@ -103,6 +119,13 @@ public struct SchemaEvolution: Sendable {
     }
 
     /// Upcasts a whole event's values.
+    ///
+    /// - Parameters:
+    ///   - event: A decoded event.
+    ///   - version: The key-set version the event was written under (its record's metadata says which).
+    /// - Returns: The event with its values and removed identifiers upcast; the event itself when it
+    ///   was written under the current version or carries no values.
+    /// - Throws: ``UpcastError`` when a retyping's transform fails on one of its values.
     public func upcast(_ event: AccountEvent, writtenAt version: Int) throws -> AccountEvent {
         guard version < currentVersion else { return event }
         switch event {

@@ -18,6 +18,11 @@ public struct AccountLog: Sendable {
     public let vault: KeyVault?
 
     /// Account streams on `log`, read through `evolution`, with payloads sealed by `vault` when it is given.
+    ///
+    /// - Parameters:
+    ///   - log: The event log that holds the account streams.
+    ///   - evolution: The key changes to apply when reading; none by default.
+    ///   - vault: The key vault to seal personal data with, or nil to write it in the clear.
     public init(log: any EventLogBackend, evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.log = log
         self.evolution = evolution
@@ -26,17 +31,26 @@ public struct AccountLog: Sendable {
 
     /// A user id as it is compared: the profile of ``UserIdNormalization`` (NFKC, full case
     /// folding, NFKC, trimmed).
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: Its normalized form, the one uniqueness is checked on.
     public static func normalizedUserId(_ userId: String) -> String {
         UserIdNormalization.normalized(userId)
     }
 
     /// The claim that keeps a user id unique, without a vault: the normalized user id in the clear.
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: `userid:` followed by the normalized user id.
     public static func userIdClaim(_ userId: String) -> String {
         "userid:" + normalizedUserId(userId)
     }
 
     /// The claim that keeps a user id unique. With a vault it is an HMAC-SHA256 of the normalized
     /// user id under the vault's claim secret, so no e-mail address is stored in the clear.
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: The claim name: `userid:` and the normalized user id, or its HMAC in hex with a vault.
     public func claim(forUserId userId: String) -> String {
         claim(ofNormalized: Self.normalizedUserId(userId))
     }
@@ -45,12 +59,18 @@ public struct AccountLog: Sendable {
     /// trimmed and `lowercased()`. Accounts created then hold this claim; it equals
     /// ``claim(forUserId:)`` for most user ids (those that are NFKC, with no letter that case
     /// folding maps other than `lowercased()` does).
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: The claim name of the older form: in the clear without a vault, an HMAC in hex with one.
     public func legacyClaim(forUserId userId: String) -> String {
         claim(ofNormalized: UserIdNormalization.legacyNormalized(userId))
     }
 
     /// The claims an account with this user id may hold: the current one and, when it differs,
     /// the one written before ``UserIdNormalization``. What a change of user id or a deletion releases.
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: One claim name, or two when the older form differs from the current one.
     public func claims(forUserId userId: String) -> Set<String> {
         [claim(forUserId: userId), legacyClaim(forUserId: userId)]
     }
@@ -63,6 +83,19 @@ public struct AccountLog: Sendable {
 
     /// Appends events to an account's stream. Every event records the actor, the correlation id and
     /// the key-set version it was written under.
+    ///
+    /// - Parameters:
+    ///   - events: The events to append, in order; they are committed together or not at all.
+    ///   - accountId: The account, whose id is the stream id.
+    ///   - expectedVersion: The stream version the append requires (optimistic concurrency).
+    ///   - metadata: The actor and correlation id to record; the key-set version is added to it.
+    ///   - claims: Unique keys (user-id claims) the stream takes with this append.
+    ///   - releases: Claims the stream gives up with this append.
+    /// - Returns: What the log reports: the positions of the first and last event, and the stream's
+    ///   version after the append.
+    /// - Throws: The log's `EventLogError`: `wrongExpectedVersion` when the stream is not at
+    ///   `expectedVersion`, `claimTaken` when another stream holds one of `claims`, or a storage
+    ///   failure; ``KeyVaultError`` when the account's key cannot be made. Nothing is appended then.
     @discardableResult
     public func append(
         _ events: [AccountEvent], to accountId: String, expectedVersion: ExpectedVersion,
@@ -102,6 +135,12 @@ public struct AccountLog: Sendable {
     }
 
     /// Decodes a record into an account event in the current shape.
+    ///
+    /// - Parameter record: A record of an account stream.
+    /// - Returns: The decoded event in the current key set's shape, or ``AccountEvent/redacted(type:)``
+    ///   when its sealed payload can no longer be opened.
+    /// - Throws: ``PayloadDecodingError`` for a payload that does not parse, ``KeyVaultError`` when the
+    ///   vault cannot be read, an error for a damaged seal, or ``SchemaEvolution/UpcastError``.
     public func event(from record: RecordedEvent) throws -> AccountEvent {
         let event = try record.payload.withUnsafeBytes {
             try AccountEvent.decode(type: record.type, payload: $0, accountId: record.streamID, vault: vault)
@@ -111,11 +150,24 @@ public struct AccountLog: Sendable {
     }
 
     /// The account's current state from its whole stream, or nil when it never existed.
+    ///
+    /// - Parameter accountId: The account, whose id is the stream id.
+    /// - Returns: The state folded from every event of the stream, or nil for a stream with no events.
+    /// - Throws: The log's `EventLogError` when the stream cannot be read, or the decoding errors of
+    ///   ``event(from:)``.
     public func load(_ accountId: String) async throws -> AccountState? {
         try await load(accountId, throughVersion: .max)
     }
 
     /// The account's state after the events up to stream version `version`, or nil when it did not exist then.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account, whose id is the stream id.
+    ///   - version: The last stream version to fold in; zero gives nil.
+    /// - Returns: The state as of `version`, or nil when no event up to it exists (also for an account
+    ///   id the log could not hold: empty, longer than 400 bytes or with a NUL byte).
+    /// - Throws: The log's `EventLogError` when the stream cannot be read, or the decoding errors of
+    ///   ``event(from:)``.
     public func load(_ accountId: String, throughVersion version: UInt64) async throws -> AccountState? {
         guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0), version > 0 else { return nil }
         var state: AccountState?
@@ -136,6 +188,10 @@ public struct AccountLog: Sendable {
     /// those), and every other spelling of a user id finds the account that holds the normalized
     /// one. A user id the store refuses (``UserIdNormalization/refusal(of:)``) is looked up only
     /// under the older claim: it finds an account only if one was created with it before.
+    ///
+    /// - Parameter userId: A user id in any spelling.
+    /// - Returns: The id of the account holding the user id's claim, or nil when none does.
+    /// - Throws: The log's `EventLogError` when a claim cannot be looked up.
     public func accountId(forUserId userId: String) async throws -> String? {
         let legacy = legacyClaim(forUserId: userId)
         guard UserIdNormalization.isAcceptable(userId) else { return try await log.claimOwner(legacy) }

@@ -57,6 +57,9 @@ public enum UserIdNormalization {
     }
 
     /// The normalized user id (the profile above). It is defined for every string, refused or not.
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: The user id after the profile's rounds, repeated (at most four times) until stable.
     public static func normalized(_ userId: String) -> String {
         var current = userId
         for _ in 0..<4 {
@@ -68,6 +71,9 @@ public enum UserIdNormalization {
     }
 
     /// The form claims were written in before this profile: trimmed and `lowercased()`.
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: The user id without white space at its ends, lowercased.
     public static func legacyNormalized(_ userId: String) -> String {
         userId.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
@@ -75,6 +81,9 @@ public enum UserIdNormalization {
     /// Why the store refuses `userId` for a new account or a changed user id, or nil when it takes it.
     /// The characters are checked in the user id as given (without white space at its ends) and in
     /// its normalized form; the scripts in the normalized form.
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: The first rule it breaks, or nil when the store accepts it.
     public static func refusal(of userId: String) -> Refusal? {
         let folded = Self.normalized(userId)
         if folded.isEmpty { return .empty }
@@ -95,6 +104,9 @@ public enum UserIdNormalization {
     }
 
     /// Whether the store takes `userId` (``refusal(of:)`` is nil).
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: True when the store accepts it for a new account or a change of user id.
     public static func isAcceptable(_ userId: String) -> Bool {
         refusal(of: userId) == nil
     }

@@ -23,6 +23,10 @@ public struct AccountDetailsProjection: Projection {
     public let vault: KeyVault?
 
     /// A details cache reading events through `evolution`, sealing states with `vault` when given.
+    ///
+    /// - Parameters:
+    ///   - evolution: The key changes to apply to old events; none by default.
+    ///   - vault: The key vault whose keys seal the cached states, or nil to cache them in the clear.
     public init(evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.evolution = evolution
         self.vault = vault
@@ -43,6 +47,15 @@ public struct AccountDetailsProjection: Projection {
     /// This is the rebuild's inner loop: the type is matched on its bytes, and an account already
     /// in the batch is changed in place, found by a key that needs no allocation; the account id
     /// becomes a String only for a state the batch does not hold yet.
+    ///
+    /// - Parameters:
+    ///   - record: The next record of the log; records of types this build does not know are skipped.
+    ///   - state: The projection's storage, read for an account the batch does not hold yet.
+    ///   - batch: The states changed so far in this batch; the record's account is updated in it.
+    /// - Throws: ``PayloadDecodingError`` for a payload that does not parse,
+    ///   ``SchemaEvolution/UpcastError`` when an upcast fails, ``KeyVaultError`` when a key cannot be
+    ///   read or a deleted account's key cannot be shredded, or the storage's read error. The
+    ///   projection stops at the record then.
     public func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Batch) throws {
         // Types this build does not know (written by a newer one) stay in the log for the build
         // that knows them; they never stop the cache.
@@ -81,9 +94,16 @@ public struct AccountDetailsProjection: Projection {
     }
 
     /// A fresh, empty batch.
+    ///
+    /// - Returns: A batch that holds no states.
     public func makeBatchState() -> Batch { Batch() }
 
     /// Writes the batch's changed states.
+    ///
+    /// - Parameters:
+    ///   - batch: The states the batch changed; it is emptied.
+    ///   - state: The projection's storage, which the states are written to (sealed when there is a key).
+    /// - Throws: The storage's write error, or ``KeyVaultError`` when a key cannot be read.
     public func finishBatch(_ batch: inout Batch, state: ProjectionState) throws {
         for (key, next) in batch.states {
             try state.put("accounts", key: key.bytes, value: try Self.encodeState(next, vault: vault))
@@ -182,6 +202,16 @@ public struct AccountDetailsProjection: Projection {
     }
 
     /// Reads one account's state from the store's serving generation.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account to read.
+    ///   - store: The projection store that runs this projection.
+    ///   - vault: The key vault that opens sealed states; without it, or without the account's key, a
+    ///     sealed state reads as a deleted account without details.
+    /// - Returns: The cached state, deleted accounts included, or nil when the cache has no entry.
+    /// - Throws: `ProjectionError` when the store is closed or does not run this projection,
+    ///   ``PayloadDecodingError`` for a stored state that does not parse, ``KeyVaultError``, or an
+    ///   error for a damaged seal.
     public static func state(of accountId: String, in store: ProjectionStore, vault: KeyVault? = nil) throws -> AccountState? {
         try store.read(projectionName) { state in
             try state.get("accounts", key: Array(accountId.utf8)).map { try decodeState($0, accountId: accountId, vault: vault) }
@@ -189,6 +219,13 @@ public struct AccountDetailsProjection: Projection {
     }
 
     /// Calls `body` with every account's state, in account-id order.
+    ///
+    /// - Parameters:
+    ///   - store: The projection store that runs this projection.
+    ///   - vault: The key vault that opens sealed states (see `state(of:in:vault:)`).
+    ///   - body: Called with each account's state.
+    /// - Throws: What `body` throws (which stops the iteration), or the errors of reading a state
+    ///   (see `state(of:in:vault:)`).
     public static func forEachAccount(in store: ProjectionStore, vault: KeyVault? = nil, _ body: (AccountState) throws -> Void) throws {
         try store.read(projectionName) { state in
             try state.forEach("accounts") { key, value in

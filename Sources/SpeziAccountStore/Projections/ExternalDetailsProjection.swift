@@ -22,6 +22,10 @@ public struct ExternalDetailsProjection: Projection {
     public let vault: KeyVault?
 
     /// A view of external values reading events through `evolution`, sealing values with `vault` when given.
+    ///
+    /// - Parameters:
+    ///   - evolution: The key changes to apply to old events; none by default.
+    ///   - vault: The key vault whose keys seal the stored values, or nil to store them in the clear.
     public init(evolution: SchemaEvolution = SchemaEvolution(), vault: KeyVault? = nil) {
         self.evolution = evolution
         self.vault = vault
@@ -35,6 +39,14 @@ public struct ExternalDetailsProjection: Projection {
     public var databaseNames: [String] { ["external"] }
 
     /// Applies one `external.*` record to its account's values.
+    ///
+    /// - Parameters:
+    ///   - record: The next record of the log; only external-details records and deletions count.
+    ///   - state: The projection's storage, which holds each account's values.
+    ///   - batch: Unused: the view keeps no state between records.
+    /// - Throws: ``PayloadDecodingError`` for a payload that does not parse,
+    ///   ``SchemaEvolution/UpcastError`` when an upcast fails, ``KeyVaultError`` when a key cannot be
+    ///   read, or the storage's error. The projection stops at the record then.
     public func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
         let type = record.type
         guard type == "external.details-modified" || type == "external.details-erased" || type == "account.deleted" else { return }
@@ -57,6 +69,15 @@ public struct ExternalDetailsProjection: Projection {
     }
 
     /// The externally stored values of one account (empty when none are stored).
+    ///
+    /// - Parameters:
+    ///   - accountId: The account to read.
+    ///   - store: The projection store that runs this projection.
+    ///   - vault: The key vault that opens sealed values; values whose key is gone read as none.
+    /// - Returns: The stored values by key identifier, still encoded.
+    /// - Throws: `ProjectionError` when the store is closed or does not run this projection,
+    ///   ``PayloadDecodingError`` for stored values that do not parse, ``KeyVaultError``, or an error
+    ///   for a damaged seal.
     public static func values(of accountId: String, in store: ProjectionStore, vault: KeyVault? = nil) throws -> EncodedAccountValues {
         try store.read(projectionName) { state in
             try state.get("external", key: Array(accountId.utf8)).map { try decodeValues($0, accountId: accountId, vault: vault) } ?? [:]

@@ -81,6 +81,8 @@ public struct NotificationFolds: Sendable {
     let limit: Int
 
     /// Empty folds that keep at most `limit` accounts' states.
+    ///
+    /// - Parameter limit: The most accounts whose states are kept; values below 1 count as 1.
     public init(limit: Int = 4_096) {
         self.limit = max(1, limit)
     }
@@ -112,6 +114,12 @@ public struct NotificationFolds: Sendable {
 
 extension AccountStore {
     /// The notifications derived from the log after `position` (default: from now on), live.
+    ///
+    /// - Parameter position: The log position after which to start, or nil for the log's last
+    ///   position when this is called.
+    /// - Returns: A sequence of the notifications of every account, as records arrive.
+    /// - Throws: The log's `EventLogError` when its last position cannot be read (only when `position`
+    ///   is nil).
     public func notifications(after position: UInt64? = nil) async throws -> AccountNotificationFeed {
         if let position { return AccountNotificationFeed(store: self, after: position) }
         return AccountNotificationFeed(store: self, after: try await log.lastPosition())
@@ -119,6 +127,14 @@ extension AccountStore {
 
     /// One account's notifications after `position` (default: from now on), live: what a client
     /// signed in to that account would be told, including changes made by other processes.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account whose notifications to deliver; other streams are skipped.
+    ///   - position: The log position after which to start, or nil for the log's last position when
+    ///     this is called.
+    /// - Returns: A sequence of that account's notifications, as records arrive.
+    /// - Throws: The log's `EventLogError` when its last position cannot be read (only when `position`
+    ///   is nil).
     public func notifications(of accountId: String, after position: UInt64? = nil) async throws -> AccountNotificationFeed {
         let start: UInt64
         if let position { start = position } else { start = try await log.lastPosition() }
@@ -127,6 +143,11 @@ extension AccountStore {
 
     /// The notifications one record stands for (none for most security and external events), for
     /// a consumer that reads the log itself.
+    ///
+    /// - Parameter record: A record of the log.
+    /// - Returns: The notifications it stands for, empty for a type this build does not know.
+    /// - Throws: The decoding errors of ``AccountLog/event(from:)``, the log's `EventLogError` when
+    ///   the account's earlier stream must be read, or an error turning a state into details.
     public func notifications(for record: RecordedEvent) async throws -> [LoggedNotification] {
         var folds = NotificationFolds()
         return try await notifications(for: record, folds: &folds)
@@ -134,6 +155,13 @@ extension AccountStore {
 
     /// ``notifications(for:)`` that carries the accounts' states in `folds` from record to record:
     /// a reader that goes through the log in order takes one fold step per record.
+    ///
+    /// - Parameters:
+    ///   - record: A record of the log.
+    ///   - folds: The states of the accounts met so far; updated with this record's account.
+    /// - Returns: The notifications it stands for, empty for a type this build does not know.
+    /// - Throws: The decoding errors of ``AccountLog/event(from:)``, the log's `EventLogError` when
+    ///   the account's earlier stream must be read, or an error turning a state into details.
     public func notifications(for record: RecordedEvent, folds: inout NotificationFolds) async throws -> [LoggedNotification] {
         guard AccountEvent.currentSchemaVersions[record.type] != nil else {
             folds.forget(record.streamID)

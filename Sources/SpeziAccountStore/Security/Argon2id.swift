@@ -25,6 +25,11 @@ public struct Argon2idParameters: Sendable, Hashable, CustomStringConvertible {
     public static let insecureTesting = Argon2idParameters(memoryKiB: 64, iterations: 1, parallelism: 1)
 
     /// Creates parameters.
+    ///
+    /// - Parameters:
+    ///   - memoryKiB: The memory each hash fills, in KiB.
+    ///   - iterations: The number of passes over that memory.
+    ///   - parallelism: The number of lanes.
     public init(memoryKiB: Int, iterations: Int, parallelism: Int) {
         self.memoryKiB = memoryKiB
         self.iterations = iterations
@@ -32,6 +37,9 @@ public struct Argon2idParameters: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether these parameters cost an attacker at least as much as `other` in every dimension.
+    ///
+    /// - Parameter other: The parameters to compare with (OWASP's first choice, say).
+    /// - Returns: True when memory, passes and lanes are each no lower than those of `other`.
     public func isAtLeast(_ other: Argon2idParameters) -> Bool {
         memoryKiB >= other.memoryKiB && iterations >= other.iterations && parallelism >= other.parallelism
     }

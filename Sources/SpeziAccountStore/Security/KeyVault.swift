@@ -89,6 +89,14 @@ public final class KeyVault: Sendable {
 
     /// Opens the vault file at `path`. A missing vault is created (with a new claim secret and id)
     /// when `create` is true, and refused with ``KeyVaultError/missing(path:)`` otherwise.
+    ///
+    /// - Parameters:
+    ///   - path: The vault file.
+    ///   - create: Whether to create the file when there is none.
+    /// - Throws: ``KeyVaultError/missing(path:)`` when there is no file and `create` is false;
+    ///   ``KeyVaultError/cannotOpen(path:errno:)`` when it cannot be opened or created;
+    ///   ``KeyVaultError/notAVault(path:reason:)`` when the file is not a key vault;
+    ///   ``KeyVaultError/io(path:operation:errno:)`` when reading or locking it fails.
     public convenience init(path: String, create: Bool = true) throws {
         try self.init(storage: FileVaultStorage(path: path, create: create))
     }
@@ -180,16 +188,30 @@ public final class KeyVault: Sendable {
     }
 
     /// The account's key, or nil when it has none or it was shredded.
+    ///
+    /// - Parameter accountId: The account whose key to look up.
+    /// - Returns: The live key, or nil when the account has no slot or its key was destroyed.
+    /// - Throws: ``KeyVaultError`` when new slots cannot be read from the vault's storage.
     public func key(for accountId: String) throws -> SymmetricKey? {
         try entry(accountId)?.key
     }
 
     /// Whether the vault has a slot for the account (a live or a destroyed key).
+    ///
+    /// - Parameter accountId: The account to look up.
+    /// - Returns: True when a slot names the account, whatever the state of its key.
+    /// - Throws: ``KeyVaultError`` when new slots cannot be read from the vault's storage.
     public func hasSlot(_ accountId: String) throws -> Bool {
         try entry(accountId) != nil
     }
 
     /// Whether the account's key was destroyed (or is being destroyed).
+    ///
+    /// - Parameter accountId: The account to look up; its slot is read again from the storage.
+    /// - Returns: True when the key is destroyed or marked for destruction; false for a live key or an
+    ///   account without a slot.
+    /// - Throws: ``KeyVaultError/damagedSlot(path:slot:)`` when the slot fails its checks, or another
+    ///   ``KeyVaultError`` when the storage cannot be locked or read.
     public func isShredded(_ accountId: String) throws -> Bool {
         try withFile(exclusive: true) { (try currentEntry(accountId)?.state ?? .live) != .live }
     }
@@ -207,6 +229,12 @@ public final class KeyVault: Sendable {
 
     /// The account's key, created (and flushed) when it has none yet. Readers of other keys are
     /// not held up by the flush.
+    ///
+    /// - Parameter accountId: The account whose key to return or make.
+    /// - Returns: The account's key: the existing one, or a new random 256-bit key, durable on return.
+    /// - Throws: ``KeyVaultError/accountIdTooLong(_:)`` for an account id longer than a slot holds;
+    ///   ``KeyVaultError/notAVault(path:reason:)`` when the account's key was destroyed already; or a
+    ///   ``KeyVaultError`` when the storage cannot be locked, read or written.
     public func makeKey(for accountId: String) throws -> SymmetricKey {
         let id = Array(accountId.utf8)
         guard id.count <= Self.maxAccountIdBytes else { throw KeyVaultError.accountIdTooLong(accountId) }
@@ -240,6 +268,11 @@ public final class KeyVault: Sendable {
     }
 
     /// Keys for many new accounts at once, written with one flush (bulk imports, benchmarks).
+    ///
+    /// - Parameter accountIds: The accounts; those with a slot already, and repeats, are skipped.
+    /// - Throws: ``KeyVaultError/accountIdTooLong(_:)`` before anything is written when an account id
+    ///   is longer than a slot holds, or a ``KeyVaultError`` when the storage cannot be locked, read or
+    ///   written.
     public func makeKeys(for accountIds: [String]) throws {
         for accountId in accountIds where accountId.utf8.count > Self.maxAccountIdBytes { throw KeyVaultError.accountIdTooLong(accountId) }
         let added = try withFile(exclusive: true) { () throws -> [(String, Entry)] in
@@ -268,6 +301,10 @@ public final class KeyVault: Sendable {
 
     /// Overwrites the account's key with zeros and flushes it. Idempotent, and cheap when this
     /// process already knows the key is gone (replays call it for every deletion they meet).
+    ///
+    /// - Parameter accountId: The account whose key to destroy; nothing happens when it has no slot.
+    /// - Throws: ``KeyVaultError/damagedSlot(path:slot:)`` when the slot fails its checks, or another
+    ///   ``KeyVaultError`` when the storage cannot be locked, read or written.
     public func shred(_ accountId: String) throws {
         if cache.withLock({ $0.byAccount[accountId]?.state == .shredded }) { return }
         try change(accountId, from: [.live, .shredding], to: .shredded)
@@ -326,6 +363,10 @@ public final class KeyVault: Sendable {
     /// Copies the vault to `destination` (a new vault file, whatever the vault's own storage)
     /// while holding its lock, so that no slot is copied half-written; the copy is flushed before
     /// this returns.
+    ///
+    /// - Parameter destination: The path of the copy; no file may exist there yet.
+    /// - Throws: ``KeyVaultError/cannotOpen(path:errno:)`` when the file cannot be created (one
+    ///   exists already, say), or a ``KeyVaultError`` when reading the vault or writing the copy fails.
     public func copy(to destination: String) throws {
         try withFile(exclusive: false) {
             let bytes = try storage.readHeader() + storage.readSlots(from: 0)

@@ -32,6 +32,14 @@ public struct LoginThrottling: Sendable, Equatable {
 
     /// Five failures per client lock it for five minutes; past 20 failures of a user id, one check
     /// every 2 s, waiting at most 10 s.
+    ///
+    /// - Parameters:
+    ///   - attemptsPerClient: Failures in a row from one client that lock it; at least 1.
+    ///   - lockDuration: How long the lock lasts.
+    ///   - accountWideAttempts: Failures in a row for one user id, from any client, after which its
+    ///     checks are spaced out; at least 1.
+    ///   - slowdownInterval: The spacing of those checks.
+    ///   - maximumWait: The longest a request waits for its turn before it is turned away.
     public init(
         attemptsPerClient: Int = 5, lockDuration: Duration = .seconds(300), accountWideAttempts: Int = 20,
         slowdownInterval: Duration = .seconds(2), maximumWait: Duration = .seconds(10)

@@ -26,6 +26,11 @@ public struct ScryptParameters: Sendable, Hashable, CustomStringConvertible {
     public static let insecureTesting = ScryptParameters(logN: 10, blockSize: 8, parallelism: 1)
 
     /// Creates parameters: cost 2^`logN`, block size `blockSize`, parallelism `parallelism`.
+    ///
+    /// - Parameters:
+    ///   - logN: The base-2 logarithm of the cost N.
+    ///   - blockSize: The block size r.
+    ///   - parallelism: The parallelism p.
     public init(logN: Int, blockSize: Int, parallelism: Int) {
         self.logN = logN
         self.blockSize = blockSize
@@ -38,6 +43,10 @@ public struct ScryptParameters: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether these parameters are at least as strong as `other` in every dimension that costs an attacker.
+    ///
+    /// - Parameter other: The parameters to compare with (OWASP's minimum, say).
+    /// - Returns: True when the cost, the block size and the parallelism are each no lower than those
+    ///   of `other`.
     public func isAtLeast(_ other: ScryptParameters) -> Bool {
         logN >= other.logN && blockSize >= other.blockSize && parallelism >= other.parallelism
     }
@@ -120,6 +129,11 @@ public struct PasswordHasher: Sendable {
     /// - Parameters:
     ///   - algorithm: how new hashes are made; defaults to Argon2id at OWASP's first choice.
     ///   - allowingWeakParameters: must be `true` for parameters below OWASP's recommendation (tests only).
+    /// - Throws: ``PasswordHashingError/invalidParameters(_:)`` or
+    ///   ``PasswordHashingError/invalidArgon2Parameters(_:)`` for parameters out of range;
+    ///   ``PasswordHashingError/parametersBelowMinimum(_:)`` or
+    ///   ``PasswordHashingError/argon2ParametersBelowMinimum(_:)`` for weak parameters when
+    ///   `allowingWeakParameters` is false.
     public init(algorithm: PasswordAlgorithm = .recommended, allowingWeakParameters: Bool = false) throws {
         switch algorithm {
         case let .scrypt(parameters):
@@ -140,11 +154,18 @@ public struct PasswordHasher: Sendable {
     /// - Parameters:
     ///   - parameters: the scrypt cost.
     ///   - allowingWeakParameters: must be `true` for parameters below OWASP's minimum (tests only).
+    /// - Throws: ``PasswordHashingError/invalidParameters(_:)`` for parameters out of range, or
+    ///   ``PasswordHashingError/parametersBelowMinimum(_:)`` for weak ones when
+    ///   `allowingWeakParameters` is false.
     public init(parameters: ScryptParameters, allowingWeakParameters: Bool = false) throws {
         try self.init(algorithm: .scrypt(parameters), allowingWeakParameters: allowingWeakParameters)
     }
 
     /// Hashes `password` with a fresh random salt.
+    ///
+    /// - Parameter password: The password in the clear.
+    /// - Returns: The PHC string to store: algorithm, parameters, salt and derived key.
+    /// - Throws: ``PasswordHashingError/derivationFailed(_:)`` when the key derivation fails.
     public func hash(_ password: String) throws -> String {
         var generator = SystemRandomNumberGenerator()
         let salt = (0..<Self.saltLength).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
@@ -152,6 +173,12 @@ public struct PasswordHasher: Sendable {
     }
 
     /// Hashes `password` with the given salt (deterministic; for tests and for verification).
+    ///
+    /// - Parameters:
+    ///   - password: The password in the clear.
+    ///   - salt: The salt to use as given.
+    /// - Returns: The PHC string to store: algorithm, parameters, salt and derived key.
+    /// - Throws: ``PasswordHashingError/derivationFailed(_:)`` when the key derivation fails.
     public func hash(_ password: String, salt: [UInt8]) throws -> String {
         switch algorithm {
         case let .scrypt(parameters):
@@ -166,6 +193,16 @@ public struct PasswordHasher: Sendable {
     /// Checks `password` against a stored hash string, comparing in constant time.
     ///
     /// The work done depends only on the stored parameters, never on how much of the key matches.
+    ///
+    /// - Parameters:
+    ///   - password: The password in the clear, as entered.
+    ///   - stored: A hash string of either algorithm, as ``hash(_:)`` made it.
+    /// - Returns: True when the password derives the stored key under the stored parameters.
+    /// - Throws: ``PasswordHashingError/malformedHash(_:)`` for a string that is not a hash this type
+    ///   reads, ``PasswordHashingError/invalidParameters(_:)`` or
+    ///   ``PasswordHashingError/invalidArgon2Parameters(_:)`` when its parameters are out of range,
+    ///   or ``PasswordHashingError/derivationFailed(_:)`` when the derivation fails. A wrong
+    ///   password is not an error: it returns false.
     public func verify(_ password: String, against stored: String) throws -> Bool {
         let parsed = try Self.parse(stored)
         let key: [UInt8]
@@ -178,6 +215,12 @@ public struct PasswordHasher: Sendable {
 
     /// Whether `stored` was made with the other algorithm, or with weaker parameters than this
     /// hasher's, so a successful login should store a fresh hash.
+    ///
+    /// - Parameter stored: A hash string of either algorithm.
+    /// - Returns: True when a fresh hash with this hasher's algorithm and parameters should replace it.
+    /// - Throws: ``PasswordHashingError/malformedHash(_:)`` for a string that is not a hash this type
+    ///   reads, ``PasswordHashingError/invalidParameters(_:)`` or
+    ///   ``PasswordHashingError/invalidArgon2Parameters(_:)`` when its parameters are out of range.
     public func needsRehash(_ stored: String) throws -> Bool {
         switch (try Self.parse(stored).algorithm, algorithm) {
         case let (.scrypt(old), .scrypt(new)): !old.isAtLeast(new)
@@ -187,6 +230,9 @@ public struct PasswordHasher: Sendable {
     }
 
     /// Whether a string looks like a hash this type produced (used to refuse plaintext in the log).
+    ///
+    /// - Parameter string: The string to look at.
+    /// - Returns: True when it parses as an Argon2id or scrypt hash string.
     public static func isHashString(_ string: String) -> Bool {
         (try? parse(string)) != nil
     }

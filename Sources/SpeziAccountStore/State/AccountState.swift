@@ -35,6 +35,15 @@ public struct AccountState: Sendable, Equatable {
     public internal(set) var sessions: [String: Int64] = [:]
 
     /// The state after an `account.created` event.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account's id (its stream id).
+    ///   - userId: The user id it was created with.
+    ///   - passwordHash: The stored hash string of its password, or nil for an anonymous account.
+    ///   - isAnonymous: Whether it was created by an anonymous sign-in.
+    ///   - values: Its other values, encoded, by key identifier.
+    ///   - version: The stream version of the event (1 for a new stream).
+    ///   - time: When the log committed the event; both dates of the state start there.
     public init(
         accountId: String, userId: String, passwordHash: String?, isAnonymous: Bool, values: EncodedAccountValues, version: UInt64, at time: Date
     ) {
@@ -53,6 +62,15 @@ public struct AccountState: Sendable, Equatable {
 
     /// Applies the next event of the stream; `nil` state plus `account.created` makes a new one.
     /// Returns nil when the event cannot start an account.
+    ///
+    /// - Parameters:
+    ///   - event: The next event of the account's stream.
+    ///   - state: The state before it, or nil before the first event.
+    ///   - accountId: The account's id, used when the event starts a new state.
+    ///   - version: The stream version of the event.
+    ///   - time: When the log committed the event.
+    /// - Returns: The state after the event: a new one for `account.created` (readable or redacted),
+    ///   `state` with the event applied otherwise, or nil when there is no state to apply it to.
     public static func applying(_ event: AccountEvent, to state: AccountState?, accountId: String, version: UInt64, at time: Date) -> AccountState? {
         if case let .accountCreated(userId, passwordHash, isAnonymous, values) = event {
             return AccountState(
@@ -69,6 +87,12 @@ public struct AccountState: Sendable, Equatable {
     }
 
     /// Applies a later event of the same stream.
+    ///
+    /// - Parameters:
+    ///   - event: The next event of the account's stream.
+    ///   - version: The stream version of the event, which becomes the state's version.
+    ///   - time: When the log committed the event; it becomes ``updatedAt`` for events that change the
+    ///     account's details.
     public mutating func apply(_ event: AccountEvent, version: UInt64, at time: Date) {
         self.version = version
         switch event {
@@ -153,6 +177,9 @@ public struct AccountState: Sendable, Equatable {
     // MARK: Stored form (the details projection's values)
 
     /// The compact binary form kept by the details projection.
+    ///
+    /// - Returns: The bytes that ``init(encoded:)`` reads back: the fields in a fixed order, then the
+    ///   values and, when there are any, the sessions.
     public func encoded() -> [UInt8] {
         var writer = PayloadWriter()
         writer.string(accountId)
@@ -178,6 +205,10 @@ public struct AccountState: Sendable, Equatable {
     }
 
     /// Reads the stored form.
+    ///
+    /// - Parameter bytes: The stored form, as ``encoded()`` wrote it.
+    /// - Throws: ``PayloadDecodingError`` when the bytes are cut short, have bytes left over or hold a
+    ///   field that does not parse.
     public init(encoded bytes: [UInt8]) throws {
         self = try bytes.withUnsafeBytes { raw in
             var reader = try PayloadReader(raw)
