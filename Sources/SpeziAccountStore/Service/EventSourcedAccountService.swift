@@ -85,6 +85,17 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     }
 
     /// A service on a store it opens in `directory` (created when missing).
+    ///
+    /// - Parameters:
+    ///   - directory: The store's folder, created when missing.
+    ///   - supportedKeys: The keys kept in the store; `.exactly` sends the others to the storage
+    ///     provider.
+    ///   - userIdType: The kind of user id.
+    ///   - supportsAnonymousSignIn: Whether anonymous sign-in is offered as a setup option.
+    ///   - options: The store's options: the log's location, hashing, throttling and the rest.
+    /// - Throws: What opening the store throws: ``AccountStoreError`` for a store that cannot be opened
+    ///   (a key vault that does not belong to its log, a log location this build cannot reach), or a
+    ///   storage error.
     public init(
         directory: String,
         supportedKeys: SupportedAccountKeys = .arbitrary,
@@ -97,6 +108,9 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     }
 
     /// Subscribes to details the storage provider delivers later.
+    ///
+    /// - Throws: The log's `EventLogError` when its last position cannot be read; the service then
+    ///   does not follow changes made elsewhere.
     public func configure() async throws {
         let updates = externalStorage.updatedDetails
         updatesTask = Task { [weak self] in
@@ -192,6 +206,9 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
 
     /// Logs in with a user id and password. The outcome is recorded in the log either way.
     ///
+    /// - Parameters:
+    ///   - userId: The user id as entered, in any spelling that normalizes to the account's.
+    ///   - password: The password in the clear.
     /// - Throws: `AccountServiceError.wrongCredentials`, ``AccountStoreError/lockedOut(until:)``.
     public func login(userId: String, password: String) async throws {
         let stored = try await store.login(userId: userId, password: password, context: context)
@@ -201,6 +218,8 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     /// Creates an account (or upgrades the signed-in anonymous account, keeping its account id).
     /// Omitted required keys take their `.default` initial value, as upstream's services do.
     ///
+    /// - Parameter signupDetails: The new account's details, with its user id and password; keys the
+    ///   store does not keep go to the storage provider.
     /// - Throws: `AccountOperationError` when validation fails (also for external keys that are
     ///   not mutable, before anything is written), `AccountServiceError.credentialsTaken`, and
     ///   `AccountServiceError.internalError` while a non-anonymous account is signed in (as
@@ -230,6 +249,9 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     }
 
     /// Signs in with a new anonymous account (marked anonymous and new).
+    ///
+    /// - Throws: ``AccountStoreError`` or the log's error when the account cannot be appended, or the
+    ///   error of supplying the details to `Account`.
     public func signInAnonymously() async throws {
         let details = try await store.signInAnonymously(context: context)
         try await account.supplyUserDetails(details)
@@ -240,12 +262,22 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     /// answer is the same whether the user id has an account or not, so that it cannot be used to
     /// probe for accounts; the owner completes the reset with
     /// `AccountStore.completePasswordReset(userId:token:newPassword:context:)`.
+    ///
+    /// - Parameter userId: The user id whose password is to be reset.
+    /// - Throws: A storage failure only; an unknown user id is not an error.
     public func resetPassword(userId: String) async throws {
         try await store.requestPasswordReset(userId: userId, context: context)
     }
 
     /// Changes the signed-in account's details (values, user id, password). Credential changes pass
     /// the step-up hook first.
+    ///
+    /// - Parameter modifications: The values to set and the keys to remove.
+    /// - Throws: `AccountServiceError.notSignedIn` with nobody signed in; `AccountOperationError` when
+    ///   validation fails; the step-up hook's error for a refused credential change;
+    ///   `AccountServiceError.credentialsTaken` for a user id of another account;
+    ///   ``AccountStoreError`` when the store refuses or cannot write the change; or the storage
+    ///   provider's error for external keys.
     public func updateAccountDetails(_ modifications: AccountModifications) async throws {
         guard let current = account.details else { throw AccountServiceError.notSignedIn }
         try AccountValidation.validateModifications(modifications, values: account.configuration, service: configuration)
@@ -271,6 +303,9 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     }
 
     /// Records the logout in the log, then disassociates the account.
+    ///
+    /// - Throws: ``AccountStoreError`` or a storage failure when the logout cannot be recorded; the
+    ///   account stays signed in then.
     public func logout() async throws {
         if let current = account.details, !current.isAnonymous {
             try await store.logout(current.accountId, context: context)
@@ -283,6 +318,10 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     /// then `removeUserDetails()` (which reports `disassociatingAccount`).
     ///
     /// With nobody signed in there is nothing to delete: it returns, as upstream's services do.
+    ///
+    /// - Throws: The step-up hook's error when re-authentication is refused; the storage provider's
+    ///   error from `deletingAccount`; ``AccountStoreError`` or a storage failure when the deletion
+    ///   cannot be appended. In each case the account is not deleted.
     public func delete() async throws {
         guard let details = account.details else { return }
         try await securityModifier.ensureAuthenticated(for: .deleteAccount)

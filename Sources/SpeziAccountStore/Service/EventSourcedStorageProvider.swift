@@ -53,6 +53,8 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     }
 
     /// Starts feeding `ExternalAccountStorage.updatedDetails` from the log.
+    ///
+    /// - Throws: The log's `EventLogError` when its last position cannot be read; nothing is fed then.
     public func configure() async throws {
         let start = try await store.log.lastPosition()
         let store = store
@@ -77,12 +79,27 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     }
 
     /// Appends the new account's external values.
+    ///
+    /// - Parameters:
+    ///   - accountId: The new account.
+    ///   - details: The values of the keys the service does not store; nothing is appended when empty.
+    /// - Throws: An encoding error for a value that cannot be encoded; the log's `EventLogError` or
+    ///   ``KeyVaultError`` when the append fails; or `ProjectionError` when the view does not apply it
+    ///   in time.
     public func create(_ accountId: String, _ details: AccountDetails) async throws {
         guard !details.isEmpty else { return }
         try await append(.externalDetailsModified(modified: try details.encodedPerKey(), removed: []), to: accountId)
     }
 
     /// Returns the account's values for `keys` from the view, or `nil` when the view has not caught up yet (they arrive later through external storage).
+    ///
+    /// - Parameters:
+    ///   - accountId: The account whose values to read.
+    ///   - keys: The keys the values are typed with.
+    /// - Returns: The account's external values, or nil when the view has not caught up with the log
+    ///   (within `loadPatience`).
+    /// - Throws: The log's `EventLogError` when its last position cannot be read, `ProjectionError`
+    ///   when the view has failed or is closed, or an error decoding the stored values.
     public func load(_ accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails? {
         let head = try await store.log.lastPosition()
         let name = ExternalDetailsProjection.projectionName
@@ -129,6 +146,14 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     }
 
     /// Appends the changed and removed external values.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account to change.
+    ///   - modifications: The external values to set and the keys to remove; nothing is appended when
+    ///     empty.
+    /// - Throws: An encoding error for a value that cannot be encoded; the log's `EventLogError` or
+    ///   ``KeyVaultError`` when the append fails; or `ProjectionError` when the view does not apply it
+    ///   in time.
     public func modify(_ accountId: String, _ modifications: AccountModifications) async throws {
         guard !modifications.isEmpty else { return }
         try await append(
@@ -138,9 +163,15 @@ public actor EventSourcedStorageProvider: AccountStorageProvider {
     }
 
     /// Nothing to clear: the view is the store's, not a per-session cache.
+    ///
+    /// - Parameter accountId: The account that was signed out; ignored.
     public func disassociate(_ accountId: String) async {}
 
     /// Appends the erasure of the account's external values.
+    ///
+    /// - Parameter accountId: The account whose external values to erase.
+    /// - Throws: The log's `EventLogError` when the append fails, or `ProjectionError` when the view
+    ///   does not apply it in time.
     public func delete(_ accountId: String) async throws {
         try await append(.externalDetailsErased, to: accountId)
     }

@@ -27,6 +27,13 @@ extension AccountStore {
         public var idempotencyKey: String?
 
         /// Creates a context.
+        ///
+        /// - Parameters:
+        ///   - actor: Who runs the command, written into its events.
+        ///   - correlationID: The request the command belongs to, written into its events.
+        ///   - client: The client's address (or address group) that password checks are throttled by;
+        ///     never written.
+        ///   - idempotencyKey: The key that makes the command repeatable, or nil; never written.
         public init(actor: String? = nil, correlationID: String? = nil, client: String? = nil, idempotencyKey: String? = nil) {
             self.actor = actor
             self.correlationID = correlationID

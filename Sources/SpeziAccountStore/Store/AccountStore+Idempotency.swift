@@ -30,6 +30,13 @@ extension AccountStore {
     /// asks before authenticating a retried request whose first attempt ended the caller's session
     /// (a password change, a deletion), so that the retry gets the first answer.
     ///
+    /// - Parameters:
+    ///   - command: The kind of command the request runs.
+    ///   - accountId: The account it runs on.
+    ///   - context: The request's context, whose idempotency key identifies the retry.
+    ///   - window: How long ago the first attempt may have committed.
+    /// - Returns: True when the first attempt's first event is in the account's stream, committed
+    ///   within `window`; false otherwise, and always without an idempotency key.
     /// - Throws: the log's errors.
     public func hasCommitted(
         _ command: KeyedCommand, accountId: String, context: Context, within window: Duration = .seconds(86_400)

@@ -25,6 +25,12 @@ extension AccountStore {
     /// Checks a user id and password as ``login(userId:password:context:)`` does and, when they
     /// are right, opens a session in the same append as `auth.login-succeeded`.
     ///
+    /// - Parameters:
+    ///   - userId: The user id as entered.
+    ///   - password: The password in the clear.
+    ///   - validity: How long the session lasts from now.
+    ///   - context: Who asks, for the log and for throttling.
+    /// - Returns: The account's details and the new session, whose token is handed out only here.
     /// - Throws: as ``login(userId:password:context:)``.
     public func startSession(
         userId: String, password: String, validity: Duration, context: Context = Context()
@@ -39,6 +45,11 @@ extension AccountStore {
     /// Opens a session for an account that was just created or re-authenticated by other means
     /// (a signup, an anonymous sign-in, a password change).
     ///
+    /// - Parameters:
+    ///   - accountId: The account to open the session for.
+    ///   - validity: How long the session lasts from now.
+    ///   - context: Who asks, recorded with the event; its idempotency key makes the call repeatable.
+    /// - Returns: The new session, with the bearer token to hand to the client.
     /// - Throws: ``AccountStoreError/accountNotFound(_:)`` for a deleted or unknown account.
     ///
     /// With an idempotency key in `context`, the session's secret is derived from it: a retry whose
@@ -65,6 +76,8 @@ extension AccountStore {
     /// tells); otherwise the stream is folded, so a session started or ended on another server
     /// counts at once.
     ///
+    /// - Parameter token: The bearer token, `<account id>.<secret>`.
+    /// - Returns: The account's state, with the session among its open ones.
     /// - Throws: ``AccountStoreError/invalidSession`` for anything else (a malformed token too).
     public func authenticate(token: String) async throws -> AccountState {
         guard let (accountId, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
@@ -83,6 +96,9 @@ extension AccountStore {
     /// Ends the session of a bearer token (`auth.session-ended` with reason `logout`, then
     /// `auth.logged-out`).
     ///
+    /// - Parameters:
+    ///   - token: The bearer token of the session to end.
+    ///   - context: Who asks, recorded with the events.
     /// - Throws: ``AccountStoreError/invalidSession`` when the token signs nothing in.
     public func endSession(token: String, context: Context = Context()) async throws {
         let state = try await authenticate(token: token)
@@ -98,12 +114,19 @@ extension AccountStore {
 
     /// The account a bearer token names (nil for a malformed token), whether or not its session
     /// is valid.
+    ///
+    /// - Parameter token: A bearer token.
+    /// - Returns: The part before the last dot, or nil for a malformed token: longer than 512 bytes,
+    ///   without a dot, with an empty account id, or with a secret that is not 43 characters long.
     public static func accountId(ofToken token: String) -> String? {
         parseSessionToken(token)?.accountId
     }
 
     /// The hash a session's events carry for a bearer token (nil for a malformed token): how a
     /// reader of the log recognizes the `auth.session-ended` of its own session.
+    ///
+    /// - Parameter token: A bearer token.
+    /// - Returns: The SHA-256 of the token's secret in hex, or nil for a malformed token.
     public static func sessionHash(ofToken token: String) -> String? {
         parseSessionToken(token)?.sessionHash
     }

@@ -36,6 +36,10 @@ extension AccountStore {
     /// nothing about the user id: invalid details throw as for a signup, everything else returns
     /// the same way after the same work.
     ///
+    /// - Parameters:
+    ///   - signupDetails: The new account's details, with its user id and password.
+    ///   - context: Who asks. Nothing is logged for a request, so it is not recorded; the
+    ///     context given to ``confirmSignup(token:context:)`` is.
     /// - Throws: what ``signup(_:context:)`` throws for invalid details (never `credentialsTaken`),
     ///   ``AccountStoreError/signupConfirmationUnavailable(_:)`` without a delivery or a key vault.
     public func requestSignup(_ signupDetails: AccountDetails, context: Context = Context()) async throws {
@@ -49,6 +53,11 @@ extension AccountStore {
     /// ``requestSignup(_:context:)``: a token goes to the new user id's owner, or a notice when it
     /// has an account already. The account keeps its id and values when the token comes back.
     ///
+    /// - Parameters:
+    ///   - accountId: The anonymous account to upgrade.
+    ///   - signupDetails: The details it gains, with a user id and a password.
+    ///   - context: Who asks. Nothing is logged for a request, so it is not recorded; the
+    ///     context given to ``confirmSignup(token:context:)`` is.
     /// - Throws: ``AccountStoreError/notAnonymous(_:)`` for a full account,
     ///   ``AccountStoreError/accountNotFound(_:)``, and what ``requestSignup(_:context:)`` throws.
     public func requestUpgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context = Context()) async throws {
@@ -65,6 +74,10 @@ extension AccountStore {
     /// expires (``AccountStoreOptions/signupConfirmationValidity``), on every store that shares the
     /// key vault.
     ///
+    /// - Parameters:
+    ///   - token: The token from the ``SignupConfirmationMessage``.
+    ///   - context: Who confirms, recorded with the account's events.
+    /// - Returns: The details of the new (or upgraded) account as the cache shows them.
     /// - Throws: ``AccountStoreError/invalidSignupToken`` for a token that is malformed, forged,
     ///   expired or used (its account exists, or the anonymous account it upgrades is gone or
     ///   upgraded), `AccountServiceError.credentialsTaken` when another account took the user id

@@ -35,6 +35,9 @@ extension AccountStore {
 
     /// Returns once the projection `name` has applied the log up to `position`.
     ///
+    /// - Parameters:
+    ///   - name: The projection's name, e.g. ``AccountDetailsProjection/projectionName``.
+    ///   - position: The log position the projection must have applied.
     /// - Throws: `ProjectionError` (Projections) for an unknown name, or the store's read-your-writes
     ///   timeout.
     public func waitUntilApplied(_ name: String, position: UInt64) async throws {

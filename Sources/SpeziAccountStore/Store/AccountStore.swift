@@ -269,6 +269,8 @@ public final class AccountStore: Sendable {
     }
 
     /// The time by the store's clock (``AccountStoreOptions/clock``), which stamps its records.
+    ///
+    /// - Returns: What the configured clock says now.
     public func now() -> Date {
         options.clock()
     }
@@ -276,27 +278,52 @@ public final class AccountStore: Sendable {
     // MARK: Reading
 
     /// The account's current details from the details cache (never the password), or nil.
+    ///
+    /// - Parameter accountId: The account to read.
+    /// - Returns: The details, or nil for an unknown or deleted account.
+    /// - Throws: `ProjectionError` when the cache is closed, an error reading or decoding the cached
+    ///   state (``PayloadDecodingError``, ``KeyVaultError``), or one turning its values into typed
+    ///   details.
     public func details(of accountId: String) throws -> AccountDetails? {
         guard let state = try cachedState(of: accountId), !state.isDeleted else { return nil }
         return try details(from: state)
     }
 
     /// The account's state in the details cache (deleted accounts included), or nil.
+    ///
+    /// - Parameter accountId: The account to read.
+    /// - Returns: The cached state, or nil when the cache has no entry for it.
+    /// - Throws: `ProjectionError` when the cache is closed, or an error reading or decoding the state
+    ///   (``PayloadDecodingError``, ``KeyVaultError``).
     public func cachedState(of accountId: String) throws -> AccountState? {
         try AccountDetailsProjection.state(of: accountId, in: projections, vault: accounts.vault)
     }
 
     /// Calls `body` with every account's cached state, in account-id order.
+    ///
+    /// - Parameter body: Called with each state, deleted accounts included.
+    /// - Throws: What `body` throws, which ends the iteration; `ProjectionError` when the cache is
+    ///   closed; or an error reading or decoding a state.
     public func forEachCachedAccount(_ body: (AccountState) throws -> Void) throws {
         try AccountDetailsProjection.forEachAccount(in: projections, vault: accounts.vault, body)
     }
 
     /// The values the storage provider keeps for the account (the external-details view).
+    ///
+    /// - Parameter accountId: The account to read.
+    /// - Returns: The encoded values by key identifier; empty when none are stored.
+    /// - Throws: `ProjectionError` when the view is closed, or an error reading or decoding the
+    ///   stored values.
     public func externalValues(of accountId: String) throws -> EncodedAccountValues {
         try ExternalDetailsProjection.values(of: accountId, in: projections, vault: accounts.vault)
     }
 
     /// The account id for an account id or a user id (case-insensitive), or nil.
+    ///
+    /// - Parameter accountOrUserId: A live account's id, or a user id in any spelling.
+    /// - Returns: The account id, or nil when neither a live account nor a user-id claim matches.
+    /// - Throws: An error reading the details cache, or the log's `EventLogError` when the user id's
+    ///   claim cannot be looked up.
     public func resolve(_ accountOrUserId: String) async throws -> String? {
         if let state = try cachedState(of: accountOrUserId), !state.isDeleted {
             return state.accountId
@@ -306,6 +333,11 @@ public final class AccountStore: Sendable {
 
     /// Turns a folded state into `AccountDetails` (typed where the registry knows the key, kept as
     /// unknown values otherwise).
+    ///
+    /// - Parameter state: A state from the log or the cache.
+    /// - Returns: The details with the account id, user id, anonymity and the service's user id type
+    ///   set.
+    /// - Throws: An error when a stored value cannot be decoded as the type its key declares.
     public func details(from state: AccountState) throws -> AccountDetails {
         var details = try AccountDetails(perKey: state.values, registry: registry)
         details.accountId = state.accountId
@@ -319,6 +351,9 @@ public final class AccountStore: Sendable {
 
     /// Returns once the details cache and the external view have applied everything the log held
     /// when this was called: for a node that just opened a shared log, or a tool that reads at once.
+    ///
+    /// - Throws: The log's `EventLogError` when its last position cannot be read, or `ProjectionError`
+    ///   when a projection has failed, is closed or does not catch up in time.
     public func waitUntilCaughtUp() async throws {
         let head = try await log.lastPosition()
         try await projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
@@ -342,6 +377,10 @@ public final class AccountStore: Sendable {
 
     /// Whether the details cache has applied the log up to `position` (a position that
     /// ``AccountStoreError/committedNotApplied(position:reason:)`` named, for instance).
+    ///
+    /// - Parameter position: A log position.
+    /// - Returns: True when the cache's checkpoint is at `position` or beyond.
+    /// - Throws: The log's `EventLogError` when its last position cannot be read.
     public func hasApplied(_ position: UInt64) async throws -> Bool {
         let status = try await projections.status().first { $0.name == AccountDetailsProjection.projectionName }
         return (status?.checkpoint ?? 0) >= position

@@ -24,6 +24,13 @@ public enum LogLocation: Sendable, Equatable, CustomStringConvertible {
     case postgres(url: String)
 
     /// Reads `location` for a store whose folder is `storeFolder`.
+    ///
+    /// - Parameters:
+    ///   - location: The configured location: nil or empty, a path, a `file://` URL, or a
+    ///     `postgres://` or `postgresql://` URL.
+    ///   - storeFolder: The store's folder, which nil and relative paths are resolved in.
+    /// - Throws: ``AccountStoreError/unsupportedLogLocation(_:)`` for a `file://` URL that names no
+    ///   path, or a URL with a scheme no backend serves.
     public init(_ location: String?, storeFolder: URL) throws {
         guard let location, !location.isEmpty else {
             self = .folder(storeFolder.appendingPathComponent("log").path)

@@ -32,6 +32,14 @@ extension AccountStore {
     /// as live while its key is already destroyed in the copied vault: it reads as redacted, as the
     /// erasure demands. The copy is built beside `destination`, its chain is checked against the
     /// original, and it is moved into place only then.
+    ///
+    /// - Parameter destination: The folder of the copy: it must not exist, or be empty.
+    /// - Returns: What was copied: the folder, the copied log's last position and head hash, and the
+    ///   vault's id.
+    /// - Throws: ``AccountStoreError/storeTransfer(_:)`` for a store whose log is not in its folder (a
+    ///   PostgreSQL log), or when the copy does not verify or differs from the original;
+    ///   ``LogTransferError/notEmpty(_:)`` when `destination` holds something; or a file, log or
+    ///   key-vault error while copying. Nothing is left at `destination` then.
     public func backup(to destination: String) async throws -> StoreCopyReport {
         // The copies read the whole store: on a thread of their own, not the cooperative pool.
         let pool = BlockingPool(threads: 1, name: "backup")
@@ -86,6 +94,16 @@ extension AccountStore {
     /// empty folder): the backup is copied beside it, checked (the log verifies; the vault is the
     /// one the log was written with), and moved into place. The backup itself is not changed. A
     /// backup is also a store: opening it directly works too.
+    ///
+    /// - Parameters:
+    ///   - backup: The folder ``backup(to:)`` made.
+    ///   - directory: The store's new folder: it must not exist, or be empty.
+    /// - Returns: What was restored: the folder, the log's last position and head hash, and the
+    ///   vault's id.
+    /// - Throws: ``AccountStoreError/storeTransfer(_:)`` when `backup` holds no backup or its log does
+    ///   not verify; ``AccountStoreError/keyMismatch(_:)`` when the vault is missing or not the one the
+    ///   log was written with; ``LogTransferError/notEmpty(_:)`` when `directory` holds something; or a
+    ///   file or log error. Nothing is left at `directory` then.
     @discardableResult
     public static func restore(from backup: String, to directory: String) async throws -> StoreCopyReport {
         let source = URL(fileURLWithPath: backup).standardizedFileURL
@@ -138,6 +156,15 @@ extension AccountStore {
     /// them), so deleting an account later destroys only what was written after this.
     ///
     /// No other process may have the store open meanwhile; one that has is refused.
+    ///
+    /// - Parameters:
+    ///   - directory: The folder of the store, which no process may have open.
+    ///   - progress: Called with the records copied so far and the log's last position.
+    /// - Returns: The path the old folder was renamed to (the store's folder name with a `.plain-`
+    ///   suffix and the time).
+    /// - Throws: ``AccountStoreError/storeTransfer(_:)`` when another process has the store open, the
+    ///   store has a key vault already or its log records one, or the old folder cannot be renamed;
+    ///   or a log, file or key-vault error while building the new store.
     public static func enableCryptoShredding(directory: String, progress: ((UInt64, UInt64) -> Void)? = nil) async throws -> String {
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         let lock = try StoreLock(directory: root.path, exclusive: true)
