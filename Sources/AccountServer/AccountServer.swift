@@ -66,6 +66,11 @@ public struct AccountServer: Service {
     let logger: Logger
 
     /// A server for `store`.
+    ///
+    /// - Parameters:
+    ///   - store: The open store the server answers from; its owner closes it after the server stops.
+    ///   - configuration: The address, limits, sessions and admin console; the defaults by default.
+    ///   - logger: Where access and error lines go; nil logs under `spezi.account-server`.
     public init(store: AccountStore, configuration: AccountServerConfiguration = AccountServerConfiguration(), logger: Logger? = nil) {
         let logger = logger ?? Logger(label: "spezi.account-server")
         self.routes = AccountRoutes(store: store, configuration: configuration, logger: logger)
@@ -74,12 +79,18 @@ public struct AccountServer: Service {
     }
 
     /// Serves until graceful shutdown.
+    ///
+    /// - Throws: ``ServerResourceError`` before it binds, when a file it serves is missing from its
+    ///   resource bundle, or the HTTP server's error when the socket cannot be bound or the server
+    ///   fails.
     public func run() async throws {
         try await run(onListening: { _ in })
     }
 
     /// Serves until graceful shutdown; `onListening` gets the port once the socket is bound.
     ///
+    /// - Parameter onListening: Called with the bound port (useful when the configuration asks for
+    ///   port 0).
     /// - Throws: ``ServerResourceError`` before it binds, when a file it serves (the OpenAPI
     ///   document, the console's page) is missing from its resource bundle.
     public func run(onListening: @escaping @Sendable (Int) async -> Void) async throws {

@@ -20,6 +20,11 @@ public struct AdminCredential: Sendable {
 
     /// A credential, or an error saying what is wrong with it (an empty name, a name with a colon
     /// or a control character, a password shorter than ``minimumPasswordLength``).
+    ///
+    /// - Parameters:
+    ///   - name: The administrator's name: 1 to 64 characters, without a colon or a control character.
+    ///   - password: The password; only its SHA-256 digest is kept.
+    /// - Throws: ``AdminCredentialError`` saying which rule the name or the password breaks.
     public init(name: String, password: String) throws {
         guard !name.isEmpty, name.count <= 64, !name.contains(":"),
             !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
@@ -32,6 +37,11 @@ public struct AdminCredential: Sendable {
     }
 
     /// Reads `name:password` from the first line of a file.
+    ///
+    /// - Parameter path: The file whose first line reads `name:password`; a colon in the password is
+    ///   kept, the first one separates.
+    /// - Throws: ``AdminCredentialError`` when the file cannot be read, its first line has no colon, or
+    ///   the name or the password breaks a rule of ``init(name:password:)``.
     public init(contentsOf path: String) throws {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw AdminCredentialError("cannot read \(path)") }
         let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""

@@ -15,6 +15,9 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
     let prefixLength: Int
 
     /// Parses `address/length` or `address`; nil for anything else.
+    ///
+    /// - Parameter text: An IPv4 or IPv6 address, optionally followed by `/` and a prefix length (at
+    ///   most 32 or 128).
     public init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let bytes = Self.parse(String(parts[0])) else { return nil }
@@ -30,6 +33,10 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether `address` (in text form) lies in the block.
+    ///
+    /// - Parameter address: An IPv4 or IPv6 address in text form; brackets and a zone are ignored.
+    /// - Returns: True when its first prefix-length bits equal the block's; false for text that is not
+    ///   an address, or one of the other family (an IPv4-mapped IPv6 address counts as IPv4).
     public func contains(_ address: String) -> Bool {
         guard let other = Self.parse(address), other.count == bytes.count else { return false }
         return Self.prefix(other, length: prefixLength) == Self.prefix(bytes, length: prefixLength)

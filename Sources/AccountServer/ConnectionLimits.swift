@@ -43,6 +43,8 @@ public struct ConnectionLimits: Sendable, Equatable {
     }
 
     /// The process's soft limit on open files.
+    ///
+    /// - Returns: The current soft limit; 1,048,576 when it is unlimited, 1,024 when it cannot be read.
     public static func openFilesLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1_024 }
@@ -51,6 +53,9 @@ public struct ConnectionLimits: Sendable, Equatable {
 
     /// Raises the soft limit on open files to the hard limit (the default soft limit, often 1,024,
     /// would cap the server far below what the system allows). Returns the limit in force.
+    ///
+    /// - Returns: The soft limit after the attempt (see ``openFilesLimit()``); the old one when raising
+    ///   is not allowed.
     @discardableResult
     public static func raiseOpenFilesLimit() -> Int {
         var limit = rlimit()

@@ -17,6 +17,10 @@ public struct RateLimit: Sendable, Equatable {
     public var perMinute: Int
 
     /// A limit of `burst` at once and `perMinute` after.
+    ///
+    /// - Parameters:
+    ///   - burst: Requests allowed at once; at least 1.
+    ///   - perMinute: Requests allowed per minute after the burst; at least 1.
     public init(burst: Int, perMinute: Int) {
         self.burst = max(1, burst)
         self.perMinute = max(1, perMinute)
