@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(Spezi SpeziAccount SpeziAccountStore SpeziAccountTesting SpeziTesting EventLogProtocol EventLogConformance EventLog PostgresEventLog Projections LMDB
-        AccountServer RemoteAccountService)
+        AccountStorePostgres AccountServer RemoteAccountService)
 fi
 
 # One invocation for every target: the plugin plans and builds once (twelve separate runs took
