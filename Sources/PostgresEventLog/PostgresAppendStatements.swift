@@ -62,9 +62,16 @@ enum PostgresAppendStatements {
         if let one = LogAppendOneStatement(decision: decision, beliefs: beliefs, channel: channel) {
             return try await report(client.execute(one, logger: logger))
         }
+        if decision.rows.positions.count >= bulkRows {
+            return try await report(client.execute(LogAppendBulkStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger))
+        }
         let rows = try await client.execute(LogAppendStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger)
         return try await report(rows)
     }
+
+    /// The fewest records a group writes for `log_append_bulk`, which leaves the checks its
+    /// inserts make to the unique indexes (a subtransaction per call, worth it only for many rows).
+    static let bulkRows = 100
 
     /// Reads the rows `log_prepare` and a refusing `log_append` return: kind 0 the head, 1 a
     /// stored event id, 2 a stream version, 3 a claim owner; kind 9 alone means accepted (nil).
@@ -114,8 +121,14 @@ private struct LogAppendStatement: PostgresPreparedStatement {
     let channel: String
 
     func makeBindings() throws -> PostgresBindings {
-        let (rows, released, taken, head) = (decision.rows, decision.released, decision.taken, decision.head)
         var bindings = PostgresBindings(capacity: 26)
+        Self.bind(decision, beliefs: beliefs, channel: channel, to: &bindings)
+        return bindings
+    }
+
+    /// Binds the 26 parameters `log_append` and `log_append_bulk` share.
+    static func bind(_ decision: GroupDecision, beliefs: AppendBeliefs, channel: String, to bindings: inout PostgresBindings) {
+        let (rows, released, taken, head) = (decision.rows, decision.released, decision.taken, decision.head)
         bindings.append(beliefs.head)
         bindings.append(ByteBuffer(bytes: beliefs.headHash.bytes))
         bindings.append(beliefs.streams)
@@ -142,7 +155,6 @@ private struct LogAppendStatement: PostgresPreparedStatement {
         bindings.append(ByteBuffer(bytes: head.hash.bytes))
         bindings.append(head.timestamp)
         bindings.append(channel)
-        return bindings
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
@@ -195,6 +207,51 @@ private struct LogAppendOneStatement: PostgresPreparedStatement {
         bindings.append(rows.crcs[0])
         bindings.append(rows.hashes[0])
         bindings.append(channel)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
+    }
+}
+
+/// `log_append_bulk` as a prepared statement: `log_append`'s parameters, then the beliefs the
+/// server checks by lookups. A written stream's belief and a written event id are left to the
+/// unique indexes (PostgresSchema explains why that is the same check).
+private struct LogAppendBulkStatement: PostgresPreparedStatement {
+    typealias Row = PostgresAppendStatements.ReportRow
+
+    static let name = "spezi_log_append_bulk"
+
+    static let sql = """
+        SELECT o_kind, o_pos, o_hash, o_num, o_id, o_name, o_owner FROM log_append_bulk(
+            $1, $2, $3::text[], $4::bigint[], $5::uuid[], $6, $7::text[], $8::text[], $9::text[],
+            $10::bigint[], $11::text[], $12::bigint[], $13::bigint[], $14::uuid[], $15::text[], $16::integer[], $17::bytea[], $18::bytea[],
+            $19::integer[], $20::bytea[], $21::text[], $22::text[], $23::text[], $24, $25, $26, $27::text[], $28::bigint[], $29::uuid[])
+        """
+
+    let decision: GroupDecision
+    let beliefs: AppendBeliefs
+    let channel: String
+
+    func makeBindings() throws -> PostgresBindings {
+        let rows = decision.rows
+        // A stream whose first record in the group is (stream, believed version + 1): the insert
+        // checks its belief. Every other stream, and every event id not written, is looked up.
+        var firstWritten: [String: Int64] = [:]
+        for (stream, version) in zip(rows.streams, rows.versions) where firstWritten[stream] == nil { firstWritten[stream] = version }
+        var streams: [String] = []
+        var versions: [Int64] = []
+        for (stream, version) in zip(beliefs.streams, beliefs.versions) where firstWritten[stream] != version + 1 {
+            streams.append(stream)
+            versions.append(version)
+        }
+        let written = Set(rows.ids)
+        var bindings = PostgresBindings(capacity: 29)
+        LogAppendStatement.bind(decision, beliefs: beliefs, channel: channel, to: &bindings)
+        bindings.append(streams)
+        bindings.append(versions)
+        bindings.append(beliefs.ids.filter { !written.contains($0) })
         return bindings
     }
 

@@ -193,6 +193,64 @@ enum PostgresSchema {
         END
         $body$
         """,
+        // log_append for a large group (a bulk import's batch): the same parameters, plus the
+        // subset of the beliefs the server checks by lookups (c_streams, c_versions, c_ids). The
+        // rest are checked by the inserts themselves: a written stream's first record is
+        // (stream, believed version + 1), which the unique index on (stream_id, stream_version)
+        // refuses if the stream has grown since (its versions are gap-free from 1), and a written
+        // event id is refused by the unique index on event_id if it is stored. Such a refusal
+        // rolls back what the group wrote (a subtransaction) and returns the facts, as a refused
+        // belief does: the same answers, without looking up every record of the group twice.
+        """
+        CREATE OR REPLACE FUNCTION log_append_bulk(
+            p_head bigint, p_head_hash bytea, p_streams text[], p_versions bigint[], p_ids uuid[], p_known bigint,
+            p_free text[], p_owned text[], p_owners text[],
+            r_pos bigint[], r_stream text[], r_ver bigint[], r_ts bigint[], r_id uuid[], r_type text[], r_schema integer[],
+            r_meta bytea[], r_payload bytea[], r_crc integer[], r_hash bytea[],
+            p_released text[], p_taken text[], p_taken_owners text[], p_hash bytea, p_timestamp bigint, p_channel text,
+            c_streams text[], c_versions bigint[], c_ids uuid[])
+        RETURNS TABLE (o_kind integer, o_pos bigint, o_hash bytea, o_num bigint, o_id uuid, o_name text, o_owner text)
+        LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $body$
+        DECLARE
+            last_pos bigint;
+            holds boolean;
+        BEGIN
+            holds := NOT EXISTS (SELECT 1 FROM unnest(c_streams, c_versions) AS b(s, v)
+                    WHERE b.v <> coalesce((SELECT max(r.stream_version) FROM log_records r WHERE r.stream_id = b.s), 0))
+                AND (SELECT count(*) FROM log_records r WHERE r.event_id = ANY(c_ids)) = p_known
+                AND NOT EXISTS (SELECT 1 FROM log_claims c WHERE c.claim = ANY(p_free))
+                AND (SELECT count(*) FROM log_claims c JOIN unnest(p_owned, p_owners) AS b(name, owner)
+                    ON c.claim = b.name AND c.stream_id = b.owner) = cardinality(p_owned);
+            IF holds THEN
+                BEGIN
+                    last_pos := coalesce(r_pos[cardinality(r_pos)], p_head);
+                    UPDATE log_head SET position = last_pos, hash = p_hash, timestamp_us = p_timestamp
+                        WHERE position = p_head AND hash = p_head_hash;
+                    IF FOUND THEN
+                        IF last_pos > p_head THEN
+                            INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
+                                SELECT * FROM unnest(r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
+                            IF cardinality(p_released) > 0 THEN
+                                DELETE FROM log_claims c WHERE c.claim = ANY(p_released);
+                            END IF;
+                            IF cardinality(p_taken) > 0 THEN
+                                INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(p_taken, p_taken_owners)
+                                    ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id;
+                            END IF;
+                            PERFORM pg_notify(p_channel, last_pos::text);
+                        END IF;
+                        RETURN QUERY SELECT 9, NULL::bigint, NULL::bytea, NULL::bigint, NULL::uuid, NULL::text, NULL::text;
+                        RETURN;
+                    END IF;
+                EXCEPTION WHEN unique_violation THEN
+                    -- A stream grew or an event id is stored: nothing of the group stays.
+                    NULL;
+                END;
+            END IF;
+            RETURN QUERY SELECT * FROM log_prepare(p_ids, p_streams, p_free || p_owned);
+        END
+        $body$
+        """,
         // The bytes the chain hash covers (FORMAT.md, bytes 36 to the end), rebuilt from the
         // columns: `sha256(previous hash || log_record_body(r)) = r.hash` re-checks a record in psql.
         """
