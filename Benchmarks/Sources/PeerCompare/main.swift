@@ -56,7 +56,7 @@ if let sizes = options.scaleSizes {
         bySize.append((size, figures))
     }
     print(scaleTable(bySize))
-    print("\ntargets (issue 18):")
+    print("\ntargets (issues 18 and 43):")
     print(targetLines(scaleTargets(bySize)))
     print("\nload average at end: \(loadAverage())")
     exit(0)
@@ -120,7 +120,7 @@ for figure in figures where !figure.notes.isEmpty {
     print("note: \(figure.workload) on \(figure.backEnd.title): \(notes)")
 }
 let checked = targets(figures, records: scale.records) + postgresTargets(figures)
-print("\ntargets (issues 7, 14 and 15):")
+print("\ntargets (issues 7, 14, 15 and 43):")
 print(targetLines(checked))
 print("\nload average at end: \(loadAtEnd)")
 

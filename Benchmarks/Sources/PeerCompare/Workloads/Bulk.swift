@@ -77,6 +77,12 @@ enum BulkWorkloads {
             defer { try? FileManager.default.removeItem(at: target) }
             figures.append(try await importing(scale, backEnd, into: target))
         }
+        if backEnd == .raw {
+            // Issue 43's peer for the import row: the same import, doing the log's work.
+            let target = directory.appendingPathComponent("import-workequal")
+            defer { try? FileManager.default.removeItem(at: target) }
+            figures.append(try WorkEqualImport.importing(scale, into: target))
+        }
         return figures
     }
 

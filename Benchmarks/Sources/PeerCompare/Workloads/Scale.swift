@@ -21,6 +21,12 @@ enum ScaleWorkload {
         imported.notes["bytesPerEvent"] = Double(try allocatedBytes(folder.appendingPathComponent("data.mdb"))) / Double(scale.records)
         figures.append(imported)
         progress("imported \(count(scale.records)) events on \(backEnd.title)")
+        if backEnd == .raw {
+            let target = directory.appendingPathComponent("import-workequal")
+            figures.append(try WorkEqualImport.importing(scale, into: target))
+            try? FileManager.default.removeItem(at: target)
+            progress("imported \(count(scale.records)) events on the work-equal raw loop")
+        }
         figures.append(try opening(scale, backEnd, directory))
         figures += try await BulkWorkloads.replay(scale, backEnd, in: directory)
         progress("replayed")
