@@ -39,7 +39,7 @@ extension AccountRoutes {
             hash.update(data: [0])
         }
         hash.update(data: Data(body.readableBytesView))
-        return hash.finalize().map { String(format: "%02x", $0) }.joined()
+        return hash.finalize().hexString
     }
 
     /// A keyed retry of `command` by the holder of `token` whose first attempt committed and ended

@@ -6,6 +6,7 @@
 import Crypto
 import Foundation
 import Hummingbird
+import SpeziAccountStore
 import Synchronization
 
 /// The administrator who may use the audit console at `/admin/`: a name and a password given when
@@ -135,7 +136,7 @@ struct AdminSessions: Sendable {
     /// The hex HMAC of `name|expiry|id`; the name is the credential's.
     private func mac(expires: Int64, id: String) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data("\(credential.name)|\(expires)|\(id)".utf8), using: key)
-        return mac.map { String(format: "%02x", $0) }.joined()
+        return mac.hexString
     }
 
     /// `<expiry seconds>.<session id>.<mac>`: the session's id and expiry when the MAC is right

@@ -78,7 +78,7 @@ public struct AccountLog: Sendable {
     private func claim(ofNormalized normalized: String) -> String {
         guard let vault else { return "userid:" + normalized }
         let mac = HMAC<SHA256>.authenticationCode(for: Array(normalized.utf8), using: vault.claimSecret)
-        return "userid:" + mac.map { String(format: "%02x", $0) }.joined()
+        return "userid:" + mac.hexString
     }
 
     /// Appends events to an account's stream. Every event records the actor, the correlation id and

@@ -107,9 +107,9 @@ public final class KeyVault: Sendable {
         path = storage.location
         let (secret, id) = try Self.header(of: storage)
         claimSecret = secret
-        self.id = id.map { String(format: "%02x", $0) }.joined()
+        self.id = id.hexString
         let mac = HMAC<SHA256>.authenticationCode(for: Array("spezi-account-store vault fingerprint".utf8), using: secret)
-        fingerprint = mac.prefix(16).map { String(format: "%02x", $0) }.joined()
+        fingerprint = mac.prefix(16).hexString
         var fresh = Cache()
         try storage.withLock(exclusive: false) { try Self.readNewSlots(storage, into: &fresh) }
         cache = Mutex(fresh)

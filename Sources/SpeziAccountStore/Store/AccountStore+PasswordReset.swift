@@ -167,6 +167,6 @@ extension AccountStore {
 
     /// The lower-case hex SHA-256 of a token, as logged.
     static func resetTokenHash(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(token.utf8)).hexString
     }
 }
