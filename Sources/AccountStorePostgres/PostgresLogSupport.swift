@@ -11,7 +11,7 @@ import PostgresEventLog
 import SpeziAccountStore
 
 /// Lets `AccountStore` open logs at `postgres://` and `postgresql://` locations
-/// (``AccountStoreOptions``'s `logLocation`) and import into them.
+/// (`AccountStoreOptions.logLocation`) and import into them.
 ///
 /// The store itself knows only its embedded LMDB log, so that an app on one machine never links
 /// PostgreSQL's client. A program that serves a shared log calls ``register()`` once at start-up,
@@ -36,7 +36,7 @@ public enum PostgresLogSupport {
     }
 }
 
-/// The PostgreSQL log as a ``SharedLogKind``.
+/// The PostgreSQL log as a `SharedLogKind`.
 struct PostgresLogKind: SharedLogKind {
     private static let logger = Logger(label: "AccountStorePostgres")
 
