@@ -6,9 +6,9 @@
 import EventLog
 import Foundation
 import PostgresEventLog
-import SpeziAccountTesting
 import Projections
 import SpeziAccountStore
+import SpeziAccountTesting
 
 /// The PostgreSQL workloads, in one child process on a throwaway cluster of its own (fsync on):
 /// this project's `PostgresEventLog` against `RawPostgres`, plain INSERTs of the same events into
