@@ -118,6 +118,42 @@ enum PostgresSchema {
         // facts are returned (as log_prepare returns them) to decide again on. A group whose
         // appends all fail (or are retries) writes nothing but still checks its beliefs and
         // locks the head (an UPDATE to the same values), so its answers are as sure as a write.
+        // The writes of an accepted group, shared by log_append and log_append_bulk: moves the
+        // head if it is still where the caller believed (false, and nothing written, if another
+        // append moved it), then writes the records and the claims and notifies. Called only from
+        // those two, it runs under their settings (a kept generic plan, no sequential scans).
+        """
+        CREATE OR REPLACE FUNCTION log_write_group(
+            p_head bigint, p_head_hash bytea,
+            r_pos bigint[], r_stream text[], r_ver bigint[], r_ts bigint[], r_id uuid[], r_type text[], r_schema integer[],
+            r_meta bytea[], r_payload bytea[], r_crc integer[], r_hash bytea[],
+            p_released text[], p_taken text[], p_taken_owners text[], p_hash bytea, p_timestamp bigint, p_channel text)
+        RETURNS boolean
+        LANGUAGE plpgsql VOLATILE AS $body$
+        DECLARE
+            last_pos bigint := coalesce(r_pos[cardinality(r_pos)], p_head);
+        BEGIN
+            UPDATE log_head SET position = last_pos, hash = p_hash, timestamp_us = p_timestamp
+                WHERE position = p_head AND hash = p_head_hash;
+            IF NOT FOUND THEN
+                RETURN false;
+            END IF;
+            IF last_pos > p_head THEN
+                INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
+                    SELECT * FROM unnest(r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
+                IF cardinality(p_released) > 0 THEN
+                    DELETE FROM log_claims c WHERE c.claim = ANY(p_released);
+                END IF;
+                IF cardinality(p_taken) > 0 THEN
+                    INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(p_taken, p_taken_owners)
+                        ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id;
+                END IF;
+                PERFORM pg_notify(p_channel, last_pos::text);
+            END IF;
+            RETURN true;
+        END
+        $body$
+        """,
         """
         CREATE OR REPLACE FUNCTION log_append(
             p_head bigint, p_head_hash bytea, p_streams text[], p_versions bigint[], p_ids uuid[], p_known bigint,
@@ -128,7 +164,6 @@ enum PostgresSchema {
         RETURNS TABLE (o_kind integer, o_pos bigint, o_hash bytea, o_num bigint, o_id uuid, o_name text, o_owner text)
         LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $body$
         DECLARE
-            last_pos bigint;
             holds boolean;
         BEGIN
             -- The checks run before the head is locked: every append moves the head, so one that
@@ -141,22 +176,8 @@ enum PostgresSchema {
                 AND (SELECT count(*) FROM log_claims c JOIN unnest(p_owned, p_owners) AS b(name, owner)
                     ON c.claim = b.name AND c.stream_id = b.owner) = cardinality(p_owned);
             IF holds THEN
-                last_pos := coalesce(r_pos[cardinality(r_pos)], p_head);
-                UPDATE log_head SET position = last_pos, hash = p_hash, timestamp_us = p_timestamp
-                    WHERE position = p_head AND hash = p_head_hash;
-                IF FOUND THEN
-                    IF last_pos > p_head THEN
-                        INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
-                            SELECT * FROM unnest(r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
-                        IF cardinality(p_released) > 0 THEN
-                            DELETE FROM log_claims c WHERE c.claim = ANY(p_released);
-                        END IF;
-                        IF cardinality(p_taken) > 0 THEN
-                            INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(p_taken, p_taken_owners)
-                                ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id;
-                        END IF;
-                        PERFORM pg_notify(p_channel, last_pos::text);
-                    END IF;
+                IF log_write_group(p_head, p_head_hash, r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload,
+                    r_crc, r_hash, p_released, p_taken, p_taken_owners, p_hash, p_timestamp, p_channel) THEN
                     RETURN QUERY SELECT 9, NULL::bigint, NULL::bytea, NULL::bigint, NULL::uuid, NULL::text, NULL::text;
                     RETURN;
                 END IF;
@@ -212,7 +233,6 @@ enum PostgresSchema {
         RETURNS TABLE (o_kind integer, o_pos bigint, o_hash bytea, o_num bigint, o_id uuid, o_name text, o_owner text)
         LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $body$
         DECLARE
-            last_pos bigint;
             holds boolean;
         BEGIN
             holds := NOT EXISTS (SELECT 1 FROM unnest(c_streams, c_versions) AS b(s, v)
@@ -223,22 +243,8 @@ enum PostgresSchema {
                     ON c.claim = b.name AND c.stream_id = b.owner) = cardinality(p_owned);
             IF holds THEN
                 BEGIN
-                    last_pos := coalesce(r_pos[cardinality(r_pos)], p_head);
-                    UPDATE log_head SET position = last_pos, hash = p_hash, timestamp_us = p_timestamp
-                        WHERE position = p_head AND hash = p_head_hash;
-                    IF FOUND THEN
-                        IF last_pos > p_head THEN
-                            INSERT INTO log_records (position, stream_id, stream_version, timestamp_us, event_id, type, schema_version, metadata, payload, crc, hash)
-                                SELECT * FROM unnest(r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload, r_crc, r_hash);
-                            IF cardinality(p_released) > 0 THEN
-                                DELETE FROM log_claims c WHERE c.claim = ANY(p_released);
-                            END IF;
-                            IF cardinality(p_taken) > 0 THEN
-                                INSERT INTO log_claims (claim, stream_id) SELECT * FROM unnest(p_taken, p_taken_owners)
-                                    ON CONFLICT (claim) DO UPDATE SET stream_id = EXCLUDED.stream_id;
-                            END IF;
-                            PERFORM pg_notify(p_channel, last_pos::text);
-                        END IF;
+                    IF log_write_group(p_head, p_head_hash, r_pos, r_stream, r_ver, r_ts, r_id, r_type, r_schema, r_meta, r_payload,
+                        r_crc, r_hash, p_released, p_taken, p_taken_owners, p_hash, p_timestamp, p_channel) THEN
                         RETURN QUERY SELECT 9, NULL::bigint, NULL::bytea, NULL::bigint, NULL::uuid, NULL::text, NULL::text;
                         RETURN;
                     END IF;
