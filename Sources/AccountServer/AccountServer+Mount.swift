@@ -33,11 +33,16 @@ extension AccountServer {
     public func mount<Parent: RequestContext>(on router: some RouterMethods<Parent>, at path: RouterPath = "") throws {
         _ = try ServerResources.bundled.get()
         let group = router.group(path, context: MountedAccountContext<Parent>.self)
-        let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
-        group.add(middleware: ClientAddressMiddleware<MountedAccountContext<Parent>>(resolver: resolver))
-        group.add(
-            middleware: ProblemMiddleware<MountedAccountContext<Parent>>(
+        addAPI(to: group, resolver: ClientAddressResolver(trustedProxies: configuration.trustedProxies))
+    }
+
+    /// The API as both the standalone server and a mount add it: who the client is (for the
+    /// limits), then problem details for what a route throws, then the routes.
+    func addAPI<Context: AccountRequestContext>(to router: some RouterMethods<Context>, resolver: ClientAddressResolver) {
+        _ = router.add(middleware: ClientAddressMiddleware<Context>(resolver: resolver))
+        _ = router.add(
+            middleware: ProblemMiddleware<Context>(
                 maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
-        group.addRoutes(routes.collection(context: MountedAccountContext<Parent>.self))
+        router.addRoutes(routes.collection(context: Context.self))
     }
 }

@@ -112,14 +112,10 @@ public struct AccountServer: Service {
         router.add(
             middleware: RouteFallbackMiddleware<ServerRequestContext>(
                 routes: AccountRoutes.operationTable.map { ($0.method, $0.path) } + AdminRoutes.table.map { ($0.0, $0.1) }))
-        // Then who the client is, for every limit (trusted proxies, IPv6 /64).
+        // Then who the client is, for every limit (trusted proxies, IPv6 /64), and innermost
+        // problem details for what a route throws; then the routes.
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
-        router.add(middleware: ClientAddressMiddleware<ServerRequestContext>(resolver: resolver))
-        // Innermost: what a route throws becomes problem details.
-        router.add(
-            middleware: ProblemMiddleware<ServerRequestContext>(
-                maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
-        router.addRoutes(routes.collection(context: ServerRequestContext.self))
+        addAPI(to: router, resolver: resolver)
         if let admin = configuration.admin {
             let sessions = AdminSessions(
                 credential: admin, validity: configuration.adminSessionValidity, secureCookies: configuration.secureCookies)
