@@ -74,7 +74,8 @@ extension AccountStore {
     ///
     /// The details cache answers when it holds the account's latest version (one index lookup
     /// tells); otherwise the stream is folded, so a session started or ended on another server
-    /// counts at once.
+    /// counts at once. The states decoded for the last few thousand accounts checked are kept in
+    /// memory, each served only while its version is still the stream's latest.
     ///
     /// - Parameter token: The bearer token, `<account id>.<secret>`.
     /// - Returns: The account's state, with the session among its open ones.
@@ -82,10 +83,15 @@ extension AccountStore {
     public func authenticate(token: String) async throws -> AccountState {
         guard let (accountId, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
         let state: AccountState?
-        if let cached = try cachedState(of: accountId), try await log.streamVersion(accountId) == cached.version {
+        let version = try await log.streamVersion(accountId)
+        if let version, let recent = recentStates.state(of: accountId, version: version) {
+            state = recent
+        } else if let cached = try cachedState(of: accountId), version == cached.version {
+            if !cached.isDeleted { recentStates.keep(cached) }
             state = cached
         } else {
             state = try await accounts.load(accountId)
+            if let state, !state.isDeleted, state.version == version { recentStates.keep(state) }
         }
         guard let state, !state.isDeleted, let expiry = state.sessions[sessionHash], expiry > Self.micros(options.clock()) else {
             throw AccountStoreError.invalidSession

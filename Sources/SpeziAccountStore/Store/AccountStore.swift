@@ -136,6 +136,8 @@ public final class AccountStore: Sendable {
     public let registry: AccountKeyRegistry
     let options: AccountStoreOptions
     let hasher: PasswordHasher
+    /// The states session checks decoded last (``authenticate(token:)``).
+    let recentStates = RecentStates(capacity: 4_096)
     static let logger = Logger(label: "SpeziAccountStore")
     /// Held shared while the store is open (a migration needs the folder alone).
     let lock: StoreLock

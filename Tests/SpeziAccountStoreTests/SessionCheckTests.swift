@@ -1,0 +1,71 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Foundation
+import SpeziAccount
+import Testing
+
+@testable import SpeziAccountStore
+
+@Suite("Session checks answer from the states decoded last only while they are current")
+struct SessionCheckTests {
+    @Test("a kept state is served for its version alone: a change, a logout and a deletion are seen at once")
+    func keptStatesFollowTheLog() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try await fixture.open()
+        let id = try await store.signup(leland(userId: "sessions@example.org")).accountId
+        let session = try await store.startSession(for: id, validity: .seconds(600))
+        #expect(store.recentStates.count == 0)
+
+        let first = try await store.authenticate(token: session.token)
+        #expect(first.accountId == id)
+        #expect(store.recentStates.count == 1)
+        let version = try #require(try await store.log.streamVersion(id))
+        #expect(store.recentStates.state(of: id, version: version) == first)
+        #expect(try await store.authenticate(token: session.token) == first)
+
+        // A change raises the version: the kept state is not served, the new one is.
+        var change = AccountDetails()
+        change.name = PersonNameComponents(givenName: "Jane", familyName: "Stanford")
+        _ = try await store.modify(id, try AccountModifications(modifiedDetails: change))
+        let newVersion = try #require(try await store.log.streamVersion(id))
+        #expect(newVersion > version)
+        #expect(store.recentStates.state(of: id, version: newVersion) == nil)
+        // Asked for the new version, the old entry was dropped.
+        #expect(store.recentStates.count == 0)
+        let changed = try await store.authenticate(token: session.token)
+        #expect(changed.version == newVersion)
+        #expect(store.recentStates.count == 1)
+        #expect(try store.details(from: changed).name?.givenName == "Jane")
+
+        // A second session, then the first one ended: the ended token is refused at once.
+        let second = try await store.startSession(for: id, validity: .seconds(600))
+        _ = try await store.authenticate(token: session.token)
+        try await store.endSession(token: session.token)
+        await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: session.token) }
+        #expect(try await store.authenticate(token: second.token).accountId == id)
+
+        // A deletion ends every session, and nothing of the account stays kept.
+        try await store.delete(id)
+        await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: second.token) }
+        let deletedVersion = try #require(try await store.log.streamVersion(id))
+        #expect(store.recentStates.state(of: id, version: deletedVersion) == nil)
+    }
+
+    @Test("the memory is bounded: a full set makes room for each new account")
+    func bounded() {
+        let states = RecentStates(capacity: 3)
+        let kept = (0..<5).map { index in
+            AccountState(
+                accountId: "account-\(index)", userId: "user\(index)@example.org", passwordHash: nil, isAnonymous: false, values: [:],
+                version: 1, at: Date(timeIntervalSince1970: 0))
+        }
+        for state in kept { states.keep(state) }
+        #expect(states.count == 3)
+        #expect(states.state(of: "account-4", version: 1) == kept[4])
+        #expect(RecentStates(capacity: 0).count == 0)
+    }
+}
