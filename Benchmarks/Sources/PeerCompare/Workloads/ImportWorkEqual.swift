@@ -62,6 +62,38 @@ enum WorkEqualImport {
             .raw, operations: scale.records, seconds: watch.seconds)
     }
 
+    /// Where the bulk step leaves the loop's store (removed with the data directory).
+    static func directory(in data: URL) -> URL { data.appendingPathComponent("import-workequal") }
+
+    /// The scan row's work-equal peer: a cursor walk over the loop's records (the log's layout,
+    /// so the same bytes as the log's scan), each record's stored CRC-32C compared with one
+    /// computed over its bytes `4..<n`, as the log checks every record it reads. Nil when the
+    /// bulk step did not leave the store. Read once untimed first, as every scan row is.
+    static func checkedScan(in data: URL) throws -> Figure? {
+        let target = directory(in: data)
+        guard FileManager.default.fileExists(atPath: target.path) else { return nil }
+        let raw = try RawLMDB(directory: target, sync: .relaxed)
+        func walk() throws -> (records: Int, mismatches: Int) {
+            var mismatches = 0
+            let records = try raw.read { txn in
+                try raw.forEachRecord(txn, after: 0) { _, record in
+                    let stored = UInt32(bigEndian: record.loadUnaligned(fromByteOffset: RecordFormat.Offset.checksum, as: UInt32.self))
+                    let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[RecordFormat.Offset.chainHash...]))
+                    if stored != computed { mismatches += 1 }
+                }
+            }
+            return (records, mismatches)
+        }
+        _ = try walk()
+        var watch = Stopwatch()
+        let (records, mismatches) = try watch.time { try walk() }
+        precondition(mismatches == 0, "\(mismatches) records of the work-equal store fail their CRC-32C")
+        return Figure(
+            "scan-checked-workequal",
+            "full scan of \(count(records)) events, every byte read: raw loop over records in the log's layout (CRC-32C of each checked)",
+            .raw, operations: records, seconds: watch.seconds)
+    }
+
     /// The loop's state between transactions: the head of the chain and each index's greatest key.
     struct Loop {
         let raw: RawLMDB
