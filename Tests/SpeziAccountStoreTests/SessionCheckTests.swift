@@ -68,4 +68,18 @@ struct SessionCheckTests {
         #expect(states.state(of: "account-4", version: 1) == kept[4])
         #expect(RecentStates(capacity: 0).count == 0)
     }
+
+    @Test("with recentStates 0 nothing is kept, and checks answer the same")
+    func turnedOff() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try await fixture.open { $0.recentStates = 0 }
+        let id = try await store.signup(leland(userId: "nothing-kept@example.org")).accountId
+        let session = try await store.startSession(for: id, validity: .seconds(600))
+        #expect(try await store.authenticate(token: session.token).accountId == id)
+        #expect(try await store.authenticate(token: session.token).accountId == id)
+        #expect(store.recentStates.count == 0)
+        try await store.endSession(token: session.token)
+        await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: session.token) }
+    }
 }

@@ -4,7 +4,7 @@
 //
 // Load on the account server over loopback, with wrk (Debian's `wrk`) as the client:
 //   swift run -c release server-load [--seconds 10] [--connections 64] [--peers postgres,sqlite|none]
-//                                    [--postgres-connections 20]
+//                                    [--postgres-connections 20] [--recent-states 4096]
 // Runs, on one durable store with 64 signed-in accounts:
 //   1. GET /health            the framework's floor: Hummingbird answering a fixed JSON (the peer)
 //   2. GET /v1/account        a signed-in details read (session check + details cache)
@@ -30,6 +30,8 @@ struct Options {
     var peers: Set<String> = ["postgres", "sqlite"]
     /// The PostgreSQL peer's pool (postgres-nio's default).
     var postgresConnections = 20
+    /// The store's `recentStates` (0: every session check decodes the cached state).
+    var recentStates = AccountStoreOptions().recentStates
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -39,9 +41,10 @@ struct Options {
             case "--connections": connections = iterator.next().flatMap(Int.init) ?? connections
             case "--peers": peers = Set((iterator.next() ?? "").split(separator: ",").map(String.init))
             case "--postgres-connections": postgresConnections = iterator.next().flatMap(Int.init) ?? postgresConnections
+            case "--recent-states": recentStates = iterator.next().flatMap(Int.init) ?? recentStates
             default:
                 FileHandle.standardError.write(
-                    Data("usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N]\n".utf8))
+                    Data("usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N] [--recent-states N]\n".utf8))
                 exit(2)
             }
         }
@@ -58,6 +61,7 @@ defer { try? FileManager.default.removeItem(at: folder) }
 
 var storeOptions = AccountStoreOptions()
 storeOptions.sync = .durable
+storeOptions.recentStates = options.recentStates
 let store = try await AccountStore(directory: folder.path, options: storeOptions)
 var configuration = AccountServerConfiguration()
 configuration.port = 0
@@ -116,7 +120,7 @@ let modificationsBefore = try await loggedModifications()
 
 let seconds = options.seconds
 let connections = options.connections
-print("wrk: \(connections) connections, 2 threads, \(seconds) s per row, durable store, on \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print("wrk: \(connections) connections, 2 threads, \(seconds) s per row, durable store (recentStates \(options.recentStates)), on \(ProcessInfo.processInfo.activeProcessorCount) cores")
 let floor = try runWrk(base: base, path: "/health", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
 // Each row on the account server, then on each peer, so that the two sides run minutes apart at most.
 var peerResults: [[LoadResult]] = peers.map { _ in [] }

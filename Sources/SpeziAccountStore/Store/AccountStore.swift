@@ -104,6 +104,10 @@ public struct AccountStoreOptions: Sendable {
     public var signupConfirmationDelivery: (@Sendable (SignupConfirmationMessage) async -> Void)?
     /// New account ids.
     public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
+    /// How many accounts' decoded states session checks keep in memory (``AccountStore/authenticate(token:)``),
+    /// each served only while it is the stream's latest version; 0 keeps none (every check reads
+    /// and decodes the details cache's entry, opening its seal). About 1–2 KiB each.
+    public var recentStates = 4_096
 
     /// Creates the default value.
     public init() {}
@@ -137,7 +141,7 @@ public final class AccountStore: Sendable {
     let options: AccountStoreOptions
     let hasher: PasswordHasher
     /// The states session checks decoded last (``authenticate(token:)``).
-    let recentStates = RecentStates(capacity: 4_096)
+    let recentStates: RecentStates
     static let logger = Logger(label: "SpeziAccountStore")
     /// Held shared while the store is open (a migration needs the folder alone).
     let lock: StoreLock
@@ -257,6 +261,7 @@ public final class AccountStore: Sendable {
         self.valueConfiguration = values
         self.registry = AccountKeyRegistry.builtIn.merging(AccountKeyRegistry(values.keys + options.additionalKeys))
         self.options = options
+        self.recentStates = RecentStates(capacity: options.recentStates)
         self.throttle = LoginThrottle(policy: options.loginThrottling)
         self.hashing = HashingAdmission(limit: options.maxQueuedPasswordChecks ?? .max)
     }
