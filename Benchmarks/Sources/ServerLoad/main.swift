@@ -44,7 +44,9 @@ struct Options {
             case "--recent-states": recentStates = iterator.next().flatMap(Int.init) ?? recentStates
             default:
                 FileHandle.standardError.write(
-                    Data("usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N] [--recent-states N]\n".utf8))
+                    Data(
+                        "usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N] [--recent-states N]\n"
+                            .utf8))
                 exit(2)
             }
         }
@@ -120,7 +122,9 @@ let modificationsBefore = try await loggedModifications()
 
 let seconds = options.seconds
 let connections = options.connections
-print("wrk: \(connections) connections, 2 threads, \(seconds) s per row, durable store (recentStates \(options.recentStates)), on \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print(
+    "wrk: \(connections) connections, 2 threads, \(seconds) s per row, durable store (recentStates \(options.recentStates)), on \(ProcessInfo.processInfo.activeProcessorCount) cores"
+)
 let floor = try runWrk(base: base, path: "/health", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
 // Each row on the account server, then on each peer, so that the two sides run minutes apart at most.
 var peerResults: [[LoadResult]] = peers.map { _ in [] }
