@@ -233,7 +233,7 @@ extension AccountStore {
     ///   - context: who asks, recorded with the event.
     /// - Throws: ``AccountStoreError`` for an unknown account or a storage failure.
     public func logout(_ accountId: String, context: Context = Context()) async throws {
-        guard let state = try await accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+        guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
         try await accounts.append([.loggedOut], to: accountId, expectedVersion: .any, metadata: context.metadata)
     }
 
@@ -375,7 +375,7 @@ extension AccountStore {
         if let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) { return replayed }
         let attempts = options.maxConflictRetries
         for attempt in 0..<attempts {
-            guard let state = try await accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+            guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
             guard !decision.events.isEmpty else { return (nil, state) }
             do {
@@ -415,7 +415,7 @@ extension AccountStore {
         guard let first = try await keyedEventIDs(command, accountId: accountId, context: context, count: 1)?.first,
             let position = try await keyedPosition(of: first, in: accountId)
         else { return nil }
-        guard let state = try await accounts.load(accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+        guard let state = try await currentState(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
         return (position, state)
     }
 

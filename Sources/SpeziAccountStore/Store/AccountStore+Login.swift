@@ -41,7 +41,7 @@ extension AccountStore {
         defer { throttle.finish(ticket, outcome, now: options.clock()) }
         if ticket.delay > .zero { try await Task.sleep(for: ticket.delay) }
 
-        guard let accountId = try await accounts.accountId(forUserId: userId), var state = try await accounts.load(accountId),
+        guard let accountId = try await accounts.accountId(forUserId: userId), var state = try await currentState(of: accountId),
             !state.isDeleted, var stored = state.passwordHash
         else {
             // The same work as a real check, so that unknown user ids cannot be told apart by timing.
@@ -70,7 +70,7 @@ extension AccountStore {
             } catch EventLogError.wrongExpectedVersion {
                 // The account changed since its password was checked: a session may only follow
                 // the password it was opened with.
-                guard let current = try await accounts.load(accountId), !current.isDeleted, let hash = current.passwordHash else {
+                guard let current = try await currentState(of: accountId), !current.isDeleted, let hash = current.passwordHash else {
                     outcome = .failed
                     throw AccountServiceError.wrongCredentials
                 }

@@ -38,7 +38,7 @@ extension AccountStore {
     public func requestPasswordReset(userId: String, context: Context = Context()) async throws {
         let token = Self.makeResetToken()
         guard userId.utf8.count <= options.limits.maxUserIdBytes, let accountId = try await accounts.accountId(forUserId: userId),
-            let state = try await accounts.load(accountId), !state.isDeleted, state.passwordHash != nil
+            let state = try await currentState(of: accountId), !state.isDeleted, state.passwordHash != nil
         else { return }
         let expiresAt = options.clock().addingTimeInterval(Double(options.passwordResetValidity.components.seconds))
         let event = AccountEvent.passwordResetRequested(

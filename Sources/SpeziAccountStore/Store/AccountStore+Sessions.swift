@@ -72,28 +72,15 @@ extension AccountStore {
     /// The account a bearer token signs in, checked against the account's stream: the session must
     /// have been started, not ended, not expired, and the account must not be deleted.
     ///
-    /// The details cache answers when it holds the account's latest version (one index lookup
-    /// tells); otherwise the stream is folded, so a session started or ended on another server
-    /// counts at once. The states decoded for the last few thousand accounts checked are kept in
-    /// memory, each served only while its version is still the stream's latest.
+    /// The state is the stream's latest (``currentState(of:)``), so a session started or ended on
+    /// another server counts at once.
     ///
     /// - Parameter token: The bearer token, `<account id>.<secret>`.
     /// - Returns: The account's state, with the session among its open ones.
     /// - Throws: ``AccountStoreError/invalidSession`` for anything else (a malformed token too).
     public func authenticate(token: String) async throws -> AccountState {
         guard let (accountId, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
-        let state: AccountState?
-        let version = try await log.streamVersion(accountId)
-        if let version, let recent = recentStates.state(of: accountId, version: version) {
-            state = recent
-        } else if let cached = try cachedState(of: accountId), version == cached.version {
-            if !cached.isDeleted { recentStates.keep(cached) }
-            state = cached
-        } else {
-            state = try await accounts.load(accountId)
-            if let state, !state.isDeleted, state.version == version { recentStates.keep(state) }
-        }
-        guard let state, !state.isDeleted, let expiry = state.sessions[sessionHash], expiry > Self.micros(options.clock()) else {
+        guard let state = try await currentState(of: accountId), !state.isDeleted, let expiry = state.sessions[sessionHash], expiry > Self.micros(options.clock()) else {
             throw AccountStoreError.invalidSession
         }
         return state
@@ -157,5 +144,35 @@ extension AccountStore {
 
     static func seconds(_ duration: Duration) -> TimeInterval {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+extension AccountStore {
+    /// The account's state after every event of its stream, or nil when it has no stream (or its
+    /// id could not be one). What every command and session check decides on.
+    ///
+    /// The newest state at hand (kept in memory, ``AccountStoreOptions/recentStates``, or else the
+    /// details cache's) is brought up to date with the events after its version, read from the
+    /// stream in one call (on the embedded log, usually one index lookup that finds none); only
+    /// an account known to neither is folded from its first event. A command on an account with a
+    /// long history (every login appends two events) so costs the same as on a new one: folding
+    /// every stream from the start cost a time that grew with it. The details cache's states equal
+    /// the fold of their streams (the replay tests compare them), so the result is the fold's.
+    ///
+    /// - Parameter accountId: The account.
+    /// - Returns: The latest state, deleted accounts included, or nil.
+    /// - Throws: The log's `EventLogError` when the stream cannot be read, or a decoding error.
+    func currentState(of accountId: String) async throws -> AccountState? {
+        guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0) else { return nil }
+        let kept = recentStates.state(of: accountId)
+        let cached = try cachedState(of: accountId)
+        var state = [kept, cached].compactMap(\.self).max { $0.version < $1.version }
+        let newer = try await log.readStream(accountId, from: (state?.version ?? 0) + 1, limit: .max)
+        for record in newer {
+            state = AccountState.applying(
+                try accounts.event(from: record), to: state, accountId: accountId, version: record.streamVersion, at: record.timestamp)
+        }
+        if let state, !state.isDeleted, state.version != kept?.version { recentStates.keep(state) }
+        return state
     }
 }

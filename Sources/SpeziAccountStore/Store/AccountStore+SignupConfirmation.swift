@@ -62,7 +62,7 @@ extension AccountStore {
     ///   ``AccountStoreError/accountNotFound(_:)``, and what ``requestSignup(_:context:)`` throws.
     public func requestUpgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context = Context()) async throws {
         let key = try signupTokenKey()
-        guard let state = try await accounts.load(accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+        guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
         guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
         let signup = try await prepareSignup(signupDetails, validating: true)
         let event = AccountEvent.anonymousAccountUpgraded(userId: signup.userId, passwordHash: signup.hash, values: signup.values)

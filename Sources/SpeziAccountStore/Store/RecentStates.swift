@@ -5,15 +5,14 @@
 
 import Synchronization
 
-/// The decoded states of the accounts read most recently, each with the stream version it holds.
+/// The decoded states of the accounts used most recently, each as of the stream version it holds.
 ///
-/// A session check reads the account's stream version from the log's index anyway (to know the
-/// cached state is current); when this holds that version, it answers without reading the state
-/// from the details cache, opening its seal and decoding it again: on `GET /v1/account`, that
-/// was about a tenth of the server's time. An entry is served only for the exact version it was
-/// decoded at, so a change made by any process (a new session, a logout, a deletion) is seen at
-/// once: its event raises the version. Bounded: when full, an entry chosen by the dictionary's
-/// order (no particular one) makes room.
+/// ``AccountStore/currentState(of:)`` starts from the newest state at hand and applies the events
+/// after it, so an entry is never served as it is when the stream has moved on: a change made by
+/// any process (a new session, a logout, a deletion) is seen at once. With an entry, a session
+/// check neither reads the details cache's entry nor opens its seal and decodes it again: on
+/// `GET /v1/account`, that was about a tenth of the server's time. Bounded: when full, an entry
+/// chosen by the dictionary's order (no particular one) makes room.
 final class RecentStates: Sendable {
     private let states = Mutex<[String: AccountState]>([:])
     private let capacity: Int
@@ -22,17 +21,9 @@ final class RecentStates: Sendable {
         self.capacity = max(capacity, 0)
     }
 
-    /// The state of `accountId` at `version`, or nil when the one held is of another version
-    /// (which is then dropped) or none is.
-    func state(of accountId: String, version: UInt64) -> AccountState? {
-        states.withLock { states in
-            guard let state = states[accountId] else { return nil }
-            guard state.version == version else {
-                states[accountId] = nil
-                return nil
-            }
-            return state
-        }
+    /// The state kept for `accountId` (of whatever version it was kept at), or nil.
+    func state(of accountId: String) -> AccountState? {
+        states.withLock { $0[accountId] }
     }
 
     /// Keeps `state` for its account.
