@@ -80,7 +80,9 @@ extension AccountStore {
     /// - Throws: ``AccountStoreError/invalidSession`` for anything else (a malformed token too).
     public func authenticate(token: String) async throws -> AccountState {
         guard let (accountId, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
-        guard let state = try await currentState(of: accountId), !state.isDeleted, let expiry = state.sessions[sessionHash], expiry > Self.micros(options.clock()) else {
+        guard let state = try await currentState(of: accountId), !state.isDeleted, let expiry = state.sessions[sessionHash],
+            expiry > Self.micros(options.clock())
+        else {
             throw AccountStoreError.invalidSession
         }
         return state
