@@ -166,9 +166,10 @@ extension AccountStore {
     /// - Throws: The log's `EventLogError` when the stream cannot be read, or a decoding error.
     func currentState(of accountId: String) async throws -> AccountState? {
         guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0) else { return nil }
+        // A kept state never needs the details cache's (which costs a read, a seal opened and a
+        // decoding): the events after it are read either way.
         let kept = recentStates.state(of: accountId)
-        let cached = try cachedState(of: accountId)
-        var state = [kept, cached].compactMap(\.self).max { $0.version < $1.version }
+        var state = try kept ?? cachedState(of: accountId)
         let newer = try await log.readStream(accountId, from: (state?.version ?? 0) + 1, limit: .max)
         for record in newer {
             state = AccountState.applying(
