@@ -72,7 +72,8 @@ extension AccountStore {
     /// The account a bearer token signs in, checked against the account's stream: the session must
     /// have been started, not ended, not expired, and the account must not be deleted.
     ///
-    /// The state is the stream's latest (``currentState(of:)``), so a session started or ended on
+    /// The state is the stream's latest (the newest state at hand, kept in memory or in the details
+    /// cache, brought up to date with the events after it), so a session started or ended on
     /// another server counts at once.
     ///
     /// - Parameter token: The bearer token, `<account id>.<secret>`.

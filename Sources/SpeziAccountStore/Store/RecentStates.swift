@@ -7,7 +7,7 @@ import Synchronization
 
 /// The decoded states of the accounts used most recently, each as of the stream version it holds.
 ///
-/// ``AccountStore/currentState(of:)`` starts from the newest state at hand and applies the events
+/// `AccountStore.currentState(of:)` starts from the newest state at hand and applies the events
 /// after it, so an entry is never served as it is when the stream has moved on: a change made by
 /// any process (a new session, a logout, a deletion) is seen at once. With an entry, a session
 /// check neither reads the details cache's entry nor opens its seal and decodes it again: on
