@@ -51,9 +51,13 @@ struct SessionCheckTests {
         await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: session.token) }
         #expect(try await store.authenticate(token: second.token).accountId == id)
 
-        // A deletion ends every session; ids that cannot be streams are no accounts.
+        // A deletion ends every session, and what was kept of the account is dropped; ids that
+        // cannot be streams are no accounts.
+        #expect(store.recentStates.state(of: id) != nil)
         try await store.delete(id)
+        #expect(store.recentStates.state(of: id) == nil)
         await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: second.token) }
+        #expect(store.recentStates.state(of: id) == nil)
         #expect(try await store.currentState(of: id)?.isDeleted == true)
         #expect(try await store.currentState(of: "") == nil)
         #expect(try await store.currentState(of: "bad\u{0}id") == nil)

@@ -392,6 +392,8 @@ extension AccountStore {
                 for (offset, event) in decision.events.enumerated() {
                     after.apply(event, version: state.version + UInt64(offset) + 1, at: now)
                 }
+                // A deleted account's personal data does not stay in memory (crypto-shredding).
+                if after.isDeleted { recentStates.forget(accountId) }
                 return (result.positions.upperBound, after)
             } catch EventLogError.wrongExpectedVersion {
                 try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))

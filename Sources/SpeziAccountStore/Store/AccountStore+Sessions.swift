@@ -176,7 +176,12 @@ extension AccountStore {
             state = AccountState.applying(
                 try accounts.event(from: record), to: state, accountId: accountId, version: record.streamVersion, at: record.timestamp)
         }
-        if let state, !state.isDeleted, state.version != kept?.version { recentStates.keep(state) }
+        if let state, !state.isDeleted {
+            if state.version != kept?.version { recentStates.keep(state) }
+        } else if kept != nil {
+            // A deleted account's personal data does not stay in memory (crypto-shredding).
+            recentStates.forget(accountId)
+        }
         return state
     }
 }

@@ -35,6 +35,11 @@ final class RecentStates: Sendable {
         }
     }
 
+    /// Drops the state kept for `accountId` (a deleted account's).
+    func forget(_ accountId: String) {
+        _ = states.withLock { $0.removeValue(forKey: accountId) }
+    }
+
     /// How many states are held (for tests).
     var count: Int { states.withLock { $0.count } }
 }
