@@ -30,7 +30,7 @@ struct Options {
     var peers: Set<String> = ["postgres", "sqlite"]
     /// The PostgreSQL peer's pool (postgres-nio's default).
     var postgresConnections = 20
-    /// The store's `recentStates` (0: every session check decodes the cached state).
+    /// The store's `recentStates` (0: every command and session check decodes the cached state).
     var recentStates = AccountStoreOptions().recentStates
 
     init(_ arguments: [String]) {

@@ -169,14 +169,42 @@ public struct AccountLog: Sendable {
     /// - Throws: The log's `EventLogError` when the stream cannot be read, or the decoding errors of
     ///   ``event(from:)``.
     public func load(_ accountId: String, throughVersion version: UInt64) async throws -> AccountState? {
-        guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0), version > 0 else { return nil }
-        var state: AccountState?
-        for record in try await log.readStream(accountId, from: 1, limit: version == .max ? .max : Int(clamping: version)) {
+        try await load(accountId, after: nil, throughVersion: version)
+    }
+
+    /// `state` brought up to date: the stream's events after its version, up to `version`,
+    /// applied to it (nil: folded from the first event). The state must be the account's as of
+    /// its version (a fold, or the details cache's, which equals it).
+    ///
+    /// - Parameters:
+    ///   - accountId: The account, whose id is the stream id.
+    ///   - state: The account's state as of its version, or nil to start from nothing.
+    ///   - version: The last stream version to apply.
+    /// - Returns: The state as of `version` (or the stream's last), `state` itself when no event
+    ///   follows it, nil for an account id the log could not hold (``couldBeStream(_:)``).
+    /// - Throws: The log's `EventLogError` when the stream cannot be read, or the decoding errors of
+    ///   ``event(from:)``.
+    package func load(_ accountId: String, after state: AccountState?, throughVersion version: UInt64 = .max) async throws -> AccountState? {
+        guard Self.couldBeStream(accountId) else { return nil }
+        let first = (state?.version ?? 0) + 1
+        guard version >= first else { return state }
+        var state = state
+        let limit = version == .max ? .max : Int(clamping: version - first + 1)
+        for record in try await log.readStream(accountId, from: first, limit: limit) {
             state = AccountState.applying(
                 try event(from: record), to: state, accountId: accountId,
                 version: record.streamVersion, at: record.timestamp)
         }
         return state
+    }
+
+    /// Whether `accountId` could be a stream id (1–400 bytes of UTF-8 without NUL): an id that
+    /// cannot is no account, answered without asking the log or the details cache.
+    ///
+    /// - Parameter accountId: The id to check.
+    /// - Returns: True when the log could hold a stream of that id.
+    package static func couldBeStream(_ accountId: String) -> Bool {
+        !accountId.isEmpty && accountId.utf8.count <= 400 && !accountId.utf8.contains(0)
     }
 
     /// The account that holds a user id (deleted accounts release theirs).

@@ -166,16 +166,11 @@ extension AccountStore {
     /// - Returns: The latest state, deleted accounts included, or nil.
     /// - Throws: The log's `EventLogError` when the stream cannot be read, or a decoding error.
     func currentState(of accountId: String) async throws -> AccountState? {
-        guard !accountId.isEmpty, accountId.utf8.count <= 400, !accountId.utf8.contains(0) else { return nil }
+        guard AccountLog.couldBeStream(accountId) else { return nil }
         // A kept state never needs the details cache's (which costs a read, a seal opened and a
         // decoding): the events after it are read either way.
         let kept = recentStates.state(of: accountId)
-        var state = try kept ?? cachedState(of: accountId)
-        let newer = try await log.readStream(accountId, from: (state?.version ?? 0) + 1, limit: .max)
-        for record in newer {
-            state = AccountState.applying(
-                try accounts.event(from: record), to: state, accountId: accountId, version: record.streamVersion, at: record.timestamp)
-        }
+        let state = try await accounts.load(accountId, after: try kept ?? cachedState(of: accountId))
         if let state, !state.isDeleted {
             if state.version != kept?.version { recentStates.keep(state) }
         } else if kept != nil {

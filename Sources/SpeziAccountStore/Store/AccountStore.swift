@@ -104,9 +104,10 @@ public struct AccountStoreOptions: Sendable {
     public var signupConfirmationDelivery: (@Sendable (SignupConfirmationMessage) async -> Void)?
     /// New account ids.
     public var makeAccountId: @Sendable () -> String = { UUID.random().uuidString.lowercased() }
-    /// How many accounts' decoded states session checks keep in memory (``AccountStore/authenticate(token:)``),
-    /// each served only while it is the stream's latest version; 0 keeps none (every check reads
-    /// and decodes the details cache's entry, opening its seal). About 1–2 KiB each.
+    /// How many accounts' decoded states the store keeps in memory for its commands, logins and
+    /// session checks (``AccountStore/authenticate(token:)``); each is brought up to date with the
+    /// stream's newer events before use. 0 keeps none: every use starts from the details cache's
+    /// entry (a read, its seal opened, a decoding). About 1–2 KiB each.
     public var recentStates = 4_096
 
     /// Creates the default value.
@@ -140,7 +141,7 @@ public final class AccountStore: Sendable {
     public let registry: AccountKeyRegistry
     let options: AccountStoreOptions
     let hasher: PasswordHasher
-    /// The states session checks decoded last (``authenticate(token:)``).
+    /// The states of the accounts used last, the starting point of commands and session checks.
     let recentStates: RecentStates
     static let logger = Logger(label: "SpeziAccountStore")
     /// Held shared while the store is open (a migration needs the folder alone).
