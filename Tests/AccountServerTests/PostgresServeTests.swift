@@ -8,7 +8,7 @@ import SpeziAccount
 import TestSupport
 import Testing
 
-@Suite("accountctl serve on a shared PostgreSQL log: two app servers, each with its own folder", .timeLimit(.minutes(2)))
+@Suite("accountctl serve on a shared PostgreSQL log: two app servers, each with its own folder", .timeLimit(.minutes(5)))
 struct PostgresServeTests {
     @Test("a session opened on one node works on the other; a change through one reaches an app following the other; a logout ends it everywhere")
     func twoNodes() async throws {

@@ -40,7 +40,7 @@ private final class LosingTransport: AccountServerTransport, Sendable {
     }
 }
 
-@Suite("RemoteAccountService: a write whose answer was lost is sent again with its key", .timeLimit(.minutes(2)))
+@Suite("RemoteAccountService: a write whose answer was lost is sent again with its key", .timeLimit(.minutes(5)))
 struct RemoteRetryTests {
     @Test("signup, a password change and the deletion each lose their first answer: each is done once, and the app ends as it would have")
     func lostAnswers() async throws {

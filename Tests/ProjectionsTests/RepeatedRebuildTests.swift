@@ -15,7 +15,7 @@ import Testing
 /// them. The generations a rebuild replaces are deleted once no read of the process is inside them.
 @Suite("Rebuilds, again and again, in one process; cancelled waits")
 struct RepeatedRebuildTests {
-    @Test("40 rebuilds in one process all finish (the environment has room for 10 tables), and the counts are right", .timeLimit(.minutes(2)))
+    @Test("40 rebuilds in one process all finish (the environment has room for 10 tables), and the counts are right", .timeLimit(.minutes(5)))
     func manyRebuilds() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
@@ -38,7 +38,7 @@ struct RepeatedRebuildTests {
         #expect(names.count <= 3 && names.contains("stream-counts#41/counts"), "\(names)")
     }
 
-    @Test("a read inside a generation while rebuilds replace it reads it whole; its tables go once the read ends", .timeLimit(.minutes(2)))
+    @Test("a read inside a generation while rebuilds replace it reads it whole; its tables go once the read ends", .timeLimit(.minutes(5)))
     func readAcrossReplacements() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
@@ -86,7 +86,7 @@ struct RepeatedRebuildTests {
         await store.close()
     }
 
-    @Test("cancelling a rebuild's wait ends the wait; the rebuild goes on and takes over", .timeLimit(.minutes(2)))
+    @Test("cancelling a rebuild's wait ends the wait; the rebuild goes on and takes over", .timeLimit(.minutes(5)))
     func cancelledWait() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
@@ -118,7 +118,7 @@ struct RepeatedRebuildTests {
         await store.close()
     }
 
-    @Test("cancelling a read-your-writes wait ends it with CancellationError, not at its timeout", .timeLimit(.minutes(2)))
+    @Test("cancelling a read-your-writes wait ends it with CancellationError, not at its timeout", .timeLimit(.minutes(5)))
     func cancelledAppliedWait() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
