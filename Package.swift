@@ -228,7 +228,9 @@ let package = Package(
             dependencies: ["EventLog", "LMDB", "LogRecordFormat", "log-crash-child", "TestSupport", "EventLogConformance"]),
         .testTarget(
             name: "PostgresEventLogTests",
-            dependencies: ["PostgresEventLog", "EventLog", "EventLogConformance", "TestSupport"]),
+            dependencies: [
+                "PostgresEventLog", "EventLog", "EventLogConformance", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")
+            ]),
         .testTarget(
             name: "ProjectionsTests",
             dependencies: ["Projections", "EventLog", "LMDB", "TestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),

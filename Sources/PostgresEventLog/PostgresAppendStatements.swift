@@ -56,16 +56,17 @@ enum PostgresAppendStatements {
     /// notification) and returns nil, which means committed. If one does not, it writes nothing
     /// and returns what it found for the group, to decide again on.
     static func conditionalAppend(
-        _ decision: GroupDecision, beliefs: AppendBeliefs, channel: String, client: PostgresClient, logger: Logger
+        _ decision: GroupDecision, beliefs: AppendBeliefs, channel: String, on connection: PostgresConnection, logger: Logger
     ) async throws -> AppendSnapshot? {
         // A prepared statement: each connection parses and plans it once.
         if let one = LogAppendOneStatement(decision: decision, beliefs: beliefs, channel: channel) {
-            return try await report(client.execute(one, logger: logger))
+            return try await report(connection.execute(one, logger: logger))
         }
         if decision.rows.positions.count >= bulkRows {
-            return try await report(client.execute(LogAppendBulkStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger))
+            return try await report(
+                connection.execute(LogAppendBulkStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger))
         }
-        let rows = try await client.execute(LogAppendStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger)
+        let rows = try await connection.execute(LogAppendStatement(decision: decision, beliefs: beliefs, channel: channel), logger: logger)
         return try await report(rows)
     }
 

@@ -274,8 +274,10 @@ final class PostgresAppender: Sendable {
             let candidate = GroupDecision(appends, on: snapshot!, now: now)
             let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
             let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server) {
-                try await PostgresAppendStatements.conditionalAppend(
-                    candidate, beliefs: beliefs, channel: channel, client: client, logger: logger)
+                try await client.withLiveConnection { connection in
+                    try await PostgresAppendStatements.conditionalAppend(
+                        candidate, beliefs: beliefs, channel: channel, on: connection, logger: logger)
+                }
             }
             guard let report else {
                 paths.withLock { paths in
@@ -289,11 +291,13 @@ final class PostgresAppender: Sendable {
         if decision == nil {
             paths.withLock { $0.locked += 1 }
             let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server) {
-                try await client.withTransaction(logger: logger) { connection in
-                    let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
-                    let decision = GroupDecision(appends, on: facts, now: now)
-                    if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
-                    return (decision, facts)
+                try await client.withLiveConnection { connection in
+                    try await connection.withTransaction(logger: logger) { connection in
+                        let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
+                        let decision = GroupDecision(appends, on: facts, now: now)
+                        if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
+                        return (decision, facts)
+                    }
                 }
             }
             if snapshot == nil { snapshot = facts } else { snapshot!.learn(facts, keys) }

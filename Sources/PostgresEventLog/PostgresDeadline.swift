@@ -33,10 +33,14 @@ extension PostgresEventLog {
                 race.start(continuation)
                 race.setWork(
                     Task {
-                        do {
-                            race.finish(.success(try await body()))
-                        } catch {
-                            race.finish(.failure(error))
+                        // A statement on a connection that closes answers the caller at once
+                        // (``PostgresConnection/whileOpen(_:)``).
+                        await PostgresOperation.$abandon.withValue({ race.finish(.failure($0)) }) {
+                            do {
+                                race.finish(.success(try await body()))
+                            } catch {
+                                race.finish(.failure(error))
+                            }
                         }
                     })
             }

@@ -125,13 +125,15 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let reads = readClient ?? client
         let head: UInt64
         if readClient == nil {
-            head = try await Self.headPosition(client, logger: logger)
+            head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
+                try await client.withLiveConnection { try await Self.headPosition($0, logger: logger) }
+            }
         } else {
             // A standby may not have replayed the tables the primary has just made: subscribers
             // start from nothing and poll until it has.
             do {
                 head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the standby of \(location)") {
-                    try await Self.headPosition(reads, logger: logger)
+                    try await reads.withLiveConnection { try await Self.headPosition($0, logger: logger) }
                 }
             } catch {
                 logger.notice("the standby has no log yet; subscribers poll it from position 0", metadata: ["error": "\(error)"])
@@ -146,7 +148,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         ) {
             do {
                 return try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
-                    try await Self.headPosition(reads, logger: logger)
+                    try await reads.withLiveConnection { try await Self.headPosition($0, logger: logger) }
                 }
             } catch {
                 // Polled again at the next interval; outages are reported by the clients' own logs.
@@ -234,7 +236,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                         do {
                             notifier.publish(
                                 try await withDeadline(.seconds(5), doing: "read the head after LISTEN") {
-                                    try await headPosition(client, logger: logger)
+                                    try await client.withLiveConnection { try await headPosition($0, logger: logger) }
                                 })
                         } catch {
                             // Notifications and polls still move subscribers on.
@@ -270,8 +272,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         }
     }
 
-    static func headPosition(_ client: PostgresClient, logger: Logger) async throws -> UInt64 {
-        let rows = try await client.query("SELECT position FROM log_head", logger: logger)
+    static func headPosition(_ connection: PostgresConnection, logger: Logger) async throws -> UInt64 {
+        let rows = try await connection.query("SELECT position FROM log_head", logger: logger)
         for try await position in rows.decode(Int64.self) { return UInt64(position) }
         throw PostgresLogError.server("the log's head row is missing")
     }
@@ -336,8 +338,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     /// The stream holding a claim, or nil.
     public func claimOwner(_ claim: String) async throws -> String? {
-        try await query("read a claim") { client, logger in
-            let rows = try await client.query("SELECT stream_id FROM log_claims WHERE claim = \(claim)", logger: logger)
+        try await query("read a claim") { connection, logger in
+            let rows = try await connection.query("SELECT stream_id FROM log_claims WHERE claim = \(claim)", logger: logger)
             for try await owner in rows.decode(String.self) { return owner }
             return nil
         }
@@ -345,7 +347,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     /// The last position; 0 for an empty log.
     public func lastPosition() async throws -> UInt64 {
-        try await query("read the head") { client, logger in try await Self.headPosition(client, logger: logger) }
+        try await query("read the head") { connection, logger in try await Self.headPosition(connection, logger: logger) }
     }
 
     /// The record at `position`, or nil.
@@ -358,13 +360,13 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let limit = Int64(max(0, min(limit, 100_000)))
         let from = Int64(clamping: position)
         let location = location
-        return try await query("read records", fromStandby: true) { client, logger in
+        return try await query("read records", fromStandby: true) { connection, logger in
             let rows =
                 direction == .forward
-                ? try await client.query(
+                ? try await connection.query(
                     "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position >= \(from) ORDER BY position LIMIT \(limit)",
                     logger: logger)
-                : try await client.query(
+                : try await connection.query(
                     "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position <= \(from) ORDER BY position DESC LIMIT \(limit)",
                     logger: logger)
             return try await RecordColumns.decode(rows, location: location)
@@ -375,8 +377,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     public func readStream(_ streamID: String, from version: UInt64, limit: Int) async throws -> [RecordedEvent] {
         let limit = Int64(max(0, min(limit, Int(Int64.max))))
         let location = location
-        return try await query("read a stream") { client, logger in
-            let rows = try await client.query(
+        return try await query("read a stream") { connection, logger in
+            let rows = try await connection.query(
                 """
                 SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE stream_id = \(streamID) AND stream_version >= \(Int64(clamping: version))
                 ORDER BY stream_version LIMIT \(limit)
@@ -387,8 +389,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     /// The stream's version, or nil when it has no events.
     public func streamVersion(_ streamID: String) async throws -> UInt64? {
-        try await query("read a stream version") { client, logger in
-            let rows = try await client.query("SELECT max(stream_version) FROM log_records WHERE stream_id = \(streamID)", logger: logger)
+        try await query("read a stream version") { connection, logger in
+            let rows = try await connection.query("SELECT max(stream_version) FROM log_records WHERE stream_id = \(streamID)", logger: logger)
             for try await version in rows.decode(Int64?.self) { return version.map(UInt64.init) }
             return nil
         }
@@ -409,8 +411,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     /// Counts and sizes (`fileBytes`: the records table with its indexes).
     public func statistics() async throws -> LogStatistics {
-        try await query("read statistics") { client, logger in
-            let rows = try await client.query(
+        try await query("read statistics") { connection, logger in
+            let rows = try await connection.query(
                 "SELECT (SELECT count(*) FROM log_records), (SELECT position FROM log_head), pg_total_relation_size('log_records'::regclass)",
                 logger: logger)
             for try await (count, last, bytes) in rows.decode((Int64, Int64, Int64).self) {
@@ -457,8 +459,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     /// A value stored with the log under `name`, or nil.
     public func metadata(_ name: String) async throws -> [UInt8]? {
-        try await query("read metadata") { client, logger in
-            let rows = try await client.query("SELECT value FROM log_metadata WHERE name = \(name)", logger: logger)
+        try await query("read metadata") { connection, logger in
+            let rows = try await connection.query("SELECT value FROM log_metadata WHERE name = \(name)", logger: logger)
             for try await value in rows.decode(ByteBuffer.self) { return Array(buffer: value) }
             return nil
         }
@@ -466,10 +468,10 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
 
     /// Stores `value` under `name` unless one is there; returns the stored value.
     public func setMetadataIfAbsent(_ name: String, _ value: [UInt8]) async throws -> [UInt8] {
-        try await query("write metadata") { client, logger in
-            try await client.query(
+        try await query("write metadata") { connection, logger in
+            try await connection.query(
                 "INSERT INTO log_metadata (name, value) VALUES (\(name), \(ByteBuffer(bytes: value))) ON CONFLICT (name) DO NOTHING", logger: logger)
-            let rows = try await client.query("SELECT value FROM log_metadata WHERE name = \(name)", logger: logger)
+            let rows = try await connection.query("SELECT value FROM log_metadata WHERE name = \(name)", logger: logger)
             for try await stored in rows.decode(ByteBuffer.self) { return Array(buffer: stored) }
             throw PostgresLogError.server("metadata \(name) vanished")
         }
@@ -487,7 +489,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
     /// exponential backoff and jitter within the timeout, each try within
     /// ``PostgresTransience/tryLimit(within:)`` (reads change nothing, so a try may be repeated).
     func query<T: Sendable>(
-        _ what: String, fromStandby: Bool = false, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
+        _ what: String, fromStandby: Bool = false, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
     ) async throws -> T {
         try checkOpen()
         let (serving, serverKey) = fromStandby ? (readClient, readServer) : (client, server)
@@ -505,7 +507,7 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                     readOutage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: limit, attempt: attempt)) : remaining,
                     doing: "\(what) of \(place)the log at \(location)", server: serverKey
                 ) { [logger] in
-                    try await body(serving, logger)
+                    try await serving.withLiveConnection { try await body($0, logger) }
                 }
                 readOutage.succeeded(tryStarted: tryStarted)
                 return value

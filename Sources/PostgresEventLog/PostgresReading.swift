@@ -173,17 +173,17 @@ extension PostgresEventLog {
         let after = Int64(clamping: position)
         let limit = Int64(limit)
         let location = location
-        return try await query("read a subscription's batch", fromStandby: true) { client, logger in
+        return try await query("read a subscription's batch", fromStandby: true) { connection, logger in
             let rows =
                 if let streamID {
-                    try await client.query(
+                    try await connection.query(
                         """
                         SELECT h.position, r.* FROM log_head h LEFT JOIN LATERAL (
                             SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE stream_id = \(streamID) AND position > \(after)
                             ORDER BY position LIMIT \(limit)) r ON true
                         """, logger: logger)
                 } else {
-                    try await client.query(
+                    try await connection.query(
                         """
                         SELECT h.position, r.* FROM log_head h LEFT JOIN LATERAL (
                             SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position > \(after) ORDER BY position LIMIT \(limit)) r ON true
@@ -218,9 +218,9 @@ extension PostgresEventLog {
         let location = location
         while true {
             let after = Int64(expected - 1)
-            let rows: [RecordColumns.Row] = try await query("verify") { client, logger in
+            let rows: [RecordColumns.Row] = try await query("verify") { connection, logger in
                 var rows: [RecordColumns.Row] = []
-                let sequence = try await client.query(
+                let sequence = try await connection.query(
                     "SELECT \(unescaped: RecordColumns.list) FROM log_records WHERE position > \(after) ORDER BY position LIMIT \(limit)",
                     logger: logger)
                 for try await row in sequence { rows.append(try RecordColumns.columns(row)) }
@@ -264,8 +264,8 @@ extension PostgresEventLog {
             }
             progress?(VerificationProgress(checked: checked, total: total))
         }
-        let counts: (Int64, Int64, ByteBuffer, Int64) = try await query("verify the head") { client, logger in
-            let rows = try await client.query(
+        let counts: (Int64, Int64, ByteBuffer, Int64) = try await query("verify the head") { connection, logger in
+            let rows = try await connection.query(
                 """
                 SELECT (SELECT count(*) FROM log_records), position, hash,
                     (SELECT count(*) FROM log_claims c WHERE NOT EXISTS (SELECT 1 FROM log_records r WHERE r.stream_id = c.stream_id))

@@ -33,8 +33,8 @@ extension PostgresEventLog {
         guard standby != nil else { return nil }
         let primary = try await lastPosition()
         let location = location
-        let (position, since): (UInt64, Double?) = try await query("read the replay state", fromStandby: true) { client, logger in
-            let rows = try await client.query(
+        let (position, since): (UInt64, Double?) = try await query("read the replay state", fromStandby: true) { connection, logger in
+            let rows = try await connection.query(
                 """
                 SELECT (SELECT position FROM log_head),
                        extract(epoch FROM (now() - pg_last_xact_replay_timestamp()))::float8
