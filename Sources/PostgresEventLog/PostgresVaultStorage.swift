@@ -218,7 +218,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     private func run(_ connection: PostgresConnection, _ query: PostgresQuery) throws -> [PostgresRow] {
         let tryStarted = ContinuousClock.now
         do {
-            let rows = try wait(connection.query(query, logger: logger), doing: "answer", abandon: { Self.close(connection) }).rows
+            let rows = try wait(connection.query(query, logger: logger), doing: "answer", on: connection, abandon: { Self.close(connection) }).rows
             outage.succeeded(tryStarted: tryStarted)
             return rows
         } catch {
@@ -256,9 +256,12 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// not fail what is pending on it at once; a connect to a paused server waits for its
     /// handshake). At the deadline `abandon` runs (it closes the connection a query runs on);
     /// a value that arrives after it goes to `late` (a connection opened too late is closed).
+    /// When `connection` (the one the operation runs on) closes first, the wait ends then with a
+    /// transient failure: postgres-nio never answers a statement written after its connection
+    /// closed (``ClosedConnectionWatch``).
     private func wait<T: Sendable>(
-        _ future: EventLoopFuture<T>, doing what: String, late: @escaping @Sendable (T) -> Void = { _ in },
-        abandon: @escaping @Sendable () -> Void = {}
+        _ future: EventLoopFuture<T>, doing what: String, on connection: PostgresConnection? = nil,
+        late: @escaping @Sendable (T) -> Void = { _ in }, abandon: @escaping @Sendable () -> Void = {}
     ) throws -> T {
         let eventLoop = future.eventLoop
         let promise = eventLoop.makePromise(of: T.self)
@@ -279,6 +282,16 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         let timer = eventLoop.scheduleTask(in: limit.timeAmount, expire)
         let ticket = DeadlineWatch.shared.add(.now + limit, owner: server) { eventLoop.execute(expire) }
         defer { DeadlineWatch.shared.remove(ticket) }
+        let closeTicket = connection.flatMap { connection in
+            ClosedConnectionWatch.shared.watch(connection) { _ in
+                eventLoop.execute {
+                    guard decided.take() else { return }
+                    timer.cancel()
+                    promise.fail(PostgresVaultError.server("\(place): the connection closed before the server answered"))
+                }
+            }
+        }
+        defer { if let closeTicket { ClosedConnectionWatch.shared.remove(closeTicket) } }
         future.whenComplete { result in
             timer.cancel()
             if decided.take() {
