@@ -23,21 +23,44 @@ public struct RecordView: LogRecord {
     public let position: UInt64
 
     /// Checks the checksum and the layout; every reader of records goes through here.
-    init(_ record: UnsafeRawBufferPointer, position: UInt64, path: String) throws(EventLogError) {
-        func corrupt(_ reason: String) -> EventLogError { .corruptRecord(position: position, reason: reason, path: path) }
-        guard record.count >= RecordFormat.fixedSize + 2 + 2 + 2 + 4 else {
-            throw corrupt("the record has \(record.count) bytes, fewer than the smallest possible record")
+    init(_ record: UnsafeRawBufferPointer, position: UInt64, path: borrowing String) throws(EventLogError) {
+        // The check itself makes no message and touches no string: only a flawed record (rare)
+        // pays for explaining itself, out of line.
+        let parts: Parts
+        do {
+            parts = try Self.parts(of: record, position: position)
+        } catch {
+            throw Self.explain(error, record: record, position: position, path: copy path)
         }
+        self.bytes = record
+        self.position = position
+        self.streamIDRange = parts.stream
+        self.typeRange = parts.type
+        self.metadataRange = parts.metadata
+        self.payloadRange = parts.payload
+    }
+
+    /// Where a record's variable fields are.
+    private struct Parts {
+        var stream: Range<Int>
+        var type: Range<Int>
+        var metadata: Range<Int>
+        var payload: Range<Int>
+    }
+
+    /// What is wrong with a record that fails its checks.
+    private enum Flaw: Error {
+        case tooShort, checksum, layout, position, header, metadata, payload, trailing
+    }
+
+    /// Checks `record` (checksum, layout version, position, structure) and finds its parts.
+    @inline(__always)
+    private static func parts(of record: UnsafeRawBufferPointer, position: UInt64) throws(Flaw) -> Parts {
+        guard record.count >= RecordFormat.fixedSize + 2 + 2 + 2 + 4 else { throw .tooShort }
         let stored = BigEndian.uint32(record)
-        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[RecordFormat.Offset.chainHash...]))
-        guard stored == computed else {
-            throw corrupt(String(format: "checksum mismatch (stored %08x, computed %08x)", stored, computed))
-        }
-        guard record[RecordFormat.Offset.layout] == RecordFormat.layoutVersion else {
-            throw corrupt("unknown record layout \(record[RecordFormat.Offset.layout])")
-        }
-        let storedPosition = BigEndian.uint64(record, at: RecordFormat.Offset.position)
-        guard storedPosition == position else { throw corrupt("the record says position \(storedPosition) but is stored under \(position)") }
+        guard stored == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[RecordFormat.Offset.chainHash...])) else { throw .checksum }
+        guard record[RecordFormat.Offset.layout] == RecordFormat.layoutVersion else { throw .layout }
+        guard BigEndian.uint64(record, at: RecordFormat.Offset.position) == position else { throw .position }
         // The variable part, read with plain loads (this runs for every record a reader sees).
         // `offset` never passes `count` and lengths are at most 2^32, so the arithmetic cannot
         // overflow and goes unchecked.
@@ -56,27 +79,43 @@ public struct RecordView: LogRecord {
             return Range(uncheckedBounds: (start, offset))
         }
         guard let streamLength = u16(), let stream = skip(streamLength), let typeLength = u16(), let type = skip(typeLength) else {
-            throw corrupt("the record ends inside its header")
+            throw .header
         }
         let metadataStart = offset
-        guard let pairs = u16() else { throw corrupt("the record ends inside its header") }
+        guard let pairs = u16() else { throw .header }
         for _ in 0..<pairs {
-            guard let keyLength = u16(), skip(keyLength) != nil, let valueLength = u16(), skip(valueLength) != nil else {
-                throw corrupt("the record ends inside its metadata")
-            }
+            // A pair is a key length, the key, a value length and the value: three bound checks.
+            guard let keyLength = u16(), count &- offset >= keyLength &+ 2 else { throw .metadata }
+            offset &+= keyLength
+            guard let valueLength = u16(), skip(valueLength) != nil else { throw .metadata }
         }
         let metadataEnd = offset
-        guard count - offset >= 4 else { throw corrupt("the record ends inside its payload") }
+        guard count &- offset >= 4 else { throw .payload }
         let payloadLength = Int(UInt32(bigEndian: record.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
-        offset += 4
-        guard let payload = skip(payloadLength) else { throw corrupt("the record ends inside its payload") }
-        guard offset == count else { throw corrupt("\(count - offset) unexpected bytes after the payload") }
-        self.bytes = record
-        self.position = position
-        self.streamIDRange = stream
-        self.typeRange = type
-        self.metadataRange = metadataStart..<metadataEnd
-        self.payloadRange = payload
+        offset &+= 4
+        guard let payload = skip(payloadLength) else { throw .payload }
+        guard offset == count else { throw .trailing }
+        return Parts(stream: stream, type: type, metadata: Range(uncheckedBounds: (metadataStart, metadataEnd)), payload: payload)
+    }
+
+    /// The error for a record that failed its checks, saying what is wrong with it.
+    @inline(never)
+    private static func explain(_ flaw: Flaw, record: UnsafeRawBufferPointer, position: UInt64, path: String) -> EventLogError {
+        let reason =
+            switch flaw {
+            case .tooShort: "the record has \(record.count) bytes, fewer than the smallest possible record"
+            case .checksum:
+                String(
+                    format: "checksum mismatch (stored %08x, computed %08x)", BigEndian.uint32(record),
+                    CRC32C.checksum(UnsafeRawBufferPointer(rebasing: record[RecordFormat.Offset.chainHash...])))
+            case .layout: "unknown record layout \(record[RecordFormat.Offset.layout])"
+            case .position: "the record says position \(BigEndian.uint64(record, at: RecordFormat.Offset.position)) but is stored under \(position)"
+            case .header: "the record ends inside its header"
+            case .metadata: "the record ends inside its metadata"
+            case .payload: "the record ends inside its payload"
+            case .trailing: "unexpected bytes after the payload"
+            }
+        return .corruptRecord(position: position, reason: reason, path: path)
     }
 
     /// The stream version.

@@ -189,7 +189,7 @@ public struct Transaction {
 
 /// A position in a database's sorted keys. Buffers it returns are valid until the transaction ends.
 public struct Cursor {
-    let pointer: OpaquePointer
+    @usableFromInline let pointer: OpaquePointer
     let database: Database
     let path: String
 
@@ -238,7 +238,25 @@ public struct Cursor {
     ///
     /// - Returns: the entry, or nil past the last one.
     /// - Throws: ``LMDBError`` when LMDB cannot read the page.
-    public mutating func next() throws -> Entry? { try move(MDB_NEXT) }
+    ///
+    /// Inlined into the caller's loop (a full scan calls it for every record); anything but an
+    /// entry or the end goes through ``failed(_:)``, out of line.
+    @inlinable
+    public mutating func next() throws -> Entry? {
+        var key = MDB_val()
+        var value = MDB_val()
+        let code = mdb_cursor_get(pointer, &key, &value, MDB_NEXT)
+        guard code == MDB_SUCCESS else { return try failed(code) }
+        return (UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size), UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+    }
+
+    /// The end (`MDB_NOTFOUND`: nil), or the error for `code`.
+    @usableFromInline
+    func failed(_ code: Int32) throws -> Entry? {
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_cursor_get \"\(database.name)\"", path: path)
+        return nil
+    }
     /// The entry before the current one.
     ///
     /// - Returns: the entry, or nil before the first one.
