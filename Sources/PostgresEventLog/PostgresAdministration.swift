@@ -83,7 +83,7 @@ extension PostgresEventLog {
         defer { runner.cancel() }
         let logger = Logger(label: "PostgresEventLog")
         do {
-            return try await withDeadline(timeout, doing: what) { try await client.withLiveConnection { try await body($0, logger) } }
+            return try await withDeadline(timeout, doing: what, on: client) { try await body($0, logger) }
         } catch {
             throw PostgresFailure.wrap(error, doing: what)
         }

@@ -273,11 +273,9 @@ final class PostgresAppender: Sendable {
             guard snapshot != nil else { break }
             let candidate = GroupDecision(appends, on: snapshot!, now: now)
             let beliefs = AppendBeliefs(keys, snapshot: snapshot!)
-            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server) {
-                try await client.withLiveConnection { connection in
-                    try await PostgresAppendStatements.conditionalAppend(
-                        candidate, beliefs: beliefs, channel: channel, on: connection, logger: logger)
-                }
+            let report = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server, on: client) {
+                connection in
+                try await PostgresAppendStatements.conditionalAppend(candidate, beliefs: beliefs, channel: channel, on: connection, logger: logger)
             }
             guard let report else {
                 paths.withLock { paths in
@@ -290,14 +288,13 @@ final class PostgresAppender: Sendable {
         }
         if decision == nil {
             paths.withLock { $0.locked += 1 }
-            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server) {
-                try await client.withLiveConnection { connection in
-                    try await connection.withTransaction(logger: logger) { connection in
-                        let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
-                        let decision = GroupDecision(appends, on: facts, now: now)
-                        if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
-                        return (decision, facts)
-                    }
+            let (locked, facts) = try await PostgresEventLog.withDeadline(timeout, doing: what, cancellable: false, server: server, on: client) {
+                connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    let facts = try await PostgresAppendStatements.prepare(keys, on: connection, logger: logger)
+                    let decision = GroupDecision(appends, on: facts, now: now)
+                    if decision.writes { try await PostgresAppendStatements.write(decision, channel: channel, on: connection, logger: logger) }
+                    return (decision, facts)
                 }
             }
             if snapshot == nil { snapshot = facts } else { snapshot!.learn(facts, keys) }

@@ -5,6 +5,7 @@
 
 import EventLogProtocol
 import Foundation
+import PostgresNIO
 import Synchronization
 
 extension PostgresEventLog {
@@ -21,6 +22,29 @@ extension PostgresEventLog {
         _ limit: Duration, doing what: @autoclosure @escaping @Sendable () -> String, cancellable: Bool = true,
         server: String? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
+        try await racing(limit, doing: what(), cancellable: cancellable, server: server) { _ in try await body() }
+    }
+
+    /// ``withDeadline(_:doing:cancellable:server:_:)`` with a connection leased from `client` for
+    /// `body`: the operation is also answered, at once and with a transient failure, when that
+    /// connection closes before `body` ends (``ClosedConnectionWatch``). Every statement of the log
+    /// runs this way.
+    package static func withDeadline<T: Sendable>(
+        _ limit: Duration, doing what: @autoclosure @escaping @Sendable () -> String, cancellable: Bool = true,
+        server: String? = nil, on client: PostgresClient, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await racing(limit, doing: what(), cancellable: cancellable, server: server) { race in
+            try await client.withConnection { connection in
+                try await connection.whileOpen(abandon: { race.finish(.failure($0)) }) { try await body(connection) }
+            }
+        }
+    }
+
+    /// The body of both: `body` gets the race, which it may end early.
+    private static func racing<T: Sendable>(
+        _ limit: Duration, doing what: @autoclosure @escaping @Sendable () -> String, cancellable: Bool,
+        server: String?, _ body: @escaping @Sendable (DeadlineRace<T>) async throws -> T
+    ) async throws -> T {
         let race = DeadlineRace<T>()
         let started = ContinuousClock.now
         let ticket = DeadlineWatch.shared.add(started + limit, owner: server) {
@@ -33,14 +57,10 @@ extension PostgresEventLog {
                 race.start(continuation)
                 race.setWork(
                     Task {
-                        // A statement on a connection that closes answers the caller at once
-                        // (``PostgresConnection/whileOpen(_:)``).
-                        await PostgresOperation.$abandon.withValue({ race.finish(.failure($0)) }) {
-                            do {
-                                race.finish(.success(try await body()))
-                            } catch {
-                                race.finish(.failure(error))
-                            }
+                        do {
+                            race.finish(.success(try await body(race)))
+                        } catch {
+                            race.finish(.failure(error))
                         }
                     })
             }

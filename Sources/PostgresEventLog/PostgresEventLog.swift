@@ -94,8 +94,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         if let readClient { runners.append(Task.immediate { await readClient.run() }) }
         do {
             // Creating the tables may take longer than one operation on a busy server.
-            let logID = try await withDeadline(max(options.operationTimeout, .seconds(30)), doing: "open the log at \(location)") {
-                try await PostgresSchema.migrate(client, location: location, logger: logger)
+            let logID = try await withDeadline(max(options.operationTimeout, .seconds(30)), doing: "open the log at \(location)", on: client) {
+                try await PostgresSchema.migrate(on: $0, location: location, logger: logger)
             }
             return try await PostgresEventLog(
                 location: location, options: options, client: client, readClient: readClient, runners: runners, logID: logID)
@@ -125,15 +125,15 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         let reads = readClient ?? client
         let head: UInt64
         if readClient == nil {
-            head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
-                try await client.withLiveConnection { try await Self.headPosition($0, logger: logger) }
+            head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)", on: client) {
+                try await Self.headPosition($0, logger: logger)
             }
         } else {
             // A standby may not have replayed the tables the primary has just made: subscribers
             // start from nothing and poll until it has.
             do {
-                head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the standby of \(location)") {
-                    try await reads.withLiveConnection { try await Self.headPosition($0, logger: logger) }
+                head = try await Self.withDeadline(options.operationTimeout, doing: "read the head of the standby of \(location)", on: reads) {
+                    try await Self.headPosition($0, logger: logger)
                 }
             } catch {
                 logger.notice("the standby has no log yet; subscribers poll it from position 0", metadata: ["error": "\(error)"])
@@ -147,8 +147,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
             committed: head, pollInterval: fromStandby ? min(options.pollInterval, .milliseconds(50)) : options.pollInterval
         ) {
             do {
-                return try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)") {
-                    try await reads.withLiveConnection { try await Self.headPosition($0, logger: logger) }
+                return try await Self.withDeadline(options.operationTimeout, doing: "read the head of the log at \(location)", on: reads) {
+                    try await Self.headPosition($0, logger: logger)
                 }
             } catch {
                 // Polled again at the next interval; outages are reported by the clients' own logs.
@@ -235,8 +235,8 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
                         outage.succeeded(tryStarted: tryStarted)
                         do {
                             notifier.publish(
-                                try await withDeadline(.seconds(5), doing: "read the head after LISTEN") {
-                                    try await client.withLiveConnection { try await headPosition($0, logger: logger) }
+                                try await withDeadline(.seconds(5), doing: "read the head after LISTEN", on: client) {
+                                    try await headPosition($0, logger: logger)
                                 })
                         } catch {
                             // Notifications and polls still move subscribers on.
@@ -505,9 +505,9 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
             do {
                 let value = try await Self.withDeadline(
                     readOutage.isOngoing ? min(remaining, PostgresTransience.tryLimit(within: limit, attempt: attempt)) : remaining,
-                    doing: "\(what) of \(place)the log at \(location)", server: serverKey
+                    doing: "\(what) of \(place)the log at \(location)", server: serverKey, on: serving
                 ) { [logger] in
-                    try await serving.withLiveConnection { try await body($0, logger) }
+                    try await body($0, logger)
                 }
                 readOutage.succeeded(tryStarted: tryStarted)
                 return value

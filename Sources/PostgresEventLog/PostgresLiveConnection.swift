@@ -14,39 +14,22 @@ import Synchronization
 // connection was lost, meets exactly that: the operation then waited for its whole deadline (15 s
 // by default) with nothing logged, the restart fault test's rare failure (issue 40).
 
-extension PostgresClient {
-    /// Leases a connection for `body`, as `withConnection` does; inside an operation with a
-    /// deadline (``PostgresEventLog/withDeadline(_:doing:cancellable:server:_:)``), the operation is
-    /// answered with a transient failure as soon as that connection closes, instead of waiting for
-    /// a statement the closed connection will never answer. Its retry runs on another connection.
-    package func withLiveConnection<T>(
-        isolation: isolated (any Actor)? = #isolation, _ body: (PostgresConnection) async throws -> sending T
-    ) async throws -> sending T {
-        try await withConnection(isolation: isolation) { connection in
-            try await connection.whileOpen(isolation: isolation) { try await body(connection) }
-        }
-    }
-}
-
 extension PostgresConnection {
-    /// Runs `body`; inside an operation with a deadline, the operation is answered with a
-    /// transient failure as soon as this connection closes (at once when it is closed already).
-    package func whileOpen<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> sending T) async throws -> sending T {
-        guard let abandon = PostgresOperation.abandon else { return try await body() }
+    /// Runs `body`; `abandon` is called with a transient failure as soon as this connection closes
+    /// (at once when it is closed already), so that the operation it belongs to is answered then
+    /// rather than wait for a statement the closed connection will never answer.
+    package func whileOpen<T>(
+        isolation: isolated (any Actor)? = #isolation, abandon: @escaping @Sendable (any Error) -> Void, _ body: () async throws -> sending T
+    ) async throws -> sending T {
         let ticket = ClosedConnectionWatch.shared.watch(self, abandon: abandon)
         defer { if let ticket { ClosedConnectionWatch.shared.remove(ticket) } }
         return try await body()
     }
 }
 
-/// The operation under way on this task.
+/// What an operation whose connection closed before it was answered fails with: transient, so it
+/// is tried again (a try that did commit is answered by its event ids).
 enum PostgresOperation {
-    /// Answers the operation under way (``PostgresEventLog/withDeadline(_:doing:cancellable:server:_:)``)
-    /// at once with an error; nil outside one.
-    @TaskLocal static var abandon: (@Sendable (any Error) -> Void)?
-
-    /// What an operation whose connection closed before it was answered fails with: transient, so
-    /// it is tried again (a try that did commit is answered by its event ids).
     static func connectionClosed() -> PostgresFailure {
         PostgresFailure(description: "the connection closed before the server answered", isTransient: true)
     }

@@ -16,11 +16,7 @@ enum PostgresSchema {
 
     /// Creates what is missing, in one transaction under an advisory lock (several servers may
     /// start at once), and checks the version. Returns the log's id.
-    static func migrate(_ client: PostgresClient, location: PostgresLogLocation, logger: Logger) async throws -> UUID {
-        try await client.withLiveConnection { connection in try await migrate(on: connection, location: location, logger: logger) }
-    }
-
-    private static func migrate(on connection: PostgresConnection, location: PostgresLogLocation, logger: Logger) async throws -> UUID {
+    static func migrate(on connection: PostgresConnection, location: PostgresLogLocation, logger: Logger) async throws -> UUID {
         try await connection.withTransaction(logger: logger) { connection in
             // The schema itself: its name is quoted by the server (format %I), never spliced here.
             try await connection.query(
