@@ -55,9 +55,10 @@ struct ClosedConnectionTests {
 
         // Watched, the closed connection is reported at once, as a transient failure.
         let reported = Mutex<[String]>([])
-        let ran = try await connection.whileOpen(abandon: { error in
+        let report: @Sendable (any Error) -> Void = { error in
             reported.withLock { $0.append("\(error) transient: \((error as? any TransientFailure)?.isTransient == true)") }
-        }) { true }
+        }
+        let ran = try await connection.whileOpen(abandon: report) { true }
         #expect(ran)
         #expect(reported.withLock { $0 } == ["the connection closed before the server answered transient: true"])
     }
