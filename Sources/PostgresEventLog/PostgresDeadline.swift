@@ -27,7 +27,7 @@ extension PostgresEventLog {
 
     /// ``withDeadline(_:doing:cancellable:server:_:)`` with a connection leased from `client` for
     /// `body`: the operation is also answered, at once and with a transient failure, when that
-    /// connection closes before `body` ends (``ClosedConnectionWatch``). Every statement of the log
+    /// connection closes before `body` ends (`ClosedConnectionWatch`). Every statement of the log
     /// runs this way.
     package static func withDeadline<T: Sendable>(
         _ limit: Duration, doing what: @autoclosure @escaping @Sendable () -> String, cancellable: Bool = true,

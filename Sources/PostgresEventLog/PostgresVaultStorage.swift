@@ -258,7 +258,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
     /// a value that arrives after it goes to `late` (a connection opened too late is closed).
     /// When `connection` (the one the operation runs on) closes first, the wait ends then with a
     /// transient failure: postgres-nio never answers a statement written after its connection
-    /// closed (``ClosedConnectionWatch``).
+    /// closed (`ClosedConnectionWatch`).
     private func wait<T: Sendable>(
         _ future: EventLoopFuture<T>, doing what: String, on connection: PostgresConnection? = nil,
         late: @escaping @Sendable (T) -> Void = { _ in }, abandon: @escaping @Sendable () -> Void = {}
