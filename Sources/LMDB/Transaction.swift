@@ -240,7 +240,7 @@ public struct Cursor {
     /// - Throws: ``LMDBError`` when LMDB cannot read the page.
     ///
     /// Inlined into the caller's loop (a full scan calls it for every record); anything but an
-    /// entry or the end goes through ``failed(_:)``, out of line.
+    /// entry or the end goes through `failed(_:)`, out of line.
     @inlinable
     public mutating func next() throws -> Entry? {
         var key = MDB_val()
