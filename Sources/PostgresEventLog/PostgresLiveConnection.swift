@@ -88,7 +88,4 @@ final class ClosedConnectionWatch: Sendable {
             // The entry (and its one close callback) stays while the connection is open.
         }
     }
-
-    /// Connections with an entry (for tests).
-    var watchedConnections: Int { state.withLock { $0.waiting.count } }
 }
