@@ -200,8 +200,7 @@ public struct Cursor {
         var keyVal = MDB_val(mv_size: key?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: key?.baseAddress))
         var value = MDB_val()
         let code = mdb_cursor_get(pointer, &keyVal, &value, operation)
-        if code == MDB_NOTFOUND { return nil }
-        try check(code, "mdb_cursor_get \"\(database.name)\"", path: path)
+        guard code == MDB_SUCCESS else { return try failed(code) }
         return (
             UnsafeRawBufferPointer(start: keyVal.mv_data, count: keyVal.mv_size),
             UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)

@@ -82,10 +82,7 @@ final class ClosedConnectionWatch: Sendable {
 
     /// The operation ended: it no longer waits on the connection.
     func remove(_ ticket: Ticket) {
-        state.withLock { state in
-            guard state.waiting[ticket.connection] != nil else { return }
-            state.waiting[ticket.connection]![ticket.id] = nil
-            // The entry (and its one close callback) stays while the connection is open.
-        }
+        // The connection's entry (and its one close callback) stays while the connection is open.
+        state.withLock { _ = $0.waiting[ticket.connection]?.removeValue(forKey: ticket.id) }
     }
 }
