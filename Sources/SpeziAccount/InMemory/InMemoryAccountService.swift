@@ -38,6 +38,10 @@ public actor InMemoryAccountService: AccountService {
 
     private var records: [String: Record] = [:]
     private var updatesTask: Task<Void, Never>?
+    /// The account a login is signing in (between its storage read and its details being
+    /// supplied), and an update the provider delivered for it meanwhile: applied once it is
+    /// signed in, not dropped as an update for an account that is not.
+    private var signingIn: (accountId: String, update: ExternalAccountStorage.ExternallyStoredDetails?)?
 
     /// Creates the service.
     ///
@@ -83,6 +87,7 @@ public actor InMemoryAccountService: AccountService {
 
     private func handleExternalUpdate(_ update: ExternalAccountStorage.ExternallyStoredDetails) async {
         guard let current = account.details, current.accountId == update.accountId else {
+            if signingIn?.accountId == update.accountId { signingIn?.update = update }
             return
         }
         var details = current.merging(update.details, allowOverwrite: true)
@@ -100,8 +105,13 @@ public actor InMemoryAccountService: AccountService {
         guard let (accountId, record) = records.first(where: { $0.value.userId == userId }), record.password == password else {
             throw AccountServiceError.wrongCredentials
         }
+        signingIn = (accountId, nil)
+        defer { signingIn = nil }
         let external = try await externalStorage.retrieveExternalStorage(for: accountId, externallyStoredKeys)
         try await account.supplyUserDetails(record.details.merging(external))
+        // A provider that answered "not yet" may have delivered the values before the account was
+        // signed in (its fetch raced the login).
+        if let update = signingIn?.update { await handleExternalUpdate(update) }
     }
 
     /// Creates an account (or upgrades the signed-in anonymous account, keeping its accountId).
