@@ -58,7 +58,7 @@ struct AccountFlowTests {
             try await service.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         }
 
-        let received = await next(6, of: events)
+        let received = try await next(6, of: events)
         let user = "lelandstanford@stanford.edu"
         #expect(
             received.map(describe) == [
@@ -135,7 +135,7 @@ struct AccountFlowTests {
         #expect(!upgraded.isAnonymous)
         #expect(upgraded.userId == "lelandstanford@stanford.edu")
         #expect(await harness.service.accountCount == 1)
-        let received = await next(2, of: events)
+        let received = try await next(2, of: events)
         guard case .associatedAccount = received[0], case let .detailsChanged(old, new) = received[1] else {
             Issue.record("unexpected events \(received)")
             return
@@ -184,7 +184,7 @@ struct AccountFlowTests {
         #expect(harness.account.details?.password == nil)
 
         // the refused operations produced no events; the name change did
-        let received = await next(4, of: events)
+        let received = try await next(4, of: events)
         #expect(
             received.map(describe) == [
                 "detailsChanged(lelandstanford@stanford.edu)",

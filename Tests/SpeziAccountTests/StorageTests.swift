@@ -136,7 +136,7 @@ struct StorageTests {
         try await harness.service.logout()  // clears the provider's cache
         let events = harness.notifications.events
         try await harness.service.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
-        let received = await next(2, of: events)
+        let received = try await next(2, of: events)
         guard case let .associatedAccount(first) = received[0], case let .detailsChanged(old, new) = received[1] else {
             Issue.record("unexpected events \(received)")
             return
@@ -147,6 +147,39 @@ struct StorageTests {
         #expect(!new.isIncomplete)
         #expect(new.biography == "Founder")
         #expect(harness.account.details?.biography == "Founder")
+    }
+
+    @Test("a provider that delivers the values before its load answers nil: the login still gets them")
+    func deliveryBeforeLoadReturns() async throws {
+        let provider = EagerRemoteProvider()
+        let harness = try await AccountHarness(configuration: seedConfiguration + [.collects(\.biography)], provider: provider)
+        var details = signupDetails()
+        details.biography = "Founder"
+        try await harness.service.signup(details)
+        try await harness.service.logout()
+        let events = harness.notifications.events
+        try await harness.service.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
+        let received = try await next(2, of: events, within: 20)
+        guard case let .associatedAccount(first) = received[0], case let .detailsChanged(_, new) = received[1] else {
+            Issue.record("unexpected events \(received.map(describe))")
+            return
+        }
+        // The order the test is about: the update was delivered while the login waited for `load`.
+        #expect(await provider.deliveredBeforeAnswering == 1)
+        #expect(first.isIncomplete)
+        #expect(new.biography == "Founder")
+        #expect(harness.account.details?.biography == "Founder")
+    }
+
+    @Test("next(_:of:) gives up at its deadline with what it received")
+    func notificationDeadline() async throws {
+        let (stream, continuation) = AsyncStream<AccountNotifications.Event>.makeStream()
+        continuation.yield(.deletingAccount("acc"))
+        let error = await #expect(throws: MissingNotifications.self) {
+            try await next(2, of: stream, within: 0.2)
+        }
+        #expect(error?.received == ["deletingAccount(acc)"])
+        #expect(error?.wanted == 2)
     }
 
     @Test("ExternalAccountStorage: empty requests do nothing, no keys give empty details, non-mutable keys are refused")
@@ -217,12 +250,46 @@ struct StorageTests {
         try await service.delete()
         #expect(!configuration.account.signedIn)
         #expect(
-            await next(3, of: events).map(describe) == [
+            try await next(3, of: events).map(describe) == [
                 "associatedAccount(lelandstanford@stanford.edu)",
                 "deletingAccount(acc-1)",
                 "disassociatingAccount(lelandstanford@stanford.edu)"
             ])
         #expect(seedServiceConfiguration.requiredAccountKeys.count == 2)
         #expect(runtime.module(Account.self) === configuration.account)
+    }
+}
+
+/// A remote-looking provider whose `load` delivers the stored values (through
+/// `notifyAboutUpdatedDetails`) and lets them be handled before it answers nil: the order in which
+/// a fast remote fetch beats the login.
+actor EagerRemoteProvider: AccountStorageProvider {
+    @Dependency(ExternalAccountStorage.self) private var storage
+    private var records: [String: AccountDetails] = [:]
+    private(set) var deliveredBeforeAnswering = 0
+
+    func create(_ accountId: String, _ details: AccountDetails) async throws {
+        try await modify(accountId, AccountModifications(modifiedDetails: details))
+    }
+
+    func load(_ accountId: String, _ keys: [any AccountKey.Type]) async throws -> AccountDetails? {
+        guard let stored = records[accountId] else {
+            return AccountDetails()
+        }
+        storage.notifyAboutUpdatedDetails(for: accountId, stored.filtered(to: keys))
+        deliveredBeforeAnswering += 1
+        // The service handles the update while the login is suspended here.
+        try await Task.sleep(for: .milliseconds(200))
+        return nil
+    }
+
+    func modify(_ accountId: String, _ modifications: AccountModifications) async throws {
+        records[accountId] = modifications.applied(to: records[accountId] ?? AccountDetails())
+    }
+
+    func disassociate(_ accountId: String) async {}
+
+    func delete(_ accountId: String) async throws {
+        records[accountId] = nil
     }
 }

@@ -110,19 +110,54 @@ actor RecordingStandard: Standard, AccountNotifyConstraint {
     }
 }
 
-/// Takes the next `count` events of a stream.
-func next(_ count: Int, of stream: AsyncStream<AccountNotifications.Event>) async -> [AccountNotifications.Event] {
-    var result: [AccountNotifications.Event] = []
+/// The stream ended, or `next(_:of:within:)` waited out its deadline, before `wanted` events came.
+struct MissingNotifications: Error, CustomStringConvertible {
+    let wanted: Int
+    let received: [String]
+    let seconds: Double
+
+    var description: String {
+        "\(received.count) of \(wanted) notifications within \(seconds) s: \(received)"
+    }
+}
+
+/// Takes the next `count` events of a stream, or throws `MissingNotifications` if they have not
+/// all come within `seconds` (a hang guard: a missing notification fails its test, not the run).
+func next(
+    _ count: Int, of stream: AsyncStream<AccountNotifications.Event>, within seconds: Double = 60
+) async throws -> [AccountNotifications.Event] {
     guard count > 0 else {
-        return result
+        return []
     }
-    for await event in stream {
-        result.append(event)
-        if result.count == count {
-            break
+    return try await withThrowingTaskGroup(of: [AccountNotifications.Event]?.self) { group in
+        group.addTask {
+            var result: [AccountNotifications.Event] = []
+            for await event in stream {
+                result.append(event)
+                if result.count == count {
+                    break
+                }
+            }
+            return result
         }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        var received: [AccountNotifications.Event] = []
+        // The first to end decides; after a timeout the reader, cancelled, returns what it had.
+        while let outcome = try await group.next() {
+            group.cancelAll()
+            if let events = outcome {
+                received = events
+                break
+            }
+        }
+        guard received.count == count else {
+            throw MissingNotifications(wanted: count, received: received.map(describe), seconds: seconds)
+        }
+        return received
     }
-    return result
 }
 
 func signupDetails(userId: String = "lelandstanford@stanford.edu", password: String = "StanfordRocks123!") -> AccountDetails {
