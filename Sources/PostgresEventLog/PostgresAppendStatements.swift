@@ -32,7 +32,7 @@ enum PostgresAppendStatements {
     /// Inserts the records, changes the claims, moves the head and announces it: one statement.
     /// Call it in the transaction that called `prepare`.
     static func write(_ decision: GroupDecision, channel: String, on connection: PostgresConnection, logger: Logger) async throws {
-        let rows = decision.rows
+        let rows = decision.rows.columns
         let (released, taken, head) = (decision.released, decision.taken, decision.head)
         try await connection.query(
             """
@@ -129,12 +129,12 @@ private struct LogAppendStatement: PostgresPreparedStatement {
 
     /// Binds the 26 parameters `log_append` and `log_append_bulk` share.
     static func bind(_ decision: GroupDecision, beliefs: AppendBeliefs, channel: String, to bindings: inout PostgresBindings) {
-        let (rows, released, taken, head) = (decision.rows, decision.released, decision.taken, decision.head)
+        let (rows, released, taken, head) = (decision.rows.columns, decision.released, decision.taken, decision.head)
         bindings.append(beliefs.head)
         bindings.append(ByteBuffer(bytes: beliefs.headHash.bytes))
-        bindings.append(beliefs.streams)
-        bindings.append(beliefs.versions)
-        bindings.append(beliefs.ids)
+        bindings.append(EncodedColumn(beliefs.streams))
+        bindings.append(EncodedColumn(beliefs.versions))
+        bindings.append(EncodedColumn(beliefs.ids))
         bindings.append(beliefs.knownIDs)
         bindings.append(beliefs.freeClaims)
         bindings.append(beliefs.ownedClaims)
@@ -178,20 +178,22 @@ private struct LogAppendOneStatement: PostgresPreparedStatement {
     let decision: GroupDecision
     let beliefs: AppendBeliefs
     let channel: String
+    private let first: (timestamp: Int64, type: String, schemaVersion: Int32, crc: Int32)
 
     /// Nil unless the group has that shape: one record, written, on the one stream and with the
     /// one event id it believes about (believed absent), no claim taken, released or believed.
     init?(decision: GroupDecision, beliefs: AppendBeliefs, channel: String) {
         let rows = decision.rows
-        guard rows.positions.count == 1, decision.writes, decision.released.isEmpty, decision.taken.isEmpty,
+        guard rows.positions.count == 1, let first = rows.first, decision.writes, decision.released.isEmpty, decision.taken.isEmpty,
             beliefs.freeClaims.isEmpty, beliefs.ownedClaims.isEmpty, beliefs.knownIDs == 0,
             beliefs.streams == rows.streams, beliefs.ids == rows.ids, UInt64(rows.positions[0]) == decision.head.position
         else { return nil }
-        (self.decision, self.beliefs, self.channel) = (decision, beliefs, channel)
+        (self.decision, self.beliefs, self.channel, self.first) = (decision, beliefs, channel, first)
     }
 
     func makeBindings() throws -> PostgresBindings {
         let rows = decision.rows
+        let columns = rows.columns
         var bindings = PostgresBindings(capacity: 15)
         bindings.append(beliefs.head)
         bindings.append(ByteBuffer(bytes: beliefs.headHash.bytes))
@@ -199,14 +201,14 @@ private struct LogAppendOneStatement: PostgresPreparedStatement {
         bindings.append(beliefs.versions[0])
         bindings.append(rows.positions[0])
         bindings.append(rows.versions[0])
-        bindings.append(rows.timestamps[0])
+        bindings.append(first.timestamp)
         bindings.append(rows.ids[0])
-        bindings.append(rows.types[0])
-        bindings.append(rows.schemaVersions[0])
-        bindings.append(rows.metadata[0])
-        bindings.append(rows.payloads[0])
-        bindings.append(rows.crcs[0])
-        bindings.append(rows.hashes[0])
+        bindings.append(first.type)
+        bindings.append(first.schemaVersion)
+        bindings.append(columns.metadata.first)
+        bindings.append(columns.payloads.first)
+        bindings.append(first.crc)
+        bindings.append(columns.hashes.first)
         bindings.append(channel)
         return bindings
     }
@@ -250,9 +252,9 @@ private struct LogAppendBulkStatement: PostgresPreparedStatement {
         let written = Set(rows.ids)
         var bindings = PostgresBindings(capacity: 29)
         LogAppendStatement.bind(decision, beliefs: beliefs, channel: channel, to: &bindings)
-        bindings.append(streams)
-        bindings.append(versions)
-        bindings.append(beliefs.ids.filter { !written.contains($0) })
+        bindings.append(EncodedColumn(streams))
+        bindings.append(EncodedColumn(versions))
+        bindings.append(EncodedColumn(beliefs.ids.filter { !written.contains($0) }))
         return bindings
     }
 

@@ -120,6 +120,8 @@ struct GroupDecision {
     private(set) var released: [String] = []
     /// The claims the group takes, with their new owners, sorted.
     private(set) var taken: [(claim: String, owner: String)] = []
+    /// Where each record is written to be sealed (reused from one record to the next).
+    private var scratch: [UInt8] = []
 
     var writes: Bool { head.position > startPosition }
 
@@ -175,33 +177,62 @@ struct GroupDecision {
             let timestamp = max(append.timestamps?[index] ?? now, head.timestamp)
             version += 1
             let position = head.position + 1
-            let encoded = RecordFormat.encode(
-                position: position, streamVersion: version, timestampMicros: timestamp, streamID: append.streamID, event: event,
-                pairs: append.metadataPairs[index], size: append.sizes[index], previous: head.hash)
+            let pairs = append.metadataPairs[index]
+            let (hash, crc) = seal(
+                size: append.sizes[index], position: position, version: version, timestamp: timestamp, streamID: append.streamID, event: event,
+                pairs: pairs)
             rows.add(
                 position: position, streamID: append.streamID, version: version, timestamp: timestamp, event: event,
-                metadata: RecordFormat.encodeMetadata(append.metadataPairs[index]), crc: encoded.crc, hash: encoded.hash)
+                metadata: RecordFormat.encodeMetadata(pairs), crc: crc, hash: hash)
             written[event.eventID] = (position, version)
-            head = AppendSnapshot.Head(position: position, hash: encoded.hash, timestamp: timestamp)
+            head = AppendSnapshot.Head(position: position, hash: hash, timestamp: timestamp)
         }
         versions[append.streamID] = version
         return AppendResult(positions: first...head.position, streamVersion: version, wasDuplicate: false)
     }
+
+    /// The record's chain hash and CRC: the record is written into the decision's scratch buffer
+    /// (the same bytes the LMDB log stores) and sealed to the head's hash.
+    private mutating func seal(
+        size: Int, position: UInt64, version: UInt64, timestamp: Int64, streamID: String, event: ProposedEvent, pairs: [(String, String)]
+    ) -> (hash: ChainHash, crc: UInt32) {
+        if scratch.count < size { scratch = [UInt8](repeating: 0, count: max(size, scratch.count * 2)) }
+        let previous = head.hash
+        return scratch.withUnsafeMutableBytes { buffer in
+            let record = UnsafeMutableRawBufferPointer(rebasing: buffer[..<size])
+            let hash = RecordFormat.write(
+                into: record, position: position, streamVersion: version, timestampMicros: timestamp, streamID: streamID, event: event,
+                pairs: pairs, previous: previous)
+            return (hash, UInt32(bigEndian: record.loadUnaligned(fromByteOffset: RecordFormat.Offset.checksum, as: UInt32.self)))
+        }
+    }
 }
 
-/// The columns of the records a group inserts, written with one statement.
+/// The records a group inserts, written with one statement: the columns as they are bound, and
+/// the values the checks before the write compare.
 struct RecordRows {
-    var positions: [Int64] = []
-    var streams: [String] = []
-    var versions: [Int64] = []
-    var timestamps: [Int64] = []
-    var ids: [UUID] = []
-    var types: [String] = []
-    var schemaVersions: [Int32] = []
-    var metadata: [ByteBuffer] = []
-    var payloads: [ByteBuffer] = []
-    var crcs: [Int32] = []
-    var hashes: [ByteBuffer] = []
+    private(set) var positions: [Int64] = []
+    private(set) var streams: [String] = []
+    private(set) var versions: [Int64] = []
+    private(set) var ids: [UUID] = []
+    /// The first record's values (a group of one record is bound as single values).
+    private(set) var first: (timestamp: Int64, type: String, schemaVersion: Int32, crc: Int32)?
+    private(set) var columns = Columns()
+
+    /// The eleven columns of `log_records`, in its order.
+    struct Columns {
+        var positions = EncodedColumn(of: .int8)
+        var streams = EncodedColumn(of: .text)
+        var versions = EncodedColumn(of: .int8)
+        var timestamps = EncodedColumn(of: .int8)
+        var ids = EncodedColumn(of: .uuid)
+        var types = EncodedColumn(of: .text)
+        var schemaVersions = EncodedColumn(of: .int4)
+        var metadata = EncodedColumn(of: .bytea)
+        var payloads = EncodedColumn(of: .bytea)
+        var crcs = EncodedColumn(of: .int4)
+        var hashes = EncodedColumn(of: .bytea)
+    }
 
     mutating func add(
         position: UInt64, streamID: String, version: UInt64, timestamp: Int64, event: ProposedEvent, metadata pairs: [UInt8], crc: UInt32,
@@ -210,13 +241,18 @@ struct RecordRows {
         positions.append(Int64(position))
         streams.append(streamID)
         versions.append(Int64(version))
-        timestamps.append(timestamp)
         ids.append(event.eventID)
-        types.append(event.type)
-        schemaVersions.append(Int32(bitPattern: event.schemaVersion))
-        metadata.append(ByteBuffer(bytes: pairs))
-        payloads.append(ByteBuffer(data: event.payload))
-        crcs.append(Int32(bitPattern: crc))
-        hashes.append(ByteBuffer(bytes: hash.bytes))
+        if first == nil { first = (timestamp, event.type, Int32(bitPattern: event.schemaVersion), Int32(bitPattern: crc)) }
+        columns.positions.append(Int64(position))
+        columns.streams.append(streamID)
+        columns.versions.append(Int64(version))
+        columns.timestamps.append(timestamp)
+        columns.ids.append(event.eventID)
+        columns.types.append(event.type)
+        columns.schemaVersions.append(Int32(bitPattern: event.schemaVersion))
+        columns.metadata.append(bytes: pairs)
+        columns.payloads.append(bytes: event.payload)
+        columns.crcs.append(Int32(bitPattern: crc))
+        hash.withBytes { columns.hashes.append(bytes: $0) }
     }
 }

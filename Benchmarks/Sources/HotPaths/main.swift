@@ -329,12 +329,17 @@ func run() throws -> (count: Int, checksum: Int) {
             let present = Int(try await log.lastPosition())
             if present < wanted {
                 let appends = Array(allAppends[present...])
+                let started = Date()
                 for start in stride(from: 0, to: appends.count, by: 1_000) {
                     for outcome in await log.appendBatch(Array(appends[start..<min(start + 1_000, appends.count)])) { _ = try outcome.get() }
                 }
+                let rate = Int(Double(appends.count) / Date().timeIntervalSince(started))
+                FileHandle.standardError.write(Data("pg-import: \(appends.count) events, \(rate) events/s\n".utf8))
             }
             var total = 0
-            for _ in 0..<3 {
+            // HOT_PATHS_IMPORT_ONLY: only the import (to profile it alone).
+            let rounds = ProcessInfo.processInfo.environment["HOT_PATHS_IMPORT_ONLY"] == nil ? 3 : 0
+            for _ in 0..<rounds {
                 let started = Date()
                 var next: UInt64 = 1
                 var records = 0
