@@ -29,8 +29,16 @@ final class RawPostgres: Sendable {
         var date: Date { Date(timeIntervalSince1970: Double(timestampMicros) / 1_000_000) }
     }
 
+    /// The columns of the table.
+    enum Columns {
+        /// Position (bigserial), stream, type, time, payload: the plain baseline.
+        case plain
+        /// `log_records`' eleven columns and three unique indexes (the bulk import's work-equal peer).
+        case logRecords
+    }
+
     /// Connects to `server` with up to `connections` connections and creates `table`.
-    init(server: PostgresServer, table: String, durable: Bool, connections: Int) async throws {
+    init(server: PostgresServer, table: String, durable: Bool, connections: Int, columns: Columns = .plain) async throws {
         var configuration = PostgresClient.Configuration(
             host: "127.0.0.1", port: server.port, username: "postgres", password: nil, database: "postgres", tls: .disable)
         configuration.options.maximumConnections = connections
@@ -43,13 +51,27 @@ final class RawPostgres: Sendable {
         runner = Task.immediate { await client.run() }
         // Fixed names of this benchmark's own (no user input reaches the SQL).
         try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS raw_\(table)"), logger: logger)
-        try await client.query(
-            PostgresQuery(
-                unsafeSQL: """
-                    CREATE TABLE IF NOT EXISTS raw_\(table).events (
-                        position bigserial PRIMARY KEY, stream text NOT NULL, type text NOT NULL,
-                        timestamp_us bigint NOT NULL, payload bytea NOT NULL)
-                    """), logger: logger)
+        let definition =
+            switch columns {
+            case .plain:
+                """
+                position bigserial PRIMARY KEY, stream text NOT NULL, type text NOT NULL,
+                timestamp_us bigint NOT NULL, payload bytea NOT NULL
+                """
+            case .logRecords:
+                """
+                position bigint PRIMARY KEY, stream_id text NOT NULL, stream_version bigint NOT NULL, timestamp_us bigint NOT NULL,
+                event_id uuid NOT NULL, type text NOT NULL, schema_version integer NOT NULL, metadata bytea NOT NULL,
+                payload bytea NOT NULL, crc integer NOT NULL, hash bytea NOT NULL,
+                UNIQUE (stream_id, stream_version), UNIQUE (event_id)
+                """
+            }
+        try await client.query(PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS raw_\(table).events (\(definition))"), logger: logger)
+    }
+
+    /// Runs one statement.
+    func query(_ query: PostgresQuery) async throws {
+        try await client.query(query, logger: logger)
     }
 
     /// One INSERT in its own transaction (a commit per event).

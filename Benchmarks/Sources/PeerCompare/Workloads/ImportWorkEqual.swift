@@ -152,10 +152,8 @@ enum WorkEqualImport {
         }
 
         private mutating func putRecord(_ item: Item, txn: OpaquePointer) throws {
-            let event = item.event
-            let pairs = Self.pairs(event.metadata)
-            var size = RecordFormat.fixedSize + 2 + item.stream.utf8.count + 2 + event.type.utf8.count + 2 + 4 + event.payload.count
-            for (key, value) in pairs { size += 4 + key.utf8.count + value.utf8.count }
+            let pairs = Self.pairs(item.event.metadata)
+            let size = Self.size(item, pairs: pairs)
             var key = position.bigEndian
             var data = MDB_val(mv_size: size, mv_data: nil)
             try withUnsafeMutableBytes(of: &key) { keyBytes in
@@ -163,6 +161,23 @@ enum WorkEqualImport {
                 try check(mdb_put(txn, raw.records, &keyVal, &data, UInt32(MDB_RESERVE | MDB_APPEND)), "put")
             }
             let record = UnsafeMutableRawBufferPointer(start: data.mv_data, count: size)
+            _ = Self.write(item, pairs: pairs, into: record, position: position, timestamp: timestamp, hash: &hash)
+        }
+
+        /// The size of `item`'s record.
+        static func size(_ item: Item, pairs: [(String, String)]) -> Int {
+            var size = RecordFormat.fixedSize + 2 + item.stream.utf8.count + 2 + item.event.type.utf8.count + 2 + 4 + item.event.payload.count
+            for (key, value) in pairs { size += 4 + key.utf8.count + value.utf8.count }
+            return size
+        }
+
+        /// Writes `item`'s record (exactly `size(_:pairs:)` bytes) chained to `hash`, which
+        /// becomes the record's hash, and returns its CRC-32C.
+        static func write(
+            _ item: Item, pairs: [(String, String)], into record: UnsafeMutableRawBufferPointer, position: UInt64, timestamp: Int64,
+            hash: inout [UInt8]
+        ) -> UInt32 {
+            let event = item.event
             var writer = Writer(buffer: record, offset: RecordFormat.Offset.chainHash)
             hash.withUnsafeBytes { writer.bytes($0) }
             writer.u8(RecordFormat.layoutVersion)
@@ -181,7 +196,7 @@ enum WorkEqualImport {
             }
             writer.u32(UInt32(event.payload.count))
             event.payload.withUnsafeBytes { writer.bytes($0) }
-            precondition(writer.offset == size, "record size mismatch")
+            precondition(writer.offset == record.count, "record size mismatch")
             // hash(p) = SHA-256(hash(p − 1) ‖ bytes 36..<n): the previous hash sits right before
             // the body, so the input is one range; then the new hash replaces it, and the CRC
             // covers bytes 4..<n.
@@ -193,6 +208,7 @@ enum WorkEqualImport {
             }
             let crc = CRC32C.checksum(hashed)
             record.storeBytes(of: crc.bigEndian, toByteOffset: RecordFormat.Offset.checksum, as: UInt32.self)
+            return crc
         }
 
         /// Puts `key` → `position` into `dbi`: with `MDB_APPEND` after the greatest key,
