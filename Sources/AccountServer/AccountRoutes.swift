@@ -150,8 +150,13 @@ struct AccountRoutes: Sendable {
         return Response(status: .noContent)
     }
 
+    /// The account's JSON, encoded once for each version of its state (the store keeps it beside
+    /// the state): most requests read an account that has not changed since the last one.
     private func details(_ session: SignedInAccount) throws -> Response {
-        try Self.json(AccountBody(try store.details(from: session.state)))
+        let body = try store.rendering(of: session.state, as: "AccountServer.AccountBody") { details in
+            ByteBuffer(bytes: try JSONCoding.encoder.encode(AccountBody(details)))
+        }
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
     }
 
     private func modify(_ request: inout Request, _ requestContext: RouteContext) async throws -> Response {

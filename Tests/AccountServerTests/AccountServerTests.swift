@@ -116,13 +116,18 @@ struct AccountServerTests {
             let login = try await api.send(.post, "/v1/sessions", json: #"{"userId":"ada@example.org","password":"correct horse battery"}"#)
             let second = try #require(login.token)
 
+            // Each read shows the latest change (the encoded answer is kept for one version of the account).
+            #expect(try await api.send(.get, "/v1/account", token: first).details?["genderIdentity"] == nil)
             let gender = try await api.send(.patch, "/v1/account", token: first, json: #"{"set":{"genderIdentity":"female"}}"#)
             #expect(gender.status == 200)
             #expect(gender.details?["genderIdentity"] as? String == "female")
             #expect(gender.body["session"] == nil)
+            #expect(try await api.send(.get, "/v1/account", token: first).details?["genderIdentity"] as? String == "female")
+            #expect(try await api.send(.get, "/v1/account", token: second).details?["genderIdentity"] as? String == "female")
 
             let removed = try await api.send(.patch, "/v1/account", token: first, json: #"{"remove":["genderIdentity"]}"#)
             #expect(removed.status == 200 && removed.details?["genderIdentity"] == nil)
+            #expect(try await api.send(.get, "/v1/account", token: first).details?["genderIdentity"] == nil)
 
             let noStepUp = try await api.send(.patch, "/v1/account", token: first, json: #"{"set":{"password":"a new secret 42"}}"#)
             #expect(noStepUp.status == 403)

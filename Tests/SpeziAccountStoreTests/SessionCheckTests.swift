@@ -65,6 +65,49 @@ struct SessionCheckTests {
         #expect(try await store.currentState(of: "no-such-account") == nil)
     }
 
+    @Test("a rendering is made once for each version of an account's state, and goes with that state")
+    func renderings() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try await fixture.open()
+        let id = try await store.signup(leland(userId: "renderings@example.org")).accountId
+        let session = try await store.startSession(for: id, validity: .seconds(600))
+        var made = 0
+        func render(_ state: AccountState) throws -> String {
+            try store.rendering(of: state, as: "test") { details in
+                made += 1
+                return "\(details.name?.givenName ?? "-") at \(state.version)"
+            }
+        }
+
+        let first = try await store.authenticate(token: session.token)
+        #expect(try render(first) == "Leland at \(first.version)")
+        #expect(try render(first) == "Leland at \(first.version)")
+        #expect(made == 1)
+        // Another name is another rendering.
+        #expect(try store.rendering(of: first, as: "other") { $0.userId } == "renderings@example.org")
+
+        // A change is a new version: rendered again, from the new details.
+        var change = AccountDetails()
+        change.name = PersonNameComponents(givenName: "Jane", familyName: "Stanford")
+        _ = try await store.modify(id, try AccountModifications(modifiedDetails: change))
+        let changed = try await store.authenticate(token: session.token)
+        #expect(changed.version > first.version)
+        #expect(try render(changed) == "Jane at \(changed.version)")
+        #expect(try render(changed) == "Jane at \(changed.version)")
+        #expect(made == 2)
+        // An older state is rendered as it was, but nothing is kept for it.
+        #expect(try render(first) == "Leland at \(first.version)")
+        #expect(try render(first) == "Leland at \(first.version)")
+        #expect(made == 4)
+        #expect(store.recentStates.rendering(of: changed, as: "test", String.self) == "Jane at \(changed.version)")
+
+        // A deletion drops the state and its renderings (crypto-shredding leaves nothing in memory).
+        try await store.delete(id)
+        #expect(store.recentStates.rendering(of: changed, as: "test", String.self) == nil)
+        #expect(store.recentStates.rendering(of: first, as: "other", String.self) == nil)
+    }
+
     @Test("the memory is bounded: a full set makes room for each new account")
     func bounded() {
         let states = RecentStates(capacity: 3)
@@ -87,8 +130,13 @@ struct SessionCheckTests {
         let id = try await store.signup(leland(userId: "nothing-kept@example.org")).accountId
         let session = try await store.startSession(for: id, validity: .seconds(600))
         #expect(try await store.authenticate(token: session.token).accountId == id)
-        #expect(try await store.authenticate(token: session.token).accountId == id)
+        let state = try await store.authenticate(token: session.token)
+        #expect(state.accountId == id)
         #expect(store.recentStates.count == 0)
+        // No rendering is kept either: each one is made again.
+        var made = 0
+        for _ in 0..<2 { _ = try store.rendering(of: state, as: "test") { _ in made += 1 } }
+        #expect(made == 2)
         try await store.endSession(token: session.token)
         await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: session.token) }
     }

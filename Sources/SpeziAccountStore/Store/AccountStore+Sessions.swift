@@ -179,4 +179,28 @@ extension AccountStore {
         }
         return state
     }
+
+    /// `render` applied to the account details of `state` (``details(from:)``), made once for
+    /// each version of an account's state and kept in memory beside it
+    /// (``AccountStoreOptions/recentStates``): a server that answers the same account many times
+    /// encodes its details once for each change, not for every request.
+    ///
+    /// The rendering is kept only while `state` is the newest state the store has seen of its
+    /// account, and goes with it: when the account changes, and when it is deleted (its personal
+    /// data does not stay in memory). With `recentStates` at 0 nothing is kept.
+    ///
+    /// - Parameters:
+    ///   - state: The account's state, as a session check or command returned it.
+    ///   - name: What the rendering is (one name for each kind a caller makes).
+    ///   - render: Makes the rendering from the details.
+    /// - Returns: The rendering.
+    /// - Throws: What ``details(from:)`` or `render` throws.
+    public func rendering<Value: Sendable>(
+        of state: AccountState, as name: String, _ render: (AccountDetails) throws -> Value
+    ) throws -> Value {
+        if let kept = recentStates.rendering(of: state, as: name, Value.self) { return kept }
+        let value = try render(try details(from: state))
+        recentStates.keep(value, as: name, of: state)
+        return value
+    }
 }
