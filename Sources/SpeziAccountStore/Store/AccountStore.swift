@@ -107,7 +107,9 @@ public struct AccountStoreOptions: Sendable {
     /// How many accounts' decoded states the store keeps in memory for its commands, logins and
     /// session checks (``AccountStore/authenticate(token:)``); each is brought up to date with the
     /// stream's newer events before use. 0 keeps none: every use starts from the details cache's
-    /// entry (a read, its seal opened, a decoding). About 1–2 KiB each.
+    /// entry (a read, its seal opened, a decoding). About 1–2 KiB each, and what is rendered from
+    /// each state (``AccountStore/rendering(of:as:_:)``: the account server keeps its JSON answer,
+    /// about as large again) is kept beside it.
     public var recentStates = 4_096
 
     /// Creates the default value.
