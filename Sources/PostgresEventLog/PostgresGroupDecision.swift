@@ -120,8 +120,8 @@ struct GroupDecision {
     private(set) var released: [String] = []
     /// The claims the group takes, with their new owners, sorted.
     private(set) var taken: [(claim: String, owner: String)] = []
-    /// Where each record is written to be sealed (reused from one record to the next).
-    private var scratch: [UInt8] = []
+    /// Seals the group's records for their chain hashes and CRCs.
+    private var sealer = RecordSealer()
 
     var writes: Bool { head.position > startPosition }
 
@@ -178,9 +178,9 @@ struct GroupDecision {
             version += 1
             let position = head.position + 1
             let pairs = append.metadataPairs[index]
-            let (hash, crc) = seal(
-                size: append.sizes[index], position: position, version: version, timestamp: timestamp, streamID: append.streamID, event: event,
-                pairs: pairs)
+            let (hash, crc) = sealer.seal(
+                position: position, streamVersion: version, timestampMicros: timestamp, streamID: append.streamID, event: event, pairs: pairs,
+                size: append.sizes[index], previous: head.hash)
             rows.add(
                 position: position, streamID: append.streamID, version: version, timestamp: timestamp, event: event,
                 metadata: RecordFormat.encodeMetadata(pairs), crc: crc, hash: hash)
@@ -189,22 +189,6 @@ struct GroupDecision {
         }
         versions[append.streamID] = version
         return AppendResult(positions: first...head.position, streamVersion: version, wasDuplicate: false)
-    }
-
-    /// The record's chain hash and CRC: the record is written into the decision's scratch buffer
-    /// (the same bytes the LMDB log stores) and sealed to the head's hash.
-    private mutating func seal(
-        size: Int, position: UInt64, version: UInt64, timestamp: Int64, streamID: String, event: ProposedEvent, pairs: [(String, String)]
-    ) -> (hash: ChainHash, crc: UInt32) {
-        if scratch.count < size { scratch = [UInt8](repeating: 0, count: max(size, scratch.count * 2)) }
-        let previous = head.hash
-        return scratch.withUnsafeMutableBytes { buffer in
-            let record = UnsafeMutableRawBufferPointer(rebasing: buffer[..<size])
-            let hash = RecordFormat.write(
-                into: record, position: position, streamVersion: version, timestampMicros: timestamp, streamID: streamID, event: event,
-                pairs: pairs, previous: previous)
-            return (hash, UInt32(bigEndian: record.loadUnaligned(fromByteOffset: RecordFormat.Offset.checksum, as: UInt32.self)))
-        }
     }
 }
 

@@ -209,6 +209,7 @@ extension PostgresEventLog {
     public func verify(batchSize: Int, progress: (@Sendable (VerificationProgress) -> Void)?) async throws -> VerificationReport {
         let total = try await lastPosition()
         var previous = ChainHash.genesis
+        var sealer = RecordSealer()
         var checked: UInt64 = 0
         var expected: UInt64 = 1
         func report(_ problem: IntegrityProblem?) -> VerificationReport {
@@ -248,7 +249,7 @@ extension PostgresEventLog {
                 } catch {
                     return report(IntegrityProblem(position: position, kind: .corruptRecord, detail: "\(error)"))
                 }
-                let encoded = RecordFormat.encode(
+                let encoded = sealer.seal(
                     position: position, streamVersion: event.streamVersion, timestampMicros: row.3, streamID: event.streamID, event: proposed,
                     pairs: decoded.pairs, size: size, previous: previous)
                 guard encoded.hash == event.hash else {

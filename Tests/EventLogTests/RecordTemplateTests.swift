@@ -34,6 +34,8 @@ struct RecordTemplateTests {
 
         var previousFromTemplates = ChainHash.genesis
         var previousFromEncode = ChainHash.genesis
+        // One sealer for every record: its buffer is reused across sizes (empty to 1,000 bytes).
+        var sealer = RecordSealer()
         var offset = 0
         for index in events.indices {
             let size = checked.sizes[index]
@@ -49,6 +51,10 @@ struct RecordTemplateTests {
                 pairs: checked.metadataPairs[index], size: size, previous: previousFromEncode)
             #expect(record == encoded.bytes, "record \(index)")
             #expect(hash == encoded.hash, "chain hash of record \(index)")
+            let sealed = sealer.seal(
+                position: position, streamVersion: version, timestampMicros: timestamp, streamID: checked.streamID, event: events[index],
+                pairs: checked.metadataPairs[index], size: size, previous: previousFromEncode)
+            #expect(sealed.hash == encoded.hash && sealed.crc == encoded.crc, "sealed record \(index)")
             previousFromTemplates = hash
             previousFromEncode = encoded.hash
             offset += size
