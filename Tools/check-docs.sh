@@ -18,9 +18,20 @@ fi
 # 7 minutes on two cores, one takes about 3.5).
 arguments=()
 for target in "${targets[@]}"; do arguments+=(--target "$target"); done
+
+# The plugin builds the targets before it extracts their symbols. Right after the coverage build of
+# `Tools/run.sh test --coverage` (as in CI), the same compiler flags let it find everything up to
+# date instead of compiling the whole package again without them: 4 minutes instead of 12 on two
+# cores. DOCS_BUILD=plain builds without them. Linux has no plugin sandbox, and disabling it there
+# would only add a compiler flag that forces that rebuild.
+build_flags=()
+if [ "${DOCS_BUILD:-coverage}" = coverage ]; then
+    build_flags=(-Xswiftc -profile-coverage-mapping -Xswiftc -profile-generate)
+fi
+if [ "$(uname)" = Darwin ]; then build_flags+=(--disable-sandbox); fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if ! swift package --disable-sandbox generate-documentation "${arguments[@]}" >"$log" 2>&1; then
+if ! swift package "${build_flags[@]}" generate-documentation "${arguments[@]}" >"$log" 2>&1; then
     echo "docs: the documentation failed to build"
     tail -40 "$log"
     exit 1

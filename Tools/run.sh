@@ -74,9 +74,15 @@ install_test_dependencies() {
 
 # Builds, then runs every test under the time limit above.
 run_tests() {
-    local flags=()
-    if [ "${1:-}" = "--coverage" ]; then flags=(--enable-code-coverage); fi
-    swift build --build-tests "${flags[@]}"
+    local flags=() build_flags=()
+    if [ "${1:-}" = "--coverage" ]; then
+        flags=(--enable-code-coverage)
+        # The instrumentation named as compiler flags rather than by --enable-code-coverage: the
+        # commands come out the same as those of Tools/check-docs.sh's build, so the documentation
+        # reuses this build instead of compiling the package again (C targets are not measured).
+        build_flags=(-Xswiftc -profile-coverage-mapping -Xswiftc -profile-generate)
+    fi
+    swift build --build-tests "${build_flags[@]}"
     local log
     log="$(mktemp -t swift-test-XXXXXX.log)"
     # At most TEST_PARALLEL_WIDTH tests at once (default 12): with all 400 started together, a
