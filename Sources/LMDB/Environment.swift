@@ -7,44 +7,6 @@ import CLMDB
 import Foundation
 import Synchronization
 
-/// How an environment's commits reach the disk.
-public enum SyncMode: Sendable, Equatable {
-    /// Every commit is flushed with `fdatasync` before it returns (LMDB's default).
-    case durable
-    /// Commits are not flushed (`MDB_NOSYNC`): a process crash loses nothing, but an OS crash or a
-    /// power loss may lose the most recent commits and, where the file system reorders writes, leave
-    /// the file damaged. For tests and bulk import; call ``Environment/sync()`` to flush by hand.
-    case relaxed
-    /// Data pages are flushed but the commit record is not (`MDB_NOMETASYNC`): an OS crash or power
-    /// loss may undo the last commit, never damage the file. One flush per commit instead of two;
-    /// for data that can be recomputed, such as projections.
-    case lastCommitMayRollBack
-}
-
-/// Options for opening an ``Environment``.
-public struct EnvironmentOptions: Sendable {
-    /// The most named databases the environment may hold.
-    public var maxDatabases: UInt32 = 16
-    /// The most concurrent read transactions (LMDB's reader table size).
-    public var maxReaders: UInt32 = 126
-    /// The map size to open with. The file grows on demand; the map only reserves address space.
-    public var initialMapSize: Int = 1 << 30
-    /// The largest single growth step once the map is full; below it, the map doubles.
-    public var maxGrowthStep: Int = 4 << 30
-    /// Whether commits are flushed to disk.
-    public var sync: SyncMode = .durable
-    /// Open without write access.
-    public var readOnly = false
-    /// Whether the data file is kept written (with zeros) some way past its last page, so that
-    /// flushed commits overwrite blocks the file already has instead of growing it: each flush then
-    /// skips the file system's journal. Only with a flushing ``sync`` mode; the file is up to
-    /// 32 MiB (a quarter of its pages, at least 1 MiB) longer than its pages.
-    public var writesAhead = true
-
-    /// Creates the default value.
-    public init() {}
-}
-
 /// One LMDB environment (a directory holding `data.mdb` and `lock.mdb`), opened once per process.
 ///
 /// Read transactions may run on any thread (`MDB_NOTLS`); the owner runs write transactions on one
@@ -65,15 +27,15 @@ public final class Environment: @unchecked Sendable {
     /// the same handles again.
     let handles = HandleRegistry()
     /// Shared by every transaction, exclusive for growing the map, reopening and closing.
-    private let lock = ReadWriteLock()
+    let lock = ReadWriteLock()
     /// Written only under the exclusive lock.
-    private var closed = false
+    private(set) var closed = false
     private let registryKey: String
     /// Keeps the file written ahead of its last page (``EnvironmentOptions/writesAhead``); nil when
     /// off, read-only or not flushing.
     private let headroom: FileHeadroom?
     /// LMDB's page size for this environment.
-    private let pageSize: Int
+    let pageSize: Int
 
     private static let openPaths = Mutex<Set<String>>([])
 
@@ -410,101 +372,6 @@ public final class Environment: @unchecked Sendable {
         }
     }
 
-    // MARK: Map size
-
-    /// The current map size in bytes.
-    public var mapSize: Int {
-        lock.withShared {
-            guard !closed else { return 0 }
-            var info = MDB_envinfo()
-            mdb_env_info(pointer, &info)
-            return info.me_mapsize
-        }
-    }
-
-    /// The bytes of the data file that LMDB's pages take, through its last page: less than
-    /// ``fileSize`` by what is written ahead (``EnvironmentOptions/writesAhead``).
-    public var usedSize: Int {
-        lock.withShared {
-            guard !closed else { return 0 }
-            return Self.usedBytes(pointer, pageSize: pageSize)
-        }
-    }
-
-    /// The bytes of `environment`'s pages through the last page of its last commit.
-    static func usedBytes(_ environment: OpaquePointer, pageSize: Int) -> Int {
-        var info = MDB_envinfo()
-        mdb_env_info(environment, &info)
-        return (Int(info.me_last_pgno) + 1) * pageSize
-    }
-
-    /// LMDB's descriptor of `environment`'s data file and the file's length (`fstat`: no path
-    /// lookup, no owner names read as `FileManager`'s attributes do), or nil if either cannot be
-    /// read (`errno` then says why: `EBADF` when LMDB has no descriptor).
-    static func dataFile(_ environment: OpaquePointer) -> (descriptor: Int32, bytes: Int)? {
-        var descriptor: Int32 = -1
-        guard mdb_env_get_fd(environment, &descriptor) == MDB_SUCCESS, descriptor >= 0 else {
-            errno = EBADF
-            return nil
-        }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return nil }
-        return (descriptor, Int(status.st_size))
-    }
-
-    /// The bytes the data file takes on disk.
-    public var fileSize: Int {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")
-        return (attributes?[.size] as? NSNumber)?.intValue ?? 0
-    }
-
-    /// Flushes buffered commits to disk (useful in ``SyncMode/relaxed``).
-    ///
-    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, or LMDB's error when the flush fails.
-    public func sync() throws {
-        try lock.withShared {
-            guard !closed else { throw closedError }
-            try check(mdb_env_sync(pointer, 1), "mdb_env_sync", path: path)
-        }
-    }
-
-    /// Writes a consistent copy of the environment, as of one read transaction, into the existing,
-    /// empty directory at `directory` (`data.mdb` only; the copy gets its own lock file when opened).
-    /// `compact` leaves out free pages and renumbers the rest. Writers keep running meanwhile. The
-    /// copy is flushed before this returns.
-    ///
-    /// - Parameters:
-    ///   - directory: an existing folder without a `data.mdb`.
-    ///   - compact: whether to leave out free pages.
-    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, LMDB's error when the copy cannot be
-    ///   written (`EEXIST` when the folder holds a `data.mdb` already), or the `errno` of opening or
-    ///   flushing the copy.
-    public func copy(to directory: String, compact: Bool = true) throws {
-        try lock.withShared {
-            guard !closed else { throw closedError }
-            try check(mdb_env_copy2(pointer, directory, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copy2", path: directory)
-        }
-        let fd = open(directory + "/data.mdb", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw LMDBError(code: errno, operation: "open the copy", path: directory) }
-        defer { Glibc.close(fd) }
-        guard fsync(fd) == 0 else { throw LMDBError(code: errno, operation: "fsync the copy", path: directory) }
-    }
-
-    /// Entry count and shape of one database.
-    ///
-    /// - Parameter database: the database.
-    /// - Returns: its entry count, tree depth, page size and pages.
-    /// - Throws: an `EBADF` ``LMDBError`` after ``close()``, or LMDB's error when the read fails.
-    public func statistics(of database: Database) throws -> DatabaseStatistics {
-        try read { txn in
-            var stat = MDB_stat()
-            try check(mdb_stat(txn.pointer, database.handle, &stat), "mdb_stat", path: path)
-            return DatabaseStatistics(
-                entries: stat.ms_entries, depth: Int(stat.ms_depth), pageSize: Int(stat.ms_psize),
-                pages: stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
-        }
-    }
-
     private func growMap() throws {
         try lock.withExclusive {
             guard !closed else { throw closedError }
@@ -531,7 +398,7 @@ public final class Environment: @unchecked Sendable {
         case retry(Int32)
     }
 
-    private var closedError: LMDBError {
+    var closedError: LMDBError {
         LMDBError(code: EBADF, operation: "use of a closed environment", path: path)
     }
 
@@ -542,42 +409,3 @@ public final class Environment: @unchecked Sendable {
 }
 
 /// A named database inside an environment.
-public struct Database: Sendable, Hashable {
-    let handle: MDB_dbi
-    /// Its name.
-    public let name: String
-}
-
-/// Size figures of one database.
-public struct DatabaseStatistics: Sendable, Equatable {
-    /// The number of entries.
-    public let entries: Int
-    /// The depth of the B-tree.
-    public let depth: Int
-    /// The page size in bytes.
-    public let pageSize: Int
-    /// Branch, leaf and overflow pages in use.
-    public let pages: Int
-}
-
-/// The named databases an environment has opened, by handle.
-final class HandleRegistry: Sendable {
-    private let names = Mutex<[MDB_dbi: String]>([:])
-
-    func opened(_ handle: MDB_dbi, _ name: String) {
-        names.withLock { $0[handle] = name }
-    }
-
-    func closed(_ handle: MDB_dbi) {
-        _ = names.withLock { $0.removeValue(forKey: handle) }
-    }
-
-    func name(of handle: MDB_dbi) -> String? {
-        names.withLock { $0[handle] }
-    }
-
-    /// The handles in ascending order, the order in which a fresh environment hands them out.
-    func snapshot() -> [(MDB_dbi, String)] {
-        names.withLock { $0.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
-    }
-}

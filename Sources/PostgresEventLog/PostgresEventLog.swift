@@ -10,36 +10,6 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// Options for a ``PostgresEventLog``.
-public struct PostgresLogOptions: Sendable {
-    /// `.durable`: the server flushes its WAL before a commit is acknowledged
-    /// (`synchronous_commit = on`). The other modes set `synchronous_commit = off`: a crash of the
-    /// server may lose the last commits it acknowledged (up to about three times its
-    /// `wal_writer_delay`), never corrupt the log.
-    public var durability: Durability = .durable
-    /// The clock that stamps new events.
-    public var clock: @Sendable () -> Date = { Date() }
-    /// How often a waiting subscriber looks at the head when no notification arrived (notifications
-    /// are only a wake-up: PostgreSQL may drop them, and a lost connection loses them).
-    public var pollInterval: Duration = .milliseconds(200)
-    /// How long one operation may wait for the server (a connection, a query, a commit) before it
-    /// fails with a clear error (opening, which may create the tables, waits at least 30 s).
-    public var operationTimeout: Duration = .seconds(15)
-    /// How long one connection attempt may take (TCP, TLS, start-up and login) before the pool
-    /// gives it up and tries again. Short on purpose: while a connection attempt stalls (a server
-    /// going down or coming up may take the TCP connection and not answer), the pool opens no other
-    /// and every operation waits for it; an attempt given up is followed by the next within the
-    /// pool's backoff.
-    public var connectTimeout: Duration = .seconds(2)
-    /// The most connections to the server.
-    public var maximumConnections = 8
-    /// The largest payload, as on the LMDB log.
-    public var maxPayloadBytes = 16 << 20
-
-    /// Creates the default value.
-    public init() {}
-}
-
 /// The event log in PostgreSQL: the same records, positions, stream versions, claims and SHA-256
 /// hash chain as the LMDB log, shared by every app server that opens the same URL.
 ///
@@ -186,96 +156,6 @@ public final class PostgresEventLog: EventLogBackend, Sendable {
         } catch {
             throw PostgresFailure.wrap(error, doing: what)
         }
-    }
-
-    static func configuration(_ location: PostgresLogLocation, options: PostgresLogOptions) -> PostgresClient.Configuration {
-        var configuration: PostgresClient.Configuration
-        if let socket = location.unixSocketPath {
-            configuration = PostgresClient.Configuration(
-                unixSocketPath: socket, username: location.username, password: location.password,
-                database: location.database)
-        } else {
-            let tls: PostgresClient.Configuration.TLS =
-                location.disableTLS ? .disable : location.requireTLS ? .require(.makeClientConfiguration()) : .prefer(.makeClientConfiguration())
-            configuration = PostgresClient.Configuration(
-                host: location.host, port: location.port, username: location.username, password: location.password,
-                database: location.database, tls: tls)
-        }
-        configuration.options.maximumConnections = options.maximumConnections
-        configuration.options.connectTimeout = min(options.connectTimeout, options.operationTimeout)
-        // The schema and the durability are settings of each connection, sent when it starts.
-        configuration.options.additionalStartupParameters = [
-            ("search_path", location.schema),
-            ("synchronous_commit", options.durability == .durable ? "on" : "off"),
-            ("application_name", "spezi-account-store")
-        ]
-        return configuration
-    }
-
-    /// Wakes subscribers on `NOTIFY` while any wait for a commit. It listens from the first wait
-    /// and stops when nobody waited at three checks a second apart, so a process that only appends
-    /// does not receive a notification for each of its own commits. Once `LISTEN` took effect it
-    /// reads the head, for commits made just before. Reconnects after a lost connection (polling
-    /// covers the gap) with capped exponential backoff and jitter; an outage is logged once when
-    /// it begins and once, with its duration, when `LISTEN` took effect again.
-    private static func listen(
-        _ client: PostgresClient, channel: String, notifier: CommitNotifier, logger: Logger, location: PostgresLogLocation
-    ) async {
-        // Usually the first to see a crash (its connection stays open): operations sent to the
-        // server before it get a short deadline from then on.
-        let outage = PostgresOutage("commit notifications of the log at \(location)", logger: logger, server: location.server)
-        while !Task.isCancelled && !notifier.isClosed {
-            await notifier.untilWaitedFor()
-            if Task.isCancelled || notifier.isClosed { return }
-            let tryStarted = ContinuousClock.now
-            do {
-                // True when it stopped because nobody waited (then it waits for the next one at once).
-                let idle = try await client.withConnection { connection in
-                    try await connection.listen(on: channel) { notifications in
-                        outage.succeeded(tryStarted: tryStarted)
-                        do {
-                            notifier.publish(
-                                try await withDeadline(.seconds(5), doing: "read the head after LISTEN", on: client) {
-                                    try await headPosition($0, logger: logger)
-                                })
-                        } catch {
-                            // Notifications and polls still move subscribers on.
-                            logger.debug("cannot read the head after LISTEN", metadata: ["error": "\(error)"])
-                        }
-                        return try await withThrowingTaskGroup(of: Bool.self) { group in
-                            group.addTask {
-                                for try await notification in notifications {
-                                    if let position = UInt64(notification.payload) { notifier.publish(position) }
-                                }
-                                return false
-                            }
-                            group.addTask {
-                                var idleChecks = 0
-                                while idleChecks < 3 && !notifier.isClosed {
-                                    try await Task.sleep(for: .seconds(1))
-                                    idleChecks = notifier.hasWaiters ? 0 : idleChecks + 1
-                                }
-                                return true
-                            }
-                            defer { group.cancelAll() }
-                            return try await group.next() ?? false
-                        }
-                    }
-                }
-                if idle { continue }
-            } catch {
-                if Task.isCancelled || notifier.isClosed { return }
-                // Subscribers poll until notifications are back.
-                outage.failed(error)
-            }
-            try? await Task.sleep(for: PostgresTransience.backoff(attempt: outage.failures, first: .milliseconds(100), cap: .seconds(2)))
-        }
-    }
-
-    static func headPosition(_ connection: PostgresConnection, logger: Logger) async throws -> UInt64 {
-        let rows = try await connection.query("SELECT position FROM log_head", logger: logger)
-        for try await position in rows.decode(Int64.self) { return UInt64(position) }
-        throw PostgresLogError.server("the log's head row is missing")
     }
 
     // MARK: Appending
