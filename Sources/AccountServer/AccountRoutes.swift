@@ -153,10 +153,14 @@ struct AccountRoutes: Sendable {
     /// The account's JSON, encoded once for each version of its state (the store keeps it beside
     /// the state): most requests read an account that has not changed since the last one.
     private func details(_ session: SignedInAccount) throws -> Response {
-        let body = try store.rendering(of: session.state, as: "AccountServer.AccountBody") { details in
+        Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: try accountJSON(session.state)))
+    }
+
+    /// `AccountBody`'s JSON of `state`, made once for each version of it.
+    private func accountJSON(_ state: AccountState) throws -> ByteBuffer {
+        try store.rendering(of: state, as: "AccountServer.AccountBody") { details in
             ByteBuffer(bytes: try JSONCoding.encoder.encode(AccountBody(details)))
         }
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
     }
 
     private func modify(_ request: inout Request, _ requestContext: RouteContext) async throws -> Response {
@@ -193,15 +197,23 @@ struct AccountRoutes: Sendable {
         if changesUserId { try limit("userid-change-account", state.accountId, configuration.rateLimits.userIdChangesPerAccount) }
         if changesCredentials { try await reauthenticate(state, password: change.currentPassword, request: request, client: client) }
         let modifications = try AccountModifications(modifiedDetails: set, removedAccountDetails: removedDetails(removed, from: state))
-        let details = try await store.modify(state.accountId, modifications, context: context(request, actor: state.accountId, idempotencyKey: key))
-        var session: SessionBody?
+        let after = try await store.modifiedState(
+            state.accountId, modifications, context: context(request, actor: state.accountId, idempotencyKey: key))
         if set.password != nil {
             // The password change ended every session, this one too: hand out a new one.
+            let details = try store.details(from: after)
             let new = try await store.startSession(
                 for: state.accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))
-            session = SessionBody(new, details: details)
+            return try Self.json(ModifiedBody(account: AccountBody(details), session: SessionBody(new, details: details)))
         }
-        return try Self.json(ModifiedBody(account: AccountBody(details), session: session))
+        // `ModifiedBody` without a session, around the rendering that the next reads answer too.
+        let account = try accountJSON(after)
+        var body = ByteBuffer()
+        body.reserveCapacity(account.readableBytes + 12)
+        body.writeString(#"{"account":"#)
+        body.writeImmutableBuffer(account)
+        body.writeString("}")
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
     }
 
     private func delete(_ request: inout Request, _ requestContext: RouteContext) async throws -> Response {

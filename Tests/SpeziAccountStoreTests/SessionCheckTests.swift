@@ -90,8 +90,12 @@ struct SessionCheckTests {
         // A change is a new version: rendered again, from the new details.
         var change = AccountDetails()
         change.name = PersonNameComponents(givenName: "Jane", familyName: "Stanford")
-        _ = try await store.modify(id, try AccountModifications(modifiedDetails: change))
+        let modified = try await store.modifiedState(id, try AccountModifications(modifiedDetails: change))
+        // The command keeps the state it made: the next check starts from it.
+        #expect(store.recentStates.state(of: id) == modified)
+        #expect(try render(modified) == "Jane at \(modified.version)")
         let changed = try await store.authenticate(token: session.token)
+        #expect(changed == modified)
         #expect(changed.version > first.version)
         #expect(try render(changed) == "Jane at \(changed.version)")
         #expect(try render(changed) == "Jane at \(changed.version)")
@@ -101,6 +105,11 @@ struct SessionCheckTests {
         #expect(try render(first) == "Leland at \(first.version)")
         #expect(made == 4)
         #expect(store.recentStates.rendering(of: changed, as: "test", String.self) == "Jane at \(changed.version)")
+        // An older state offered later does not replace the newer one (nor its renderings).
+        store.recentStates.keep(first)
+        #expect(store.recentStates.state(of: id) == changed)
+        #expect(try render(changed) == "Jane at \(changed.version)")
+        #expect(made == 4)
 
         // A deletion drops the state and its renderings (crypto-shredding leaves nothing in memory).
         try await store.delete(id)

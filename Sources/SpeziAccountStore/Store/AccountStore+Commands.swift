@@ -279,6 +279,36 @@ extension AccountStore {
     }
 
     func modify(_ accountId: String, _ modifications: AccountModifications, context: Context, validating: Bool) async throws -> AccountDetails {
+        // The details as of this change, even if another writer changed or deleted the account since.
+        try details(from: try await change(accountId, modifications, context: context, validating: validating))
+    }
+
+    /// ``modify(_:_:context:)`` answering the account's state as of the change rather than its
+    /// details: what the account server renders once (``rendering(of:as:_:)``) for its answer and
+    /// for the reads that follow. Unless another writer changed the account in the meantime, it is
+    /// the state the store now keeps for the account (read back from the log, with the events'
+    /// recorded times), so the next session check starts from it.
+    ///
+    /// - Parameters:
+    ///   - accountId: the account to change.
+    ///   - modifications: the values to set and to remove.
+    ///   - context: who asks, recorded with the events.
+    /// - Returns: the account's state right after the change.
+    /// - Throws: what ``modify(_:_:context:)`` throws.
+    package func modifiedState(
+        _ accountId: String, _ modifications: AccountModifications, context: Context = Context()
+    ) async throws -> AccountState {
+        let after = try await change(accountId, modifications, context: context, validating: true)
+        // The change committed: a failed read-back must not answer it as failed.
+        do {
+            if let current = try await currentState(of: accountId), current.version == after.version { return current }
+        } catch {
+            Self.logger.warning("cannot read back a committed change", metadata: ["account": "\(accountId)", "error": "\(error)"])
+        }
+        return after
+    }
+
+    private func change(_ accountId: String, _ modifications: AccountModifications, context: Context, validating: Bool) async throws -> AccountState {
         try checkLimits(modifications.modifiedDetails, keyCount: modifications.modifiedKeys.count + modifications.removedKeys.count)
         if validating {
             try AccountValidation.validateModifications(modifications, values: valueConfiguration, service: serviceConfiguration)
@@ -314,8 +344,7 @@ extension AccountStore {
             context
         }
         if let position = outcome.position { try await awaitCache(position) }
-        // The details as of this change, even if another writer changed or deleted the account since.
-        return try details(from: outcome.state)
+        return outcome.state
     }
 
     /// Deletes an account: appends `account.deleted`, releases its user id and destroys its key

@@ -35,11 +35,16 @@ final class RecentStates: Sendable {
         states.withLock { $0[accountId]?.state }
     }
 
-    /// Keeps `state` for its account (the renderings of the one it replaces go).
+    /// Keeps `state` for its account (the renderings of the one it replaces go), unless a newer
+    /// state of it is kept already (two tasks that saw two versions keep the later one).
     func keep(_ state: AccountState) {
         guard capacity > 0 else { return }
         states.withLock { states in
-            if states[state.accountId] == nil, states.count >= capacity { states.remove(at: states.startIndex) }
+            if let kept = states[state.accountId] {
+                if kept.state.version < state.version { states[state.accountId] = Kept(state: state) }
+                return
+            }
+            if states.count >= capacity { states.remove(at: states.startIndex) }
             states[state.accountId] = Kept(state: state)
         }
     }
