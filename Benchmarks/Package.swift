@@ -86,12 +86,15 @@ let package = Package(
             ],
             path: "Sources/StoreRebuild"
         ),
-        // One hot path per run (replay, rebuild, import, point reads) for callgrind's instruction
-        // counts, and 64 durable writers (group) for perf.
+        // One hot path per run (replay, rebuild, import, point reads, the server's routes) for
+        // callgrind's instruction counts, and 64 durable writers (group) for perf.
         .executableTarget(
             name: "hot-paths",
             dependencies: [
+                .product(name: "AccountServer", package: root),
                 .product(name: "EventLog", package: root),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresEventLog", package: root),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Projections", package: root),

@@ -40,7 +40,7 @@ import SpeziAccountStore
 import Synchronization
 
 let usage =
-    "usage: hot-paths scan|replay|view|streams|fold|rebuild|open-store|import|single|group|details|verify DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
+    "usage: hot-paths scan|replay|view|streams|fold|rebuild|open-store|import|single|group|details|verify DIR [COUNT] | server-read|server-mix DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
@@ -418,6 +418,13 @@ func run() throws -> (count: Int, checksum: Int) {
             return found
         }
         count = reads
+    case "server-read", "server-mix":
+        // The account server's routes in process (ServerRoutes.swift): COUNT requests, every fifth
+        // a PATCH in server-mix; DIR is the store's folder (replaced).
+        let requests = limit == .max ? 2_000 : limit
+        let patchEvery = mode == "server-mix" ? 5 : 0
+        checksum = try blocking { try await serverRoutes(in: directory, requests: requests, patchEvery: patchEvery) }
+        count = requests
     default:
         FileHandle.standardError.write(Data("\(usage)\n".utf8))
         exit(64)
