@@ -167,6 +167,7 @@ extension AccountStore {
 
     /// The lower-case hex SHA-256 of a token, as logged.
     static func resetTokenHash(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).hexString
+        var token = token
+        return token.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }.hexString
     }
 }

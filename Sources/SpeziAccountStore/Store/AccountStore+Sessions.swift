@@ -134,11 +134,15 @@ extension AccountStore {
 
     /// Splits `<account id>.<secret>` and hashes the secret; nil for anything else.
     static func parseSessionToken(_ token: String) -> (accountId: String, sessionHash: String)? {
-        guard token.utf8.count <= 512, let dot = token.lastIndex(of: ".") else { return nil }
-        let accountId = String(token[..<dot])
-        let secret = token[token.index(after: dot)...]
-        guard !accountId.isEmpty, secret.utf8.count == 43 else { return nil }
-        return (accountId, resetTokenHash(String(secret)))
+        // Bytes, not characters: a token is ASCII when it is valid, and walking it as grapheme
+        // clusters cost more than the rest of the check (a "." followed by a combining mark, which
+        // no issued token has, now splits there and is refused like any unknown secret).
+        let utf8 = token.utf8
+        guard utf8.count <= 512, let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }
+        let secret = utf8[utf8.index(after: dot)...]
+        guard dot != utf8.startIndex, secret.count == 43 else { return nil }
+        let hash = secret.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) } ?? SHA256.hash(data: Array(secret))
+        return (String(token[..<dot]), hash.hexString)
     }
 
     static func micros(_ date: Date) -> Int64 {
