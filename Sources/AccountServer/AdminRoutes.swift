@@ -122,7 +122,7 @@ struct AdminRoutes: Sendable {
             throw Problem.malformed("query must name an account id or a user id")
         }
         // A query the log cannot take as a stream id (a NUL byte) names no account id.
-        if !query.hasPrefix("$"), !query.utf8.contains(0), let version = try await store.log.streamVersion(query), version > 0 {
+        if !query.hasPrefix("$"), !query.containsNUL, let version = try await store.log.streamVersion(query), version > 0 {
             // The log says whether it is deleted; the cache says only whether this node has applied it.
             let cached = try store.cachedState(of: query)
             let deleted = try await store.accounts.load(query)?.isDeleted ?? true

@@ -52,7 +52,7 @@ public enum RecordFormat {
         let count = streamID.utf8.count
         if count == 0 { throw .invalidStreamID(streamID, reason: "it is empty") }
         if count > maxStreamIDBytes { throw .invalidStreamID(streamID, reason: "it has \(count) bytes; the limit is \(maxStreamIDBytes)") }
-        if streamID.utf8.contains(0) { throw .invalidStreamID(streamID, reason: "it contains a NUL byte") }
+        if streamID.containsNUL { throw .invalidStreamID(streamID, reason: "it contains a NUL byte") }
     }
 
     /// Checks one event against the limits and returns its encoded size.
