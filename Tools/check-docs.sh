@@ -20,13 +20,15 @@ arguments=()
 for target in "${targets[@]}"; do arguments+=(--target "$target"); done
 
 # The plugin builds the targets before it extracts their symbols. Right after the coverage build of
-# `Tools/run.sh test --coverage` (as in CI), the same compiler flags let it find everything up to
-# date instead of compiling the whole package again without them: 4 minutes instead of 12 on two
-# cores. DOCS_BUILD=plain builds without them. Linux has no plugin sandbox, and disabling it there
-# would only add a compiler flag that forces that rebuild.
+# `Tools/run.sh test --coverage` (as in CI), the same compiler flags (Tools/coverage-flags.sh) let
+# it find everything up to date instead of compiling the whole package again without them:
+# 4 minutes instead of 12 on two cores. DOCS_BUILD=plain builds without them. Linux has no plugin
+# sandbox, and disabling it there would only add a compiler flag that forces that rebuild.
 build_flags=()
 if [ "${DOCS_BUILD:-coverage}" = coverage ]; then
-    build_flags=(-Xswiftc -profile-coverage-mapping -Xswiftc -profile-generate)
+    # shellcheck source=Tools/coverage-flags.sh
+    source Tools/coverage-flags.sh
+    build_flags=("${coverage_build_flags[@]}")
 fi
 if [ "$(uname)" = Darwin ]; then build_flags+=(--disable-sandbox); fi
 log=$(mktemp)

@@ -77,10 +77,9 @@ run_tests() {
     local flags=() build_flags=()
     if [ "${1:-}" = "--coverage" ]; then
         flags=(--enable-code-coverage)
-        # The instrumentation named as compiler flags rather than by --enable-code-coverage: the
-        # commands come out the same as those of Tools/check-docs.sh's build, so the documentation
-        # reuses this build instead of compiling the package again (C targets are not measured).
-        build_flags=(-Xswiftc -profile-coverage-mapping -Xswiftc -profile-generate)
+        # shellcheck source=Tools/coverage-flags.sh
+        source Tools/coverage-flags.sh
+        build_flags=("${coverage_build_flags[@]}")
     fi
     swift build --build-tests "${build_flags[@]}"
     local log

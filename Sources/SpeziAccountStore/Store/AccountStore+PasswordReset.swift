@@ -167,7 +167,12 @@ extension AccountStore {
 
     /// The lower-case hex SHA-256 of a token, as logged.
     static func resetTokenHash(_ token: String) -> String {
-        var token = token
-        return token.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }.hexString
+        tokenHash(token.utf8)
+    }
+
+    /// The lower-case hex SHA-256 of a token's bytes (a whole token, or a session token's secret),
+    /// hashed in place when they are contiguous, as a native string's are.
+    static func tokenHash(_ bytes: some Collection<UInt8>) -> String {
+        (bytes.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) } ?? SHA256.hash(data: Array(bytes))).hexString
     }
 }

@@ -141,8 +141,7 @@ extension AccountStore {
         guard utf8.count <= 512, let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }
         let secret = utf8[utf8.index(after: dot)...]
         guard dot != utf8.startIndex, secret.count == 43 else { return nil }
-        let hash = secret.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) } ?? SHA256.hash(data: Array(secret))
-        return (String(token[..<dot]), hash.hexString)
+        return (String(token[..<dot]), tokenHash(secret))
     }
 
     static func micros(_ date: Date) -> Int64 {
