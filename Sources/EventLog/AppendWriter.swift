@@ -44,6 +44,18 @@ final class AppendWriter: @unchecked Sendable {
     private static let spinBudget: Duration = .microseconds(30)
     /// Tasks waiting, suspended, for the thread to end (``stopAsync()``).
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    /// What the thread's last commit left (read and written by the thread alone).
+    private var lastCommitted: CommittedHead?
+
+    /// The end of the log after one of this writer's commits, and that commit's transaction id.
+    /// The next write transaction reuses it when its id follows that one: nothing was committed
+    /// in between, so the head, the tail and the greatest indexed event id are as it left them.
+    private struct CommittedHead {
+        var transactionID: Int
+        var head: LogHead
+        /// The greatest key of the `event-ids` database; nil when the commit flushed the index.
+        var lastEventID: (UInt64, UInt64)??
+    }
 
     let environment: Environment
     let databases: LogDatabases
@@ -315,16 +327,24 @@ final class AppendWriter: @unchecked Sendable {
         var lastPosition: UInt64 = 0
         var committed: UInt64?
         var flushedThrough: UInt64?
+        var next: CommittedHead?
         do {
             try environment.write { txn in
                 outcomes.removeAll(keepingCapacity: true)
                 flushedThrough = nil
-                var head = try LogHead.read(txn, records: databases.records, path: path)
+                // What this writer's last commit left is what the reads below would find, unless
+                // another commit came in between (another process, a metadata write, an index
+                // flush): the transaction's id then is not the next one. Taken once: an attempt
+                // that does not commit leaves nothing to reuse.
+                let id = txn.id
+                let known = lastCommitted.flatMap { $0.transactionID &+ 1 == id ? $0 : nil }
+                lastCommitted = nil
+                var head = try known?.head ?? LogHead.read(txn, records: databases.records, path: path)
                 let start = head.position
                 committed = start
                 // (An attempt that did not commit may have left entries in the tail: this drops them.)
-                let tailCount = try tail.beginWrite(txn)
-                let lastEventID = try lastEventID(txn)
+                let tailCount = try known != nil ? tail.withState { $0.count } : tail.beginWrite(txn)
+                let lastEventID = try known?.lastEventID ?? self.lastEventID(txn)
                 repeat {
                     for request in batch[outcomes.count...] {
                         do {
@@ -340,8 +360,11 @@ final class AppendWriter: @unchecked Sendable {
                     try writeIndex(txn, through: head.position)
                     flushedThrough = head.position
                 }
+                // An index flush adds event ids: the next transaction looks up the greatest again.
+                next = CommittedHead(transactionID: id, head: head, lastEventID: flushedThrough == nil ? .some(lastEventID) : nil)
                 committing()
             }
+            lastCommitted = next
         } catch {
             // The records of the transaction are gone, and so must their entries be.
             if let committed { tail.discardUncommitted(after: committed) }

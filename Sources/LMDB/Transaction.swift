@@ -26,6 +26,12 @@ public struct Transaction {
     /// The environment's record of open handles.
     let handles: HandleRegistry
 
+    /// The transaction's id: for a read transaction, the id of the commit it sees; for a write
+    /// transaction, the id its commit will have (one more than the last commit's, whichever process
+    /// made it). A writer that finds the id one past its own last commit knows no other process
+    /// has written since.
+    public var id: Int { mdb_txn_id(pointer) }
+
     /// The value stored under `key`, pointing into the map: copy it before the transaction ends.
     ///
     /// - Parameters:
