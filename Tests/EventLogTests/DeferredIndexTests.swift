@@ -22,40 +22,12 @@ struct DeferredIndexTests {
         return options
     }()
 
-    /// A tail limit of `tail`, 32 times that after bulk commits, and no flush when idle.
-    private func options(tail: Int) -> EventLogOptions {
-        var options = relaxed
-        options.indexTailLimit = tail
-        options.bulkIndexTailLimit = tail * 32
-        options.idleIndexFlushDelay = .seconds(3_600)
-        return options
-    }
-
-    /// Every lookup of `log` agrees with `expected` (stream → event ids in version order).
-    private func expectLookups(_ log: EventLog, _ expected: [String: [UUID]], _ context: String) throws {
-        for (stream, ids) in expected {
-            #expect(try log.streamVersion(stream) == UInt64(ids.count), "\(stream) \(context)")
-            let events = try log.readStream(stream)
-            #expect(events.map(\.eventID) == ids, "\(stream) \(context)")
-            #expect(events.map(\.streamVersion) == Array(1...UInt64(ids.count)))
-            // From a middle version, with a limit that ends inside the tail and one past the end.
-            let middle = UInt64(ids.count / 2 + 1)
-            #expect(
-                try log.readStream(stream, from: middle, limit: 2).map(\.eventID) == Array(ids[Int(middle - 1)..<min(Int(middle + 1), ids.count)]))
-            #expect(try log.readStream(stream, from: UInt64(ids.count) + 1).isEmpty)
-            for (index, id) in ids.enumerated() {
-                let position = try #require(try log.position(ofEvent: id), "\(id) \(context)")
-                #expect(try log.record(at: position)?.streamVersion == UInt64(index + 1))
-            }
-        }
-    }
-
     @Test("lookups see the tail; the indexes are written every N records and when the log closes")
     func tailAndFlushes() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
         let path = directory.path("log")
-        let log = try EventLog(path: path, options: options(tail: 8))
+        let log = try EventLog(path: path, options: tailOptions(tail: 8))
         var expected: [String: [UUID]] = [:]
         var indexedAfter: [UInt64] = []
         for index in 0..<21 {
@@ -85,7 +57,7 @@ struct DeferredIndexTests {
         #expect(try await log.verify().isIntact)
         await log.close()
 
-        let reopened = try EventLog(path: path, options: options(tail: 8))
+        let reopened = try EventLog(path: path, options: tailOptions(tail: 8))
         defer { reopened.close() }
         #expect(try reopened.indexedThrough() == 21)
         try expectLookups(reopened, expected, "after a clean close")
@@ -97,7 +69,7 @@ struct DeferredIndexTests {
     func bulkCommits() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
-        let log = try EventLog(path: directory.path("log"), options: options(tail: 16))
+        let log = try EventLog(path: directory.path("log"), options: tailOptions(tail: 16))
         defer { log.close() }
         var expected: [String: [UUID]] = [:]
         var indexedAfter: [UInt64] = []
@@ -129,7 +101,7 @@ struct DeferredIndexTests {
     func uncommittedEntriesDropped() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
-        var options = options(tail: 4_096)
+        var options = tailOptions(tail: 4_096)
         options.initialMapSize = 128 << 10
         let log = try EventLog(path: directory.path("log"), options: options)
         let mapBefore = try log.statistics().mapBytes
@@ -178,7 +150,7 @@ struct DeferredIndexTests {
     func idleFlushAfterBulkCommits() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
-        var eager = options(tail: 16)
+        var eager = tailOptions(tail: 16)
         eager.bulkIndexTailLimit = 100_000
         eager.idleIndexFlushDelay = .milliseconds(20)
         var patient = eager
@@ -214,7 +186,7 @@ struct DeferredIndexTests {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
         let path = directory.path("log")
-        let log = try EventLog(path: path, options: options(tail: 10))
+        let log = try EventLog(path: path, options: tailOptions(tail: 10))
         var expected: [String: [UUID]] = [:]
         for index in 0..<27 {
             let events = (0...(index % 2)).map { _ in event() }
@@ -242,7 +214,7 @@ struct DeferredIndexTests {
         #expect(check.errors.contains("OK \(last) records"))
 
         // A writer on the image goes on where the crash left off, then indexes everything.
-        let writer = try EventLog(path: image, options: options(tail: 10))
+        let writer = try EventLog(path: image, options: tailOptions(tail: 10))
         try expectLookups(writer, expected, "writable on the crash image")
         let next = event()
         let result = try await writer.append(next, to: "stream-0", expectedVersion: .exact(UInt64(expected["stream-0"]!.count)))
@@ -254,86 +226,6 @@ struct DeferredIndexTests {
         #expect(try reopened.indexedThrough() == last + 1)
         try expectLookups(reopened, expected, "after the writer closed")
         #expect(try await reopened.verify().isIntact)
-    }
-
-    @Test("the writer reuses the head its last commit left only while nothing else committed: metadata writes, flushes and retries in between")
-    func headAcrossOtherCommits() async throws {
-        let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
-        let path = directory.path("log")
-        let log = try EventLog(path: path, options: options(tail: 3))
-        var expected: [String: [UUID]] = [:]
-        var appended: [(position: UInt64, id: UUID, event: ProposedEvent, stream: String)] = []
-        for index in 0..<40 {
-            let stream = "s\(index % 3)"
-            let proposed = event("test.event", "event \(index)")
-            let result = try await log.append(proposed, to: stream, expectedVersion: .exact(UInt64(expected[stream, default: []].count)))
-            #expect(!result.wasDuplicate)
-            // Positions follow each other whatever committed in between.
-            #expect(result.positions == UInt64(index + 1)...UInt64(index + 1))
-            expected[stream, default: []].append(proposed.eventID)
-            appended.append((result.positions.lowerBound, proposed.eventID, proposed, stream))
-            switch index % 4 {
-            case 0:
-                // A commit of the log's own that is not an append: the next append reads the head again.
-                _ = try log.setMetadataIfAbsent("note-\(index)", Array("\(index)".utf8))
-            case 1:
-                // A retry of an append already in the log (found in the tail or the index): nothing is written.
-                let (position, id, earlier, stream) = appended[index / 2]
-                let retry = try await log.append(earlier, to: stream)
-                #expect(retry.wasDuplicate && retry.positions.lowerBound == position, "\(id)")
-            case 2:
-                // An append refused by its expected version commits nothing of its own.
-                await #expect(throws: EventLogError.self) { try await log.append(event(), to: stream, expectedVersion: .noStream) }
-            default:
-                break
-            }
-        }
-        #expect(try log.indexedThrough() > 30, "the 3-record tail was flushed several times")
-        try expectLookups(log, expected, "after interleaved commits")
-        #expect(try await log.verify().isIntact)
-        await log.close()
-        let reopened = try EventLog(path: path, options: options(tail: 3))
-        try expectLookups(reopened, expected, "reopened")
-        #expect(try reopened.lastPosition() == 40)
-        await reopened.close()
-    }
-
-    @Test("after an idle flush or another process's appends, the writer reads the head and the indexes again")
-    func headAfterCommitsElsewhere() async throws {
-        let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
-        let path = directory.path("log")
-        var settings = options(tail: 4)
-        settings.idleIndexFlushDelay = .milliseconds(20)
-        settings.bulkIndexTailLimit = 10_000
-        let log = try EventLog(path: path, options: settings)
-        // A bulk batch leaves its 300 records unindexed; the writer writes them into the indexes
-        // in a commit of its own once idle.
-        let batch = (0..<300).map { event("test.event", "bulk \($0)") }
-        let first = try await log.appendBatch([StreamAppend(streamID: "bulk", events: batch)])
-        #expect(try first[0].get().positions == 1...300)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try log.indexedThrough() < 300, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(try log.indexedThrough() == 300, "the idle flush ran")
-        // A retry of an event that is now only in the index, not in the tail: nothing is written.
-        let retry = try await log.append(batch[150], to: "bulk")
-        #expect(retry.wasDuplicate && retry.positions == 151...151)
-        #expect(try log.lastPosition() == 300)
-
-        // Another process appends between two appends of this one.
-        let before = try await log.append(event(), to: "mine")
-        #expect(before.positions == 301...301)
-        let child = try await ChildRun.run(
-            path: path, run: 7, writers: 1, mode: "relaxed", environment: [:], milliseconds: 50, until: { $0.acknowledged.count >= 3 })
-        #expect(child.acknowledged.count >= 3 && child.failures.isEmpty, "\(child.failures)")
-        let end = try log.lastPosition()
-        #expect(end >= 304)
-        let after = try await log.append(event(), to: "mine", expectedVersion: .exact(1))
-        #expect(after.positions == (end + 1)...(end + 1))
-        #expect(after.streamVersion == 2)
-        #expect(try await log.verify().isIntact)
-        await log.close()
     }
 
     @Test("three writer processes on one log with a 7-record tail, killed mid-work: each flushes the others' records too, and every lookup answers")
@@ -357,7 +249,7 @@ struct DeferredIndexTests {
         let switches = zip(positions, positions.dropFirst()).filter { owner[$0] != owner[$1] }.count
         #expect(switches > 10)
 
-        let log = try EventLog(path: path, options: options(tail: 7))
+        let log = try EventLog(path: path, options: tailOptions(tail: 7))
         #expect(try await log.verify().isIntact)
         #expect(try log.indexedThrough() > 0)
         var lastVersions: [String: UInt64] = [:]
@@ -383,7 +275,7 @@ struct DeferredIndexTests {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
         let path = directory.path("log")
-        let log = try EventLog(path: path, options: options(tail: 100))
+        let log = try EventLog(path: path, options: tailOptions(tail: 100))
         for index in 0..<6 { _ = try await log.append(event(), to: "s\(index % 2)") }
         #expect(try log.indexedThrough() == 0)
         let image = directory.path("image")
@@ -415,7 +307,7 @@ struct DeferredIndexTests {
         let path = directory.path("log")
         var expected: [String: [UUID]] = [:]
         do {
-            let log = try EventLog(path: path, options: options(tail: 0))
+            let log = try EventLog(path: path, options: tailOptions(tail: 0))
             for index in 0..<9 {
                 let proposed = event()
                 _ = try await log.append(proposed, to: "s\(index % 3)")
@@ -439,7 +331,7 @@ struct DeferredIndexTests {
         try expectLookups(readOnly, expected, "format 1, read-only")
         await readOnly.close()
 
-        let log = try EventLog(path: path, options: options(tail: 4))
+        let log = try EventLog(path: path, options: tailOptions(tail: 4))
         let proposed = event()
         _ = try await log.append(proposed, to: "s0", expectedVersion: .exact(3))
         expected["s0"]!.append(proposed.eventID)
