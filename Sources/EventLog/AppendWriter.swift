@@ -342,7 +342,8 @@ final class AppendWriter: @unchecked Sendable {
                 var head = try known?.head ?? LogHead.read(txn, records: databases.records, path: path)
                 let start = head.position
                 committed = start
-                // (An attempt that did not commit may have left entries in the tail: this drops them.)
+                // (An attempt that did not commit may have left entries in the tail: `beginWrite`
+                // drops them. Nothing is known after such an attempt, so it always runs then.)
                 let tailCount = try known != nil ? tail.withState { $0.count } : tail.beginWrite(txn)
                 let lastEventID = try known?.lastEventID ?? self.lastEventID(txn)
                 repeat {
