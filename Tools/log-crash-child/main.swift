@@ -67,8 +67,11 @@ do {
     if bulkMode && run % 2 == 0 {
         // Every other bulk run keeps its tail until a commit flushes it: a loaded machine slows
         // the importer enough for the idle flush to write the tail before most kills. The other
-        // runs keep the idle flush, so that some kills land in one.
+        // runs keep the idle flush, so that some kills land in one. These runs also flush less
+        // often (every 128 × the limit), so that few kills land in the one commit after a flush,
+        // the only time their tail is short.
         options.idleIndexFlushDelay = .seconds(3_600)
+        if let indexTailLimit { options.bulkIndexTailLimit = indexTailLimit * 128 }
     }
     let log = try EventLog(path: arguments[1], options: options)
     report("ready \(try log.lastPosition())")
