@@ -42,17 +42,14 @@ public enum RecordFormat {
     /// The first byte the chain hash covers (the layout byte).
     @inlinable public static var bodyOffset: Int { Offset.layout }
     @inlinable public static var fixedSize: Int { 82 }
-    @inlinable public static var maxStreamIDBytes: Int { 400 }
+    public static var maxStreamIDBytes: Int { String.maxStreamIDBytes }
     @inlinable public static var maxTypeBytes: Int { 255 }
     @inlinable public static var maxMetadataPairs: Int { 256 }
     @inlinable public static var maxMetadataFieldBytes: Int { Int(UInt16.max) }
 
     /// Checks a stream id: 1–400 bytes of UTF-8 without NUL (NUL separates it from the version in keys).
     package static func validate(streamID: String) throws(EventLogError) {
-        let count = streamID.utf8.count
-        if count == 0 { throw .invalidStreamID(streamID, reason: "it is empty") }
-        if count > maxStreamIDBytes { throw .invalidStreamID(streamID, reason: "it has \(count) bytes; the limit is \(maxStreamIDBytes)") }
-        if streamID.containsNUL { throw .invalidStreamID(streamID, reason: "it contains a NUL byte") }
+        if let reason = streamID.streamIDProblem { throw .invalidStreamID(streamID, reason: reason) }
     }
 
     /// Checks one event against the limits and returns its encoded size.

@@ -204,7 +204,7 @@ public struct AccountLog: Sendable {
     /// - Parameter accountId: The id to check.
     /// - Returns: True when the log could hold a stream of that id.
     package static func couldBeStream(_ accountId: String) -> Bool {
-        !accountId.isEmpty && accountId.utf8.count <= 400 && !accountId.containsNUL
+        accountId.streamIDProblem == nil
     }
 
     /// The account that holds a user id (deleted accounts release theirs).
