@@ -49,6 +49,16 @@ extension AccountStore {
             } catch EventLogError.wrongExpectedVersion {
                 try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
                 continue
+            } catch let error as KeyVaultError {
+                // `makeKey` refuses an account whose key is destroyed, which happens only after its
+                // deletion is in the log and the cache: a deletion came between the load and the
+                // append, which would have been a conflict. Load again, as for one (and find the
+                // account gone). Any other vault failure is the caller's to see.
+                guard case .notAVault = error, let vault = accounts.vault, try await vault.offPool({ try $0.isShredded(accountId) }) else {
+                    throw error
+                }
+                try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
+                continue
             } catch EventLogError.claimTaken {
                 throw AccountServiceError.credentialsTaken
             } catch EventLogError.duplicateEventID where keyed != nil {
