@@ -206,7 +206,10 @@ struct Report: Codable {
 /// The PostgreSQL rows: this project's `PostgresEventLog` against the raw INSERT baseline, and,
 /// where the run has the same workload on LMDB, the embedded log beside them.
 func postgresTable(_ figures: [Figure]) -> String {
-    let keys = ["pg-single", "pg-group-8", "pg-group-64", "pg-bulk", "pg-bulk-workequal", "pg-replay", "pg-replay-subscribed", "pg-rebuild"]
+    let keys = [
+        "pg-single", "pg-single-workequal", "pg-group-8", "pg-group-64", "pg-bulk", "pg-bulk-workequal", "pg-replay", "pg-replay-subscribed",
+        "pg-rebuild"
+    ]
     let embedded = ["pg-single": "single-durable", "pg-group-8": "group-8", "pg-group-64": "group-64"]
     let rows = keys.compactMap { key -> [String]? in
         let matching = figures.filter { $0.workload == key }

@@ -31,31 +31,53 @@ enum PostgresWorkloads {
         return try await PostgresEventLog.open(server.url(schema: schema), options: options)
     }
 
-    /// Single durable appends, one event per commit, the two sides taking turns round by round.
+    /// Single durable appends, one event per commit, the three sides taking turns round by round:
+    /// the log, the plain INSERT and the work-equal one (`RawPostgresRecords`: the log's columns,
+    /// indexes, CRC-32C and chain, without its checks, head row and notification).
     static func single(_ scale: Scale, _ server: PostgresServer) async throws -> [Figure] {
         let log = try await openLog(server, schema: "single", durable: true)
         let raw = try await RawPostgres(server: server, table: "single_events", durable: true, connections: 1)
-        var watches = [Stopwatch(), Stopwatch()]
+        let workEqual = try await RawPostgresRecords(server: server, table: "single_records", durable: true)
+        var watches = [Stopwatch(), Stopwatch(), Stopwatch()]
+        var versions: [String: UInt64] = [:]
         for round in 0..<scale.singleRounds {
             let first = round * scale.singleDurablePerRound
             let events = AppendWorkloads.sampleEvents(scale.singleDurablePerRound, seed: 0x70_0000_0000 &+ UInt64(first))
             let streams = (first..<(first + events.count)).map { "account-\($0 % 100)" }
+            let items = zip(events, streams).map { event, stream in
+                versions[stream, default: 0] += 1
+                return WorkEqualImport.Item(stream: stream, version: versions[stream]!, event: event)
+            }
             try await watches[0].timeAsync {
                 for (event, stream) in zip(events, streams) { _ = try await log.append([event], to: stream) }
             }
             try await watches[1].timeAsync {
                 for (event, stream) in zip(events, streams) { try await raw.insert(event, stream: stream) }
             }
+            try await watches[2].timeAsync {
+                for item in items { try await workEqual.insert(item) }
+            }
         }
         await log.close()
         await raw.close()
+        await workEqual.close()
         let operations = scale.singleRounds * scale.singleDurablePerRound
-        return zip([BackEnd.postgres, .rawPostgres], watches).map { backEnd, watch in
-            var figure = Figure("pg-single", "durable append, 1 writer, 1 event/commit", backEnd, operations: operations, seconds: watch.seconds)
+        let rows = [
+            ("pg-single", "durable append, 1 writer, 1 event/commit", BackEnd.postgres, watches[0]),
+            ("pg-single", "durable append, 1 writer, 1 event/commit", .rawPostgres, watches[1]),
+            ("pg-single-workequal", singleWorkEqualTitle, .postgres, watches[0]),
+            ("pg-single-workequal", singleWorkEqualTitle, .rawPostgres, watches[2])
+        ]
+        return rows.map { key, title, backEnd, watch in
+            var figure = Figure(key, title, backEnd, operations: operations, seconds: watch.seconds)
             figure.sharedProcess = true
             return figure
         }
     }
+
+    /// The work-equal single row's title.
+    private static let singleWorkEqualTitle =
+        "durable append, 1 writer, 1 event/commit, against raw INSERTs into the log's table (11 columns, 3 unique indexes, CRC-32C and chain computed)"
 
     /// 8 and 64 concurrent durable writers, one event per append, a stream each. The raw side has
     /// a connection per writer (PostgreSQL flushes the WAL of concurrent commits together); the log
