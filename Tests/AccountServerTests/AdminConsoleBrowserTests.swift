@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("The audit console in a real browser")
@@ -78,7 +79,7 @@ struct AdminConsoleBrowserTests {
         let output = try FileHandle(forWritingTo: report)
         check.standardOutput = output
         check.standardError = output
-        try check.run()
+        try await check.runWhenSafe()
         while check.isRunning { try await Task.sleep(for: .milliseconds(200)) }
         try output.close()
         let text = try String(contentsOf: report, encoding: .utf8)

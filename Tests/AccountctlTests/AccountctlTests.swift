@@ -61,7 +61,7 @@ struct Tool {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = inHandle
-        try process.run()
+        try process.runWhenSafeBlocking()
         process.waitUntilExit()
         try out.close()
         try err.close()
@@ -169,7 +169,7 @@ struct AccountctlTests {
         let patchErrors = Pipe()
         patch.standardError = patchErrors
         try await offThePool {
-            try patch.run()
+            try patch.runWhenSafeBlocking()
             patch.waitUntilExit()
         }
         // The patch needs Python's lmdb (Tools/run.sh installs it): a failed patch fails the test.

@@ -6,6 +6,7 @@
 import EventLog
 import Foundation
 import SpeziAccount
+import TestSupport
 import Testing
 
 @testable import SpeziAccountStore
@@ -21,7 +22,7 @@ func startWriterProcess(store: URL, seed: Int) throws -> Process {
         "--slot", "\(seed)", "--slots", "8"
     ]
     process.standardError = FileHandle.nullDevice
-    try process.run()
+    try process.runWhenSafeBlocking()
     return process
 }
 
