@@ -41,7 +41,7 @@ public enum FaultShim {
         let errors = Pipe()
         compiler.standardError = errors
         do {
-            try compiler.runWhenSafeBlocking()
+            try compiler.run()
             compiler.waitUntilExit()
         } catch {
             return .failure(ShimBuildError(description: "cannot run cc: \(error)"))

@@ -37,7 +37,7 @@ public func runProgram(
         let errors = errorsToOutput ? output : Pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.runWhenSafeBlocking()
+        try process.run()
         if let timeLimit {
             let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {

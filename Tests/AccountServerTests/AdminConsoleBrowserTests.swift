@@ -4,7 +4,6 @@
 //
 
 import Foundation
-import TestSupport
 import Testing
 
 @Suite("The audit console in a real browser")
@@ -79,7 +78,7 @@ struct AdminConsoleBrowserTests {
         let output = try FileHandle(forWritingTo: report)
         check.standardOutput = output
         check.standardError = output
-        try await check.runWhenSafe()
+        try check.run()
         while check.isRunning { try await Task.sleep(for: .milliseconds(200)) }
         try output.close()
         let text = try String(contentsOf: report, encoding: .utf8)

@@ -55,7 +55,7 @@ final class ServeProcess {
 
     /// Starts the process and waits (up to 60 s) for its "serving on" line.
     func start() async throws {
-        try await process.runWhenSafe()
+        try process.run()
         for _ in 0..<600 {
             let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("serving on ") }) {
@@ -212,7 +212,7 @@ struct ServeProcessTests {
         try "grace:short\n".write(to: file, atomically: true, encoding: .utf8)
         let refused = try ServeProcess(store: store, extra: ["--admin-credential-file", file.path])
         let process = refused.process
-        try await process.runWhenSafe()
+        try process.run()
         // Off the cooperative pool: the server may take a while to start and stop on a loaded machine.
         try await offThePool { process.waitUntilExit() }
         #expect(process.terminationStatus != 0)

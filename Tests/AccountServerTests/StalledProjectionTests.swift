@@ -32,7 +32,7 @@ struct StalledProjectionTests {
             let output = Pipe()
             holder.standardInput = input
             holder.standardOutput = output
-            try await holder.runWhenSafe()
+            try holder.run()
             defer {
                 try? input.fileHandleForWriting.close()
                 holder.waitUntilExit()
@@ -119,7 +119,7 @@ final class LockHolder: @unchecked Sendable {
         ]
         process.standardInput = input
         process.standardOutput = output
-        try process.runWhenSafeBlocking()
+        try process.run()
         let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
         guard line.contains("held") else { throw CancellationError() }
     }

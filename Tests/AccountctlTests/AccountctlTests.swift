@@ -61,7 +61,7 @@ struct Tool {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = inHandle
-        try process.runWhenSafeBlocking()
+        try process.run()
         process.waitUntilExit()
         try out.close()
         try err.close()
@@ -169,7 +169,7 @@ struct AccountctlTests {
         let patchErrors = Pipe()
         patch.standardError = patchErrors
         try await offThePool {
-            try patch.runWhenSafeBlocking()
+            try patch.run()
             patch.waitUntilExit()
         }
         // The patch needs Python's lmdb (Tools/run.sh installs it): a failed patch fails the test.

@@ -105,7 +105,7 @@ extension CrashTests {
         process.arguments = [path, "hold-reader"]
         let pipe = Pipe()
         process.standardOutput = pipe
-        try await process.runWhenSafe()
+        try process.run()
         // Wait until it is inside its read transaction, then kill it there.
         let line = pipe.fileHandleForReading.availableData
         #expect(String(decoding: line, as: UTF8.self).hasPrefix("reading"))

@@ -62,7 +62,7 @@ struct ChildRun {
         process.standardError = FileHandle.nullDevice
         // Waits, kills and reaps on a thread of its own: the tests run on the cooperative pool.
         return try await offThePool {
-            try process.runWhenSafeBlocking()
+            try process.run()
             let progress = Mutex(Progress())
             // Signalled for every chunk of lines read, and once at the end of the output.
             let printed = DispatchSemaphore(value: 0)

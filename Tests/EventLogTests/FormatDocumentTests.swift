@@ -20,7 +20,7 @@ let pythonLMDBAvailable: Bool = {
     process.arguments = ["python3", "-c", "import lmdb"]
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
-    guard (try? process.runWhenSafeBlocking()) != nil else { return false }
+    guard (try? process.run()) != nil else { return false }
     process.waitUntilExit()
     return process.terminationStatus == 0
 }()

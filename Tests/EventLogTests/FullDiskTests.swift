@@ -26,7 +26,7 @@ struct FullDiskTests {
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         process.standardError = FileHandle.nullDevice
-        guard (try? process.runWhenSafeBlocking()) != nil else { return false }
+        guard (try? process.run()) != nil else { return false }
         process.waitUntilExit()
         return process.terminationStatus == 0
     }

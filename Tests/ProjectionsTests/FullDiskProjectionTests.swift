@@ -30,7 +30,7 @@ struct FullDiskProjectionTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardError = FileHandle.nullDevice
-        guard (try? process.runWhenSafeBlocking()) != nil else { return false }
+        guard (try? process.run()) != nil else { return false }
         process.waitUntilExit()
         return process.terminationStatus == 0
     }

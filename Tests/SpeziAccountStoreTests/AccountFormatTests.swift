@@ -20,7 +20,7 @@ private let pythonHasLMDB: Bool = {
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", "-c", "import lmdb"]
     process.standardError = FileHandle.nullDevice
-    guard (try? process.runWhenSafeBlocking()) != nil else { return false }
+    guard (try? process.run()) != nil else { return false }
     process.waitUntilExit()
     return process.terminationStatus == 0
 }()

@@ -26,7 +26,7 @@ struct ConstantTimeTests {
         strip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let written = copy + ".\(getpid())"
         strip.arguments = ["objcopy", "--strip-debug", built, written]
-        guard (try? strip.runWhenSafeBlocking()) != nil else { return .failure(ToolError(description: "objcopy did not start")) }
+        guard (try? strip.run()) != nil else { return .failure(ToolError(description: "objcopy did not start")) }
         strip.waitUntilExit()
         guard strip.terminationStatus == 0 else { return .failure(ToolError(description: "objcopy failed on \(built)")) }
         guard rename(written, copy) == 0 else { return .failure(ToolError(description: "cannot rename \(written) to \(copy)")) }
@@ -51,7 +51,7 @@ struct ConstantTimeTests {
         process.standardError = FileHandle.nullDevice
         // valgrind takes seconds: the wait happens off the cooperative pool.
         try await offThePool {
-            try process.runWhenSafeBlocking()
+            try process.run()
             process.waitUntilExit()
         }
         try #require(process.terminationStatus == 0, "valgrind (Debian's valgrind package) runs timing-check \(mode)")

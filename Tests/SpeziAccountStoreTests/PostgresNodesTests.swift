@@ -165,7 +165,7 @@ struct PostgresNodesTests {
                 "--seed", "\(700 + slot)", "--writers", "4", "--slot", "\(slot)", "--slots", "3", "--log", url
             ]
             process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try await process.runWhenSafe()
+            try process.run()
             children.append(process)
         }
         // A test that ends early (a thrown error, a cancellation) leaves no node writing.

@@ -6,7 +6,6 @@
 import EventLog
 import Foundation
 import SpeziAccount
-import TestSupport
 import Testing
 
 @testable import SpeziAccountStore
@@ -22,7 +21,7 @@ func startWriterProcess(store: URL, seed: Int) throws -> Process {
         "--slot", "\(seed)", "--slots", "8"
     ]
     process.standardError = FileHandle.nullDevice
-    try process.runWhenSafeBlocking()
+    try process.run()
     return process
 }
 
