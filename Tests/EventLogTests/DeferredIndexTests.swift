@@ -195,12 +195,7 @@ struct DeferredIndexTests {
         }
         // One bulk commit of 300 events each, under the bulk limit: nothing flushed it. The eager
         // writer does once it has been idle for 20 ms, without another commit.
-        var flushed: UInt64 = 0
-        for _ in 0..<500 where flushed != 300 {
-            try await Task.sleep(for: .milliseconds(20))
-            flushed = try logs[0].indexedThrough()
-        }
-        #expect(flushed == 300)
+        #expect(try await indexedThrough(logs[0], reaching: 300, within: .seconds(10)) == 300)
         #expect(try logs[1].indexedThrough() == 0)
         for log in logs {
             try expectLookups(log, expected, "after the bulk commit")

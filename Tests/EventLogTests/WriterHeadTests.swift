@@ -19,6 +19,18 @@ func tailOptions(tail: Int) -> EventLogOptions {
     return options
 }
 
+/// The log's `indexedThrough()` once it reaches `position` (an idle flush writing the tail), or
+/// its last value when `limit` passes first.
+func indexedThrough(_ log: EventLog, reaching position: UInt64, within limit: Duration) async throws -> UInt64 {
+    let deadline = ContinuousClock.now + limit
+    var indexed = try log.indexedThrough()
+    while indexed < position, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(5))
+        indexed = try log.indexedThrough()
+    }
+    return indexed
+}
+
 /// Every lookup of `log` agrees with `expected` (stream → event ids in version order).
 func expectLookups(_ log: EventLog, _ expected: [String: [UUID]], _ context: String) throws {
     for (stream, ids) in expected {
@@ -97,9 +109,7 @@ struct WriterHeadTests {
         let batch = (0..<300).map { event("test.event", "bulk \($0)") }
         let first = await log.appendBatch([StreamAppend(streamID: "bulk", events: batch)])
         #expect(try first[0].get().positions == 1...300)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try log.indexedThrough() < 300, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(try log.indexedThrough() == 300, "the idle flush ran")
+        #expect(try await indexedThrough(log, reaching: 300, within: .seconds(30)) == 300, "the idle flush ran")
         // A retry of an event that is now only in the index, not in the tail: nothing is written.
         let retry = try await log.append(batch[150], to: "bulk")
         #expect(retry.wasDuplicate && retry.positions == 151...151)

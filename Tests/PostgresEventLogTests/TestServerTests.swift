@@ -27,9 +27,7 @@ struct TestServerTests {
         // The server's processes, looked at directly: a child another test starts meanwhile may
         // inherit the pipe (Foundation's `Process` closes only the descriptors open when it lists
         // them), so whether the reader sees the end says nothing about the server.
-        let pidFile = try String(contentsOf: server.directory.appendingPathComponent("data/postmaster.pid"), encoding: .utf8)
-        let postmaster = try #require(pidFile.split(separator: "\n").first.flatMap { Int32($0) })
-        let processes = [postmaster] + Self.children(of: postmaster)
+        let processes = try server.processes()
         #expect(processes.count >= 2, "the postmaster and at least one of its background processes: \(processes)")
         var looked = 0
         for process in processes {
@@ -44,17 +42,21 @@ struct TestServerTests {
         // Each has at least its three standard descriptors.
         #expect(looked >= 3 * processes.count)
     }
+}
 
-    /// The processes whose parent is `parent`.
-    private static func children(of parent: Int32) -> [Int32] {
-        let all = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return all.compactMap(Int32.init).filter { process in
-            guard let stat = try? String(contentsOfFile: "/proc/\(process)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return false }
-            // After the command's closing parenthesis: state, then the parent's id.
+extension PostgresServer {
+    /// The postmaster (first line of `postmaster.pid`) and its children.
+    func processes() throws -> [pid_t] {
+        let pidFile = try String(contentsOf: directory.appendingPathComponent("data/postmaster.pid"), encoding: .utf8)
+        let postmaster = try #require(pid_t(pidFile.split(separator: "\n").first ?? ""))
+        var pids = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8) else { continue }
+            // pid (comm) state ppid …: the command may hold spaces and parentheses, so read after the last ')'.
+            guard let close = stat.lastIndex(of: ")") else { continue }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 1 && Int32(fields[1]) == parent
+            if fields.count > 1, pid_t(fields[1]) == postmaster { pids.append(pid) }
         }
+        return pids
     }
 }

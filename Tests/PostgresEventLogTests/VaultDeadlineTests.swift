@@ -59,7 +59,7 @@ struct VaultDeadlineTests {
         // The vault has an open connection now (a backend process of the server).
         #expect(try await offThePool { try vault.readHeader() }.count == 64)
 
-        let paused = try Self.serverProcesses(server)
+        let paused = try server.processes()
         try #require(paused.count >= 2, "the postmaster and its backends: \(paused)")
         for pid in paused { kill(pid, SIGSTOP) }
         var resumed = false
@@ -116,21 +116,6 @@ struct VaultDeadlineTests {
         #expect("\(vaultError)".contains("timed out"), sourceLocation: sourceLocation)
         #expect(isTransientFailure(vaultError), sourceLocation: sourceLocation)
         #expect(took < deadline + margin, "the call took \(took), past its deadline \(deadline) and margin", sourceLocation: sourceLocation)
-    }
-
-    /// The postmaster (first line of `postmaster.pid`) and its children.
-    static func serverProcesses(_ server: PostgresServer) throws -> [pid_t] {
-        let pidFile = try String(contentsOf: server.directory.appendingPathComponent("data/postmaster.pid"), encoding: .utf8)
-        let postmaster = try #require(pid_t(pidFile.split(separator: "\n").first ?? ""))
-        var pids = [postmaster]
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8) else { continue }
-            // pid (comm) state ppid …: the command may hold spaces and parentheses, so read after the last ')'.
-            guard let close = stat.lastIndex(of: ")") else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == postmaster { pids.append(pid) }
-        }
-        return pids
     }
 }
 
