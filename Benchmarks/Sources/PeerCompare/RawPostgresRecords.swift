@@ -10,12 +10,13 @@ import SpeziAccountTesting
 import Synchronization
 
 /// The work-equal PostgreSQL peer of the bulk import and of the single durable writer (issue 43):
-/// the log's rows, as a careful user would insert them without the log. The table has `log_records`' eleven columns and its three
-/// unique indexes (position; stream and version; event id), and each event's CRC-32C and
-/// SHA-256 chain hash are computed as the log computes them (the record in the log's layout,
-/// FORMAT.md). One `INSERT … SELECT * FROM unnest(…)` per batch, its arrays bound through
-/// postgres-nio's own array encoding; one `INSERT … VALUES` with bound values per single row. Not done, as the log does: reading the head, checking
-/// expected versions and event ids before the write, claims, the head row and the notification.
+/// the log's rows, as a careful user would insert them without the log. The table has
+/// `log_records`' eleven columns and its three unique indexes (position; stream and version; event
+/// id), and each event's CRC-32C and SHA-256 chain hash are computed as the log computes them (the
+/// record in the log's layout, FORMAT.md). One `INSERT … SELECT * FROM unnest(…)` per batch, its
+/// arrays bound through postgres-nio's own array encoding; one `INSERT … VALUES` with bound values
+/// per single row. Not done, as the log does: reading the head, checking expected versions and
+/// event ids before the write, claims, the head row and the notification.
 final class RawPostgresRecords: Sendable {
     private let raw: RawPostgres
     private let state = Mutex(Head())
