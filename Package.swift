@@ -61,6 +61,9 @@ let package = Package(
         ),
         // CRC-32C with the CPU's instruction (SSE4.2 / ARMv8 CRC), for record checksums.
         .target(name: "CChecksum"),
+        // UTS #39 confusable skeletons and restriction levels from ICU's spoof checker (Debian:
+        // libicu-dev), behind plain C types: for which user ids collide.
+        .target(name: "CUnicodeSecurity", linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]),
         // A few threads of their own for blocking work (commits, flushes, hashing), off Swift's pool.
         .target(
             name: "BlockingPool",
@@ -134,6 +137,7 @@ let package = Package(
             dependencies: [
                 "CChecksum",
                 "CArgon2",
+                "CUnicodeSecurity",
                 "EventLogProtocol",
                 "EventLog",
                 "KeyVaultStorage",
@@ -144,6 +148,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]
         ),
@@ -255,7 +260,8 @@ let package = Package(
         .testTarget(
             name: "AccountServerTests",
             dependencies: [
-                "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi",
+                "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi", "EventLog",
+                "EventLogProtocol",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client")
             ])

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: MIT
 #
 # The README's two commands on a fresh Debian or Ubuntu machine with Swift 6.3:
-#   Tools/run.sh demo   installs what the store needs (liblmdb-dev, libargon2-dev), then runs the demo on a store
+#   Tools/run.sh demo   installs what the store needs (liblmdb-dev, libargon2-dev, libicu-dev), then runs the demo on a store
 #   Tools/run.sh test   installs what the tests need as well (valgrind, gcc, PostgreSQL, Python lmdb,
 #                       schemathesis, Chromium with its driver and Selenium),
 #                       then runs every test (swift test)
@@ -25,8 +25,9 @@ apt_install() {
 
 install_store_dependencies() {
     if ! pkg-config --exists lmdb 2>/dev/null || [ ! -f /usr/include/lmdb.h ] \
-        || ! pkg-config --exists libargon2 2>/dev/null || [ ! -f /usr/include/argon2.h ]; then
-        apt_install liblmdb-dev libargon2-dev pkg-config
+        || ! pkg-config --exists libargon2 2>/dev/null || [ ! -f /usr/include/argon2.h ] \
+        || [ ! -f /usr/include/unicode/uspoof.h ]; then
+        apt_install liblmdb-dev libargon2-dev libicu-dev pkg-config
     fi
 }
 

@@ -133,8 +133,27 @@ struct HistoryEntryBody: Encodable {
     }
 }
 
-/// `GET /v1/account/history`.
+/// `GET /v1/account/history`: one page, and the cursor of the next (nil at the stream's end).
 struct HistoryBody: Encodable {
     let accountId: String
     let entries: [HistoryEntryBody]
+    let next: String?
+
+    init(accountId: String, page: AccountHistoryPage) {
+        self.accountId = accountId
+        self.entries = page.entries.map(HistoryEntryBody.init)
+        self.next = page.next.map(String.init)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accountId, forKey: .accountId)
+        try container.encode(entries, forKey: .entries)
+        // Always present: null at the end.
+        try container.encode(next, forKey: .next)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case accountId, entries, next
+    }
 }

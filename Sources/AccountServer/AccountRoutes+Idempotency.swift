@@ -46,8 +46,12 @@ extension AccountRoutes {
     /// the token's session (a password change, a deletion): the account it acted on. Nil when the
     /// request carries no key or the log holds no such attempt; the request then answers as an
     /// unauthenticated one.
+    ///
+    /// The token must be one whose session a password change or the deletion ended within the last
+    /// day (read from the account's state); any other token, a forged one among them, is refused
+    /// before any of the stream is read.
     func committedRetry(_ command: KeyedCommand, token: String, context: AccountStore.Context) async throws -> String? {
-        guard context.idempotencyKey != nil, let accountId = AccountStore.accountId(ofToken: token) else { return nil }
+        guard context.idempotencyKey != nil, let accountId = try await store.accountOfEndedSession(token: token) else { return nil }
         return try await store.hasCommitted(command, accountId: accountId, context: context) ? accountId : nil
     }
 
@@ -78,6 +82,10 @@ extension AccountRoutes {
 }
 
 extension Problem {
+    static let idempotencyKeyUsed = Problem(
+        "idempotency-key-used", .conflict,
+        "This Idempotency-Key already signed in anonymously; a replay hands out no session: sign in anonymously again with a new key.")
+
     static let idempotencyKeySpent = Problem(
         "idempotency-key-spent", .conflict, "The account this Idempotency-Key created is deleted: send a new key for a new account.")
 }

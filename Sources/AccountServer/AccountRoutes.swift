@@ -5,6 +5,7 @@
 
 import EventLogProtocol
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdAuth
 import Logging
@@ -19,11 +20,15 @@ struct AccountRoutes: Sendable {
     let logger: Logger
     let limiter = RateLimiter()
     let streams: StreamSlots
+    let devices: DeviceCookies
+    let receipts: PositionReceipts
 
     init(store: AccountStore, configuration: AccountServerConfiguration, logger: Logger) {
         self.store = store
         self.configuration = configuration
         self.logger = logger
+        self.devices = DeviceCookies(store: store, secure: configuration.secureCookies)
+        self.receipts = PositionReceipts(store: store)
         self.streams = StreamSlots(
             sessionLimit: configuration.connections.streamsPerSession, accountLimit: configuration.connections.streamsPerAccount)
     }
@@ -72,13 +77,15 @@ struct AccountRoutes: Sendable {
             try await routes.upgrade(&request, try context.session(request), client: context.client)
         },
         Operation(.get, "/v1/account/history", signedIn: true) { routes, request, context in
-            try await routes.history(try context.session(request))
+            try await routes.history(request, try context.session(request))
         },
         // Not behind the authenticator: it reads the log's head before it checks the token.
         Operation(.get, "/v1/account/events") { routes, request, _ in try await routes.events(&request) },
         Operation(.post, "/v1/password-resets", limits: [.resets, .records]) { routes, request, _ in try await routes.requestReset(&request) },
         Operation(.post, "/v1/password-resets/complete", limits: [.resets]) { routes, request, _ in try await routes.completeReset(&request) },
-        Operation(.get, "/v1/positions/:position") { routes, request, _ in try await routes.position(request) },
+        Operation(.get, "/v1/positions/:position", signedIn: true) { routes, request, context in
+            try await routes.position(request, signedIn: context.identity != nil)
+        },
         Operation(.get, "/openapi.yaml") { routes, _, _ in try routes.openAPIDocument() },
         Operation(.get, "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) },
         Operation(.get, "/health/ready") { routes, _, _ in try await routes.readiness() }
@@ -112,14 +119,21 @@ struct AccountRoutes: Sendable {
         let key = try await idempotencyKey(&request, route: "signup")
         if configuration.confirmsSignups {
             if let userId = details[AccountDetails.__Key_userId.self] {
-                try limit("signup-userid", AccountLog.normalizedUserId(userId), configuration.rateLimits.signupsPerUserId)
+                try limit("signup-userid", try boundedUserKey(userId), configuration.rateLimits.signupsPerUserId)
             }
             try await store.requestSignup(details, context: context(request, client: client))
             return try Self.json(ConfirmationSentBody(), status: .accepted)
         }
         let created = try await spendingKey(key) { try await store.signup(details, context: context(request, client: client, idempotencyKey: key)) }
         let session = try await session(forCreated: created.accountId, request, idempotencyKey: key)
-        return try Self.json(SessionBody(session, details: created), status: .created)
+        var response = try Self.json(SessionBody(session, details: created), status: .created)
+        // The client that created the account is its owner's first known device.
+        if let userId = details[AccountDetails.__Key_userId.self] {
+            let path =
+                request.uri.path.hasSuffix("/v1/accounts") ? String(request.uri.path.dropLast("/accounts".count)) + "/sessions" : "/v1/sessions"
+            response.headers.append(HTTPField(name: .setCookie, value: try await devices.setCookie(for: userId, device: nil, path: path)))
+        }
+        return response
     }
 
     private func confirmSignup(_ request: inout Request, client: String) async throws -> Response {
@@ -130,19 +144,33 @@ struct AccountRoutes: Sendable {
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
+    /// An anonymous sign-in hands out a session for nothing but the request: a replay of its
+    /// `Idempotency-Key` would hand the same session to whoever learned the key. So a key only
+    /// keeps a retry from creating a second account; a replay whose first attempt committed is
+    /// refused (409 `idempotency-key-used`) and issues nothing.
     private func signInAnonymously(_ request: inout Request, client: String) async throws -> Response {
         let key = try await idempotencyKey(&request, route: "anonymous")
-        let created = try await spendingKey(key) { try await store.signInAnonymously(context: context(request, idempotencyKey: key)) }
-        let session = try await session(forCreated: created.accountId, request, idempotencyKey: key)
+        let (created, replayed) = try await spendingKey(key) { try await store.anonymousSignup(context: context(request, idempotencyKey: key)) }
+        if replayed { throw Problem.idempotencyKeyUsed }
+        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
+    /// A login. A client that proves an earlier sign-in to this user id with its device cookie
+    /// (``DeviceCookies``) is counted apart from everyone else, here and in the store's throttle;
+    /// every successful login renews (or sets) that cookie.
     private func login(_ request: inout Request, client: String) async throws -> Response {
         let login = try await body(&request, as: LoginBody.self)
-        try limit("login-account", "\(AccountLog.normalizedUserId(login.userId))|\(client)", configuration.rateLimits.loginsPerAccount)
+        guard let userKey = store.boundedUserKey(login.userId) else { throw AccountServiceError.wrongCredentials }
+        let device = try await devices.device(in: request, userId: login.userId)
+        try limit("login-account", "\(userKey)|\(device.map { "device:\($0)" } ?? client)", configuration.rateLimits.loginsPerAccount)
         let (details, session) = try await store.startSession(
-            userId: login.userId, password: login.password, validity: configuration.sessionValidity, context: context(request, client: client))
-        return try Self.json(SessionBody(session, details: details), status: .created)
+            userId: login.userId, password: login.password, validity: configuration.sessionValidity,
+            context: context(request, client: client, device: device))
+        var response = try Self.json(SessionBody(session, details: details), status: .created)
+        response.headers.append(
+            HTTPField(name: .setCookie, value: try await devices.setCookie(for: login.userId, device: device, path: request.uri.path)))
+        return response
     }
 
     private func logout(_ request: inout Request) async throws -> Response {
@@ -242,7 +270,7 @@ struct AccountRoutes: Sendable {
         try refuseUnknownKeys(details)
         if configuration.confirmsSignups {
             if let userId = details[AccountDetails.__Key_userId.self] {
-                try limit("signup-userid", AccountLog.normalizedUserId(userId), configuration.rateLimits.signupsPerUserId)
+                try limit("signup-userid", try boundedUserKey(userId), configuration.rateLimits.signupsPerUserId)
             }
             try await store.requestUpgrade(state.accountId, with: details, context: context(request, actor: state.accountId, client: client))
             return try Self.json(ConfirmationSentBody(), status: .accepted)
@@ -251,10 +279,32 @@ struct AccountRoutes: Sendable {
         return try Self.json(AccountBody(upgraded))
     }
 
-    private func history(_ session: SignedInAccount) async throws -> Response {
+    /// One page of the account's history (`limit`, 1 to 500, default 100; `cursor`, the `next` of
+    /// the page before). Each page folds the stream up to it, so pages are limited per account.
+    private func history(_ request: Request, _ session: SignedInAccount) async throws -> Response {
         let state = session.state
-        let entries = try await store.history(of: state.accountId)
-        return try Self.json(HistoryBody(accountId: state.accountId, entries: entries.map(HistoryEntryBody.init)))
+        let (after, limit) = try Self.page(request)
+        try self.limit("history-account", state.accountId, configuration.rateLimits.historyPagesPerAccount)
+        let page = try await store.history(of: state.accountId, after: after, limit: limit)
+        return try Self.json(HistoryBody(accountId: state.accountId, page: page))
+    }
+
+    /// The `cursor` and `limit` query parameters of a paged route.
+    static func page(_ request: Request) throws -> (after: UInt64, limit: Int) {
+        let parameters = request.uri.queryParameters
+        let after: UInt64 =
+            try parameters.get("cursor").map { (text: String) throws -> UInt64 in
+                guard let value = UInt64(text), value <= UInt64(Int64.max) else { throw Problem.malformed("cursor must be the next of a page") }
+                return value
+            } ?? 0
+        let limit =
+            try parameters.get("limit").map { (text: String) throws -> Int in
+                guard let value = Int(text), (1...AccountStore.maxHistoryPage).contains(value) else {
+                    throw Problem.malformed("limit must be 1 to \(AccountStore.maxHistoryPage)")
+                }
+                return value
+            } ?? 100
+        return (after, limit)
     }
 
     private func events(_ request: inout Request) async throws -> Response {
@@ -287,7 +337,9 @@ struct AccountRoutes: Sendable {
         // The same answer, at once, whether or not the user id has an account, and whether or not
         // a new link goes out: past the user id's limit none does, and the links sent before stay
         // valid (a stranger's requests cannot void the owner's link or use up the owner's requests).
-        if limiter.take("reset-account:\(AccountLog.normalizedUserId(reset.userId))", limit: configuration.rateLimits.resetsPerAccount) != nil {
+        if let userKey = store.boundedUserKey(reset.userId),
+            limiter.take("reset-account:\(userKey)", limit: configuration.rateLimits.resetsPerAccount) != nil
+        {
             logger.notice("password reset request dropped: the user id's limit is reached")
         } else {
             store.startPasswordResetRequest(userId: reset.userId, context: context(request))
@@ -295,14 +347,37 @@ struct AccountRoutes: Sendable {
         return Response(status: .accepted)
     }
 
+    /// A reset completion. The token is checked before any allowance of the user id is spent, and
+    /// only a failed one counts: strangers' wrong tokens can use up the user id's allowance for
+    /// wrong tokens, never the owner's valid link.
     private func completeReset(_ request: inout Request) async throws -> Response {
         let reset = try await body(&request, as: ResetCompletionBody.self)
-        try limit("reset-complete-account", AccountLog.normalizedUserId(reset.userId), configuration.rateLimits.resetCompletionsPerAccount)
-        try await store.completePasswordReset(userId: reset.userId, token: reset.token, newPassword: reset.newPassword, context: context(request))
+        let bucket = store.boundedUserKey(reset.userId).map { "reset-complete-account:\($0)" }
+        do {
+            try await store.completePasswordReset(
+                userId: reset.userId, token: reset.token, newPassword: reset.newPassword, context: context(request))
+        } catch AccountStoreError.invalidPasswordResetToken {
+            if let bucket, let wait = limiter.take(bucket, limit: configuration.rateLimits.resetCompletionsPerAccount) {
+                logger.notice("rate limited", metadata: ["limit": "reset-complete-account"])
+                throw Problem.rateLimited(retryAfter: wait)
+            }
+            throw AccountStoreError.invalidPasswordResetToken
+        }
         return Response(status: .noContent)
     }
 
     // MARK: Helpers
+
+    /// The normalized user id for a limit's key; 422 `invalid-details` for one longer than the store
+    /// takes (checked on the raw bytes, before any normalization).
+    private func boundedUserKey(_ userId: String) throws -> String {
+        guard let key = store.boundedUserKey(userId) else {
+            throw Problem(
+                "invalid-details", .unprocessableContent, "The account details break the service's rules.",
+                detail: "the user id has more than \(store.limits.maxUserIdBytes) bytes")
+        }
+        return key
+    }
 
     /// Takes one request from the bucket of `key` under `kind`, or answers 429 with Retry-After.
     private func limit(_ kind: String, _ key: String, _ limit: RateLimit) throws {
@@ -376,10 +451,12 @@ struct AccountRoutes: Sendable {
 
     /// The request's id (its `X-Request-ID`, if any) goes into the events it appends; the client
     /// is what the store's login throttle counts under.
-    func context(_ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil) -> AccountStore.Context {
+    func context(
+        _ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil, device: String? = nil
+    ) -> AccountStore.Context {
         AccountStore.Context(
             actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) },
-            client: client, idempotencyKey: idempotencyKey)
+            client: client, idempotencyKey: idempotencyKey, device: device)
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

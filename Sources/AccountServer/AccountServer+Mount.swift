@@ -33,16 +33,18 @@ extension AccountServer {
     public func mount<Parent: RequestContext>(on router: some RouterMethods<Parent>, at path: RouterPath = "") throws {
         _ = try ServerResources.bundled.get()
         let group = router.group(path, context: MountedAccountContext<Parent>.self)
-        addAPI(to: group, resolver: ClientAddressResolver(trustedProxies: configuration.trustedProxies))
+        addAPI(to: group, resolver: ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardedHeader))
     }
 
     /// The API as both the standalone server and a mount add it: who the client is (for the
-    /// limits), then problem details for what a route throws, then the routes.
+    /// limits), JSON bodies only, then problem details for what a route throws, then the routes.
     func addAPI<Context: AccountRequestContext>(to router: some RouterMethods<Context>, resolver: ClientAddressResolver) {
         _ = router.add(middleware: ClientAddressMiddleware<Context>(resolver: resolver))
+        _ = router.add(middleware: JSONBodyMiddleware<Context>())
         _ = router.add(
             middleware: ProblemMiddleware<Context>(
-                maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger))
+                maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger,
+                receipts: routes.receipts))
         router.addRoutes(routes.collection(context: Context.self))
     }
 }

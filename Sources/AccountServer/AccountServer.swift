@@ -42,9 +42,14 @@ public struct AccountServerConfiguration: Sendable {
     public var stallThreshold: Duration = .seconds(5)
     /// Timeouts and caps on connections and event streams.
     public var connections = ConnectionLimits()
-    /// Proxies whose `Forwarded` / `X-Forwarded-For` headers name the client (for the limits);
-    /// empty (the default): the socket's peer is the client, and those headers are ignored.
+    /// Proxies whose ``forwardedHeader`` names the client (for the limits); empty (the default):
+    /// the socket's peer is the client, and forwarding headers are ignored.
     public var trustedProxies: [AddressBlock] = []
+    /// The one header the trusted proxies set to name the client (`X-Forwarded-For` by default; or
+    /// `Forwarded`, `X-Real-IP`): the client is its right-most address that is not a trusted
+    /// proxy. Every other forwarding header is ignored, so a client cannot pick its own address
+    /// by sending one that the proxy passes through.
+    public var forwardedHeader = ForwardedHeader.xForwardedFor
     /// Whether the admin session cookie is marked `Secure` (sent over HTTPS only): set it when
     /// the console is reached through HTTPS (a TLS proxy). Off by default, for plain-HTTP loopback.
     public var secureCookies = false
@@ -114,14 +119,18 @@ public struct AccountServer: Service {
                 routes: AccountRoutes.operationTable.map { ($0.method, $0.path) } + AdminRoutes.table.map { ($0.0, $0.1) }))
         // Then who the client is, for every limit (trusted proxies, IPv6 /64), and innermost
         // problem details for what a route throws; then the routes.
-        let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardedHeader)
         addAPI(to: router, resolver: resolver)
         if let admin = configuration.admin {
+            let store = routes.store
             let sessions = AdminSessions(
-                credential: admin, validity: configuration.adminSessionValidity, secureCookies: configuration.secureCookies)
+                credential: admin, validity: configuration.adminSessionValidity, secureCookies: configuration.secureCookies,
+                deviceKey: { try await store.derivedKey(purpose: "admin-device-cookie v1") })
+            let attempts = AdminAttempts(
+                limiter: RateLimiter(name: "admin"), perClient: configuration.rateLimits.adminAttemptsPerClient,
+                overall: configuration.rateLimits.adminAttemptsOverall, sessions: sessions, logger: logger)
             AdminRoutes(
-                store: routes.store, sessions: sessions, console: AdminConsole(resources),
-                limiter: RateLimiter(), limit: configuration.rateLimits.adminAttemptsPerClient, heartbeat: configuration.heartbeat,
+                store: store, sessions: sessions, console: AdminConsole(resources), attempts: attempts, heartbeat: configuration.heartbeat,
                 logger: logger
             ).register(on: router)
         } else {
@@ -139,11 +148,20 @@ public struct AccountServer: Service {
             router: router,
             server: .http1(configuration: http1),
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.port), serverName: "spezi-account-store",
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil,
                 availableConnectionsDelegate: .maximum(limits.effectiveMaxConnections, logger: logger)),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+    }
+
+    /// How many buckets the API's rate limiter keeps, and the bytes they hold (for tests and the
+    /// threat model's memory bounds).
+    package var limiterUse: (keys: Int, bytes: Int) { (routes.limiter.count, routes.limiter.approximateBytes) }
+
+    /// The receipt a `202 accepted` answer for `position` carries (for tests).
+    package func positionReceipt(for position: UInt64) async throws -> String {
+        try await routes.receipts.receipt(for: position)
     }
 
     /// The methods and paths the server answers (those under `/admin/` when it has an admin

@@ -71,18 +71,63 @@ public struct AdminCredentialError: Error, Sendable, CustomStringConvertible {
 /// it is signed out (`DELETE /admin/api/session`: its id goes into an in-memory revocation list
 /// until the moment it would have expired) or when the server restarts (a new key). HTTP Basic is
 /// for scripts: it authenticates the one request that carries it and never opens a session.
+///
+/// A browser that signed in also gets a *device cookie* (`spezi_admin_device`, a year long,
+/// `Path=/admin`, signed under a key every server of the store derives alike): its later
+/// credential checks are not counted in the server-wide allowance that guesses from every address
+/// share (``RateLimits/adminAttemptsOverall``), so a crowd of guessers cannot keep the
+/// administrator out.
 struct AdminSessions: Sendable {
     static let cookieName = "spezi_admin"
+    static let deviceCookieName = "spezi_admin_device"
     let credential: AdminCredential
     let validity: Duration
     let secureCookies: Bool
     private let key = SymmetricKey(size: .bits256)
     private let revoked = RevokedSessions()
+    /// The device cookies' key (the store's, so that every node and restart accepts them).
+    private let deviceKey: DerivedKey?
 
-    init(credential: AdminCredential, validity: Duration, secureCookies: Bool = false) {
+    init(
+        credential: AdminCredential, validity: Duration, secureCookies: Bool = false,
+        deviceKey: (@Sendable () async throws -> SymmetricKey)? = nil
+    ) {
         self.credential = credential
         self.validity = validity
         self.secureCookies = secureCookies
+        self.deviceKey = deviceKey.map(DerivedKey.init)
+    }
+
+    /// Whether the request carries a valid admin device cookie.
+    func presentsKnownDevice(_ request: Request) async throws -> Bool {
+        guard let value = request.cookies[Self.deviceCookieName]?.value, let key = try await currentDeviceKey() else { return false }
+        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "v1", parts[1].utf8.count == 22 else { return false }
+        let expected = Self.deviceMAC(key: key, name: credential.name, nonce: String(parts[1]))
+        return PasswordHasher.constantTimeEquals(Array(expected.utf8), Array(parts[2].utf8))
+    }
+
+    /// The `Set-Cookie` value of a new admin device cookie; nil without a key source.
+    func deviceCookie() async throws -> String? {
+        guard let key = try await currentDeviceKey() else { return nil }
+        let nonce = DeviceCookies.base64url(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
+        let value = "v1.\(nonce).\(Self.deviceMAC(key: key, name: credential.name, nonce: nonce))"
+        return
+            "\(Self.deviceCookieName)=\(value); Path=/admin; HttpOnly; SameSite=Strict; Max-Age=\(DeviceCookies.lifetime)\(secureCookies ? "; Secure" : "")"
+    }
+
+    private func currentDeviceKey() async throws -> SymmetricKey? {
+        try await deviceKey?.get()
+    }
+
+    private static func deviceMAC(key: SymmetricKey, name: String, nonce: String) -> String {
+        DeviceCookies.base64url(Data(HMAC<SHA256>.authenticationCode(for: Data("admin-device\u{0}\(name)\u{0}\(nonce)".utf8), using: key)))
+    }
+
+    /// Whether a session cookie the request carried is still good: for an open stream, which
+    /// ends once its session is signed out or expires.
+    func isStillValid(_ request: Request, now: Date) -> Bool {
+        session(of: request, now: now) != nil
     }
 
     /// The administrator's name when the request carries a valid session cookie that was not

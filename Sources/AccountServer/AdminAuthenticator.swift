@@ -40,21 +40,43 @@ struct AdminAuthenticator: AuthenticatorMiddleware {
     typealias Context = AdminRequestContext
 
     let sessions: AdminSessions
-    let limiter: RateLimiter
-    let limit: RateLimit
+    let attempts: AdminAttempts
     let logger: Logger
 
     func authenticate(request: Request, context: Context) async throws -> SignedInAdmin? {
         if let name = sessions.session(of: request, now: Date()) { return SignedInAdmin(name: name) }
         guard AdminSessions.presentsBasic(request) else { return nil }
-        if let wait = limiter.take("admin-client:\(context.client)", limit: limit) {
-            throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
-        }
+        try await attempts.admit(request, client: context.client)
         guard let name = sessions.basic(request) else {
             logger.notice("admin credential refused", metadata: ["client": "\(context.client)"])
             return nil
         }
         return SignedInAdmin(name: name)
+    }
+}
+
+/// What each presentation of the admin credential (the sign-in form, HTTP Basic) spends: one of
+/// its address's allowance (``RateLimits/adminAttemptsPerClient``) and, unless the request comes
+/// from a browser that signed in before (``AdminSessions``' device cookie), one of the allowance
+/// that every address shares (``RateLimits/adminAttemptsOverall``): guesses spread over many
+/// addresses are bounded too, and the administrator's own browser is never counted among them.
+struct AdminAttempts: Sendable {
+    let limiter: RateLimiter
+    let perClient: RateLimit
+    let overall: RateLimit
+    let sessions: AdminSessions
+    let logger: Logger
+
+    /// Counts one presentation of the credential, or throws 429 `rate-limited` beyond a limit.
+    func admit(_ request: Request, client: String) async throws {
+        if let wait = limiter.take("admin-client:\(client)", limit: perClient) {
+            throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
+        }
+        if try await sessions.presentsKnownDevice(request) { return }
+        if let wait = limiter.take("admin-all", limit: overall) {
+            logger.notice("admin credential checks refused: the server-wide limit is reached")
+            throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
+        }
     }
 }
 

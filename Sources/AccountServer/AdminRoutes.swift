@@ -5,6 +5,7 @@
 
 import EventLogProtocol
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import Projections
@@ -22,8 +23,7 @@ struct AdminRoutes: Sendable {
     let store: AccountStore
     let sessions: AdminSessions
     let console: AdminConsole
-    let limiter: RateLimiter
-    let limit: RateLimit
+    let attempts: AdminAttempts
     let heartbeat: Duration
     let logger: Logger
     let jobs = AdminJobs()
@@ -60,7 +60,7 @@ struct AdminRoutes: Sendable {
             .add(middleware: AdminRequestGuard(logger: logger))
             .add(middleware: AdminProblemMiddleware(logger: logger))
         let signedIn = console.group()
-            .add(middleware: AdminAuthenticator(sessions: sessions, limiter: limiter, limit: limit, logger: logger))
+            .add(middleware: AdminAuthenticator(sessions: sessions, attempts: attempts, logger: logger))
             .add(middleware: AdminRequiredMiddleware())
         for (method, path, handler) in Self.table {
             let group = Self.withoutSession.contains(path) ? console : signedIn
@@ -81,9 +81,7 @@ struct AdminRoutes: Sendable {
     /// `POST /admin/api/session` with `{"name", "password"}` (JSON): a session cookie, or 401.
     /// Every try counts towards the client's limit.
     private func signIn(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
-        if let wait = limiter.take("admin-client:\(context.client)", limit: limit) {
-            throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
-        }
+        try await attempts.admit(request, client: context.client)
         // The guard has refused other content types; a body needs this one.
         guard request.headers[.contentType] != nil else {
             throw Problem("unsupported-media-type", .unsupportedMediaType, "Admin requests with a body take application/json.")
@@ -101,7 +99,8 @@ struct AdminRoutes: Sendable {
         }
         logger.notice("admin signed in", metadata: ["client": "\(context.client)"])
         var response = try AccountRoutes.json(["admin": sessions.credential.name])
-        response.headers[.setCookie] = cookie
+        response.headers.append(HTTPField(name: .setCookie, value: cookie))
+        if let device = try await sessions.deviceCookie() { response.headers.append(HTTPField(name: .setCookie, value: device)) }
         return response
     }
 
@@ -133,18 +132,22 @@ struct AdminRoutes: Sendable {
         return try AccountRoutes.json(FoundBody(accountId: accountId, deleted: false, applied: applied))
     }
 
+    /// One page of an account's history (`limit`, 1 to 500, default 100; `cursor`, the `next` of
+    /// the page before): the console loads more as the administrator asks, never the whole stream
+    /// at once. Opening the history (its first page) is recorded in the audit stream.
     private func history(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
         let admin = context.admin
         guard let accountId = context.parameters.get("id"), !accountId.hasPrefix("$") else { throw Problem.noSuchAccount }
-        let entries: [AccountHistoryEntry]
+        let (after, limit) = try AccountRoutes.page(request)
+        let page: AccountHistoryPage
         do {
-            entries = try await store.history(of: accountId)
+            page = try await store.history(of: accountId, after: after, limit: limit)
         } catch AccountStoreError.accountNotFound {
             throw Problem.noSuchAccount
         }
         // Recorded before the values are shown.
-        try await store.recordAdminAction(.historyViewed(accountId: accountId), by: admin, correlationID: correlation(request))
-        return try AccountRoutes.json(HistoryBody(accountId: accountId, entries: entries.map(HistoryEntryBody.init)))
+        if after == 0 { try await store.recordAdminAction(.historyViewed(accountId: accountId), by: admin, correlationID: correlation(request)) }
+        return try AccountRoutes.json(HistoryBody(accountId: accountId, page: page))
     }
 
     /// Signups, deletions and failed logins per hour (`?bucket=hour`, the default, over the last
@@ -226,7 +229,13 @@ struct AdminRoutes: Sendable {
             guard let position = UInt64(text) else { throw Problem.malformed("Last-Event-ID and after must be a log position") }
             return position
         }
-        return AdminTail(store: store, after: after, backlog: 20, heartbeat: heartbeat, lifetime: sessions.validity, logger: logger).response()
+        // A tail opened with a session cookie ends once that session is signed out or expires.
+        let sessions = sessions
+        let bySession = sessions.session(of: request, now: Date()) != nil
+        return AdminTail(
+            store: store, after: after, backlog: 20, heartbeat: heartbeat, lifetime: sessions.validity,
+            stillSignedIn: { !bySession || sessions.isStillValid(request, now: Date()) }, logger: logger
+        ).response()
     }
 
     private func correlation(_ request: Request) -> String? {

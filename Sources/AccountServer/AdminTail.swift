@@ -16,13 +16,17 @@ import SpeziAccountStore
 /// Each event's `id` is the record's position; a client reconnecting with `Last-Event-ID` gets
 /// what followed it. Without one the stream starts with the last `backlog` records. A comment line
 /// every `heartbeat` keeps proxies from closing an idle stream; the stream ends after `lifetime`
-/// (the admin session's validity), so that a browser whose session has expired is asked again.
+/// (the admin session's validity), so that a browser whose session has expired is asked again,
+/// and at the first record or heartbeat after its session is signed out.
 struct AdminTail: Sendable {
     let store: AccountStore
     let after: UInt64?
     let backlog: UInt64
     let heartbeat: Duration
     let lifetime: Duration
+    /// False once the session the tail was opened with is signed out or expired: the tail ends
+    /// at the next record or heartbeat.
+    let stillSignedIn: @Sendable () -> Bool
     let logger: Logger
 
     /// One record as the tail shows it.
@@ -62,6 +66,10 @@ struct AdminTail: Sendable {
         try await feed.run { [store] yield in
             for try await record in store.log.subscribeRecords(after: start) { await yield(record) }
         } consume: { chunk in
+            guard stillSignedIn() else {
+                logger.notice("admin tail ended: its session was signed out or expired")
+                return false
+            }
             switch chunk {
             case let .item(record):
                 let json = try JSONCoding.encoder.encode(Entry(record))

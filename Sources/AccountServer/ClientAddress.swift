@@ -81,12 +81,66 @@ public struct AddressBlock: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// The one header a trusted proxy sets to name the client it forwards for. Only that header is
+/// read; whatever the client put in any other (a `Forwarded` of its own behind a proxy that
+/// appends to `X-Forwarded-For`, say) is ignored.
+public struct ForwardedHeader: Sendable, Equatable, CustomStringConvertible {
+    /// How the header lists addresses.
+    enum Syntax: Sendable, Equatable {
+        /// `X-Forwarded-For` style: addresses separated by commas, each proxy appending the peer it saw.
+        case addressList
+        /// RFC 7239 `Forwarded`: elements separated by commas, the address in each one's `for=`.
+        case forwarded
+    }
+
+    /// The header's name, as given.
+    public let name: String
+    let field: HTTPField.Name
+    let syntax: Syntax
+
+    /// `X-Forwarded-For` (what nginx's `$proxy_add_x_forwarded_for` and most load balancers append to).
+    public static let xForwardedFor = ForwardedHeader(checkedName: "X-Forwarded-For")
+    /// RFC 7239 `Forwarded` (`for=` of each element).
+    public static let forwarded = ForwardedHeader(checkedName: "Forwarded")
+
+    /// The header called `name`: `Forwarded` is read as RFC 7239 says, any other name (such as
+    /// `X-Forwarded-For` or `X-Real-IP`) as a comma-separated list of addresses. Nil for a name that
+    /// is not a valid header field name.
+    ///
+    /// - Parameter name: The header's name, in any case.
+    public init?(_ name: String) {
+        guard HTTPField.Name(name) != nil else { return nil }
+        self.init(checkedName: name)
+    }
+
+    private init(checkedName name: String) {
+        self.name = name
+        self.field = HTTPField.Name(name)!
+        self.syntax = name.lowercased() == "forwarded" ? .forwarded : .addressList
+    }
+
+    public var description: String { name }
+
+    public static func == (left: ForwardedHeader, right: ForwardedHeader) -> Bool {
+        left.field == right.field
+    }
+}
+
 /// Who a request comes from, for the limits: the socket's peer, or, when that peer is a trusted
-/// proxy, the address the proxies say they forwarded for (`Forwarded: for=`, else
-/// `X-Forwarded-For`, read from the right, skipping trusted proxies). IPv6 clients are grouped by
-/// their /64, the block one subscriber usually holds.
+/// proxy, the address the proxies say they forwarded for, read from the one configured header
+/// (``ForwardedHeader``) from the right: the right-most address that is not a trusted proxy. A hop
+/// that is not an address (`unknown`, an obfuscated `_hidden` identifier, a typo) stops the walk at
+/// the proxy that wrote it, so such requests count against that proxy's address, never against a
+/// bucket that strangers share. IPv6 clients are grouped by their /64, the block one subscriber
+/// usually holds.
 struct ClientAddressResolver: Sendable {
     let trustedProxies: [AddressBlock]
+    let header: ForwardedHeader
+
+    init(trustedProxies: [AddressBlock], header: ForwardedHeader = .xForwardedFor) {
+        self.trustedProxies = trustedProxies
+        self.header = header
+    }
 
     /// The key the limits count under.
     func client(peer: String?, headers: HTTPFields) -> String {
@@ -94,6 +148,8 @@ struct ClientAddressResolver: Sendable {
         var address = peer
         if isTrusted(peer) {
             for hop in forwardedChain(headers).reversed() {
+                // The proxy at `address` wrote this hop; one it could not name stays its own.
+                guard let hop else { break }
                 address = hop
                 if !isTrusted(hop) { break }
             }
@@ -105,31 +161,38 @@ struct ClientAddressResolver: Sendable {
         trustedProxies.contains { $0.contains(address) }
     }
 
-    /// The addresses the proxies appended, first (the original client) to last.
-    private func forwardedChain(_ headers: HTTPFields) -> [String] {
-        let forwarded = headers[values: .forwarded]
-        if !forwarded.isEmpty {
-            return forwarded.flatMap { $0.split(separator: ",") }.compactMap { element in
+    /// The hops of the configured header, first (the original client) to last; nil for a hop that
+    /// is not an address.
+    private func forwardedChain(_ headers: HTTPFields) -> [String?] {
+        let elements = headers[values: header.field].flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        switch header.syntax {
+        case .addressList:
+            return elements.map { Self.address(String($0).trimmingCharacters(in: .whitespaces)) }
+        case .forwarded:
+            return elements.map { element in
+                // An element without `for=` (`by=x` alone) names no client: the proxy's own.
                 for pair in element.split(separator: ";") {
                     let parts = pair.split(separator: "=", maxSplits: 1)
                     guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "for" else { continue }
                     var value = parts[1].trimmingCharacters(in: .whitespaces)
                     if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
-                    // `[2001:db8::1]:4711` or `192.0.2.1:4711`: the port goes.
-                    if value.hasPrefix("["), let end = value.firstIndex(of: "]") {
-                        value = String(value[value.index(after: value.startIndex)..<end])
-                    } else if value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") {
-                        value = String(value[..<colon])
-                    }
-                    return AddressBlock.parse(value) != nil ? value : "unknown"
+                    return Self.address(value)
                 }
                 return nil
             }
         }
-        return headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }.map {
-            let value = $0.trimmingCharacters(in: .whitespaces)
-            return AddressBlock.parse(value) != nil ? value : "unknown"
+    }
+
+    /// The address in a hop (`[2001:db8::1]:4711` and `192.0.2.1:4711` lose their port); nil when
+    /// it is none.
+    private static func address(_ text: String) -> String? {
+        var value = text
+        if value.hasPrefix("["), let end = value.firstIndex(of: "]") {
+            value = String(value[value.index(after: value.startIndex)..<end])
+        } else if value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") {
+            value = String(value[..<colon])
         }
+        return AddressBlock.parse(value) != nil ? value : nil
     }
 
     /// An IPv4 address as it is; an IPv6 address as its /64.
@@ -138,11 +201,6 @@ struct ClientAddressResolver: Sendable {
         if bytes.count == 4 { return AddressBlock.format(bytes) }
         return AddressBlock.format(AddressBlock.prefix(bytes, length: 64)) + "/64"
     }
-}
-
-extension HTTPField.Name {
-    static let forwarded = HTTPField.Name("Forwarded")!
-    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
 }
 
 /// Sets the request context's client (see ``ClientAddressResolver``) before any route runs.

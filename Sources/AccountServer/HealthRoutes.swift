@@ -13,19 +13,26 @@ import SpeziAccountStore
 extension AccountRoutes {
     /// `202 {"status":"accepted","position":N}` with `Location: /v1/positions/N`: the command
     /// committed at position N, and this node's details cache has not applied it yet.
-    static func accepted(position: UInt64) -> Response {
-        var response = (try? json(AcceptedBody(position: position), status: .accepted)) ?? Response(status: .accepted)
-        response.headers[.location] = "/v1/positions/\(position)"
+    static func accepted(position: UInt64, receipt: String?) -> Response {
+        var response =
+            (try? json(AcceptedBody(position: position, receipt: receipt), status: .accepted)) ?? Response(status: .accepted)
+        response.headers[.location] = "/v1/positions/\(position)" + (receipt.map { "?receipt=\($0)" } ?? "")
         response.headers[.retryAfter] = "1"
         return response
     }
 
     /// `GET /v1/positions/{position}`: 200 once this node has applied the log up to it, else 202
-    /// with `Retry-After`.
-    func position(_ request: Request) async throws -> Response {
+    /// with `Retry-After`. Only for a signed-in caller or one that holds the position's receipt
+    /// (``PositionReceipts``); 401 for anyone else.
+    func position(_ request: Request, signedIn: Bool) async throws -> Response {
         // Positions are int64 in the OpenAPI document (no log reaches 2^63 records).
         guard let text = request.uri.path.split(separator: "/").last, let position = UInt64(text), position <= UInt64(Int64.max) else {
             throw Problem.malformed("the position is not a number from 0 to 2^63 - 1")
+        }
+        if !signedIn {
+            guard let receipt = request.uri.queryParameters.get("receipt"), receipt.utf8.count <= 64,
+                try await receipts.isValid(receipt, for: position)
+            else { throw Problem.unauthenticated }
         }
         let applied = try await store.hasApplied(position)
         var response = try Self.json(PositionBody(position: position, applied: applied), status: applied ? .ok : .accepted)
@@ -95,6 +102,8 @@ extension AccountRoutes {
 struct AcceptedBody: Encodable {
     var status = "accepted"
     let position: UInt64
+    /// What lets a caller without a session ask about the position (``PositionReceipts``).
+    let receipt: String?
 }
 
 struct PositionBody: Encodable {

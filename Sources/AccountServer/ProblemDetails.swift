@@ -97,6 +97,11 @@ struct Problem: Error, Encodable {
         case let .lockedOut(until):
             let wait = max(1, Int(until.timeIntervalSince(now).rounded(.up)))
             return Problem("locked-out", .tooManyRequests, "Too many failed logins: wait before trying again.", retryAfter: wait)
+        case let .changeLimitReached(limit, until):
+            let wait = max(1, Int(until.timeIntervalSince(now).rounded(.up)))
+            return Problem(
+                "change-limit", .tooManyRequests, "The account made as many changes as it may for now; nothing was written.",
+                detail: "limit: \(limit)", retryAfter: wait)
         case .tooMuchContention:
             return Problem("contention", .serviceUnavailable, "The account kept changing; nothing was written. Try again.", retryAfter: 1)
         case let .overloaded(seconds):

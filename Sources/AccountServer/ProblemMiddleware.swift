@@ -18,6 +18,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     let maxBodyBytes: Int
     let now: @Sendable () -> Date
     let logger: Logger
+    /// Makes the receipt a `202 accepted` answer carries; nil: none.
+    var receipts: PositionReceipts?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -25,6 +27,17 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as any HTTPResponseError where error.status != .contentTooLarge {
             // The router's own answers (no route, another method) are ``RouteFallbackMiddleware``'s.
             throw error
+        } catch let AccountStoreError.committedNotApplied(position, reason) {
+            // Done, but this node cannot show it yet: never answered as failed.
+            logger.warning("answered 202: committed, not yet applied here", metadata: ["position": "\(position)", "reason": "\(reason)"])
+            let receipt: String?
+            do {
+                receipt = try await receipts?.receipt(for: position)
+            } catch {
+                logger.error("no receipt for an accepted write", metadata: ["position": "\(position)", "error": "\(error)"])
+                receipt = nil
+            }
+            return AccountRoutes.accepted(position: position, receipt: receipt)
         } catch {
             return answer(error, route: "\(request.method) \(context.endpointPath ?? "unmatched")")
         }
@@ -40,7 +53,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case let AccountStoreError.committedNotApplied(position, reason):
             // Done, but this node cannot show it yet: never answered as failed.
             logger.warning("answered 202: committed, not yet applied here", metadata: ["position": "\(position)", "reason": "\(reason)"])
-            return AccountRoutes.accepted(position: position)
+            return AccountRoutes.accepted(position: position, receipt: nil)
         default:
             guard let problem = Problem.from(error, now: now()) else {
                 logger.error("request failed", metadata: ["route": "\(route)", "error": "\(String(reflecting: error))"])

@@ -6,6 +6,8 @@
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
+import SpeziAccountStore
 import Synchronization
 
 /// How many requests of a kind a client (or an account) may make: `burst` at once, then one more
@@ -61,53 +63,92 @@ public struct RateLimits: Sendable, Equatable {
     /// sign-ins, signups, failed logins, reset requests): this bounds what one address can make
     /// the log grow by, at most `burst + perMinute × 1,440` records a day (by default 7,300).
     public var recordsPerClient = RateLimit(burst: 100, perMinute: 5)
-    /// Admin requests that present the credential (HTTP Basic), from one address.
+    /// Admin requests that present the credential (the sign-in form, HTTP Basic), from one address.
     public var adminAttemptsPerClient = RateLimit(burst: 20, perMinute: 20)
+    /// Admin requests that present the credential, from all addresses together, except those of a
+    /// browser that signed in before (its admin device cookie): guesses spread over many addresses
+    /// are bounded, and the administrator's own browser gets in whatever they do.
+    public var adminAttemptsOverall = RateLimit(burst: 30, perMinute: 10)
+    /// Pages of `GET /v1/account/history` per account (each folds the account's stream up to it).
+    public var historyPagesPerAccount = RateLimit(burst: 30, perMinute: 30)
 
     /// The defaults above.
     public init() {}
 }
 
-/// Token buckets by key, in memory (each server keeps its own). Buckets that have refilled are
-/// dropped once there are many, so memory stays bounded by the recent callers.
+/// Token buckets by key, in memory (each server keeps its own). At most `capacity` buckets are
+/// kept, the least recently used forgotten first (``RecencyTable``): memory is bounded by count,
+/// and by bytes, whatever the keys look like (each is 16 bytes of its SHA-256). Forgetting a
+/// bucket can only give its key a fresh allowance, so the capacity is far above what honest
+/// traffic touches in ten minutes (by then any limit has refilled); a flood of new keys shows in
+/// the `rate_limiter_evictions` counter.
 final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: ContinuousClock.Instant
     }
 
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets: Mutex<RecencyTable<Bucket>>
     private let clock = ContinuousClock()
-    private let pruneAbove: Int
+    private let name: String
+    private let keysGauge: Gauge
+    private let bytesGauge: Gauge
+    private let evictionsCounter: Counter
 
-    init(pruneAbove: Int = 100_000) {
-        self.pruneAbove = pruneAbove
+    /// - Parameters:
+    ///   - name: The limiter's name in its metrics (`limiter` dimension).
+    ///   - capacity: The most buckets kept (default 200,000: about 20 MiB).
+    init(name: String = "api", capacity: Int = 200_000) {
+        self.buckets = Mutex(RecencyTable(capacity: capacity))
+        self.name = name
+        self.keysGauge = Gauge(label: "rate_limiter_keys", dimensions: [("limiter", name)])
+        self.bytesGauge = Gauge(label: "rate_limiter_bytes", dimensions: [("limiter", name)])
+        self.evictionsCounter = Counter(label: "rate_limiter_evictions", dimensions: [("limiter", name)])
     }
 
-    /// Takes one request from `key`'s bucket; nil when allowed, else the seconds until it would be.
-    func take(_ key: String, limit: RateLimit) -> Int? {
+    /// Takes `cost` from `key`'s bucket; nil when allowed, else the seconds until it would be.
+    func take(_ key: String, limit: RateLimit, cost: Int = 1) -> Int? {
         let now = clock.now
+        let tableKey = TableKey(key)
         let rate = Double(limit.perMinute) / 60
-        return buckets.withLock { buckets in
-            var bucket = buckets[key] ?? Bucket(tokens: Double(limit.burst), updated: now)
-            let elapsed = now - bucket.updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            bucket.tokens = min(Double(limit.burst), bucket.tokens + seconds * rate)
-            bucket.updated = now
-            if bucket.tokens >= 1 {
-                bucket.tokens -= 1
-                buckets[key] = bucket
-                if buckets.count > pruneAbove { Self.prune(&buckets, now: now) }
-                return nil
+        let cost = Double(max(1, cost))
+        let (wait, count, bytes, evicted) = buckets.withLock { table in
+            var bucket = Self.refilled(table.get(tableKey), limit: limit, now: now)
+            let before = table.evictions
+            defer { table.set(tableKey, bucket) }
+            if bucket.tokens >= cost {
+                bucket.tokens -= cost
+                return (nil as Int?, table.count, table.approximateBytes, table.evictions - before)
             }
-            buckets[key] = bucket
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+            let seconds = max(1, Int(((min(cost, Double(limit.burst)) - bucket.tokens) / rate).rounded(.up)))
+            return (seconds, table.count, table.approximateBytes, table.evictions - before)
+        }
+        keysGauge.record(count)
+        bytesGauge.record(bytes)
+        if evicted > 0 { evictionsCounter.increment(by: evicted) }
+        return wait
+    }
+
+    /// Whether `key`'s bucket is empty now (a take would be refused); nothing is taken.
+    func isExhausted(_ key: String, limit: RateLimit) -> Bool {
+        let now = clock.now
+        return buckets.withLock { table in
+            Self.refilled(table.peek(TableKey(key)), limit: limit, now: now).tokens < 1
         }
     }
 
-    /// Drops the buckets untouched for ten minutes (any limit has refilled them by then).
-    private static func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
-        buckets = buckets.filter { now - $0.value.updated < .seconds(600) }
+    /// Buckets kept now; for tests.
+    var count: Int { buckets.withLock { $0.count } }
+    /// The estimated bytes the buckets hold; for tests.
+    var approximateBytes: Int { buckets.withLock { $0.approximateBytes } }
+
+    private static func refilled(_ bucket: Bucket?, limit: RateLimit, now: ContinuousClock.Instant) -> Bucket {
+        guard var bucket else { return Bucket(tokens: Double(limit.burst), updated: now) }
+        let elapsed = now - bucket.updated
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        bucket.tokens = min(Double(limit.burst), bucket.tokens + seconds * Double(limit.perMinute) / 60)
+        bucket.updated = now
+        return bucket
     }
 }
 

@@ -5,6 +5,7 @@
 
 import Foundation
 import SpeziAccount
+import Synchronization
 
 /// A refusal of the account server that the seed has no error for: its RFC 9457 problem.
 public struct AccountServerProblem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -52,14 +53,23 @@ struct ServerSentEvent: Sendable {
 struct APIClient: Sendable {
     let base: URL
     let transport: any AccountServerTransport
+    /// The device cookies the server set (one per user id signed in to from here): sent back with
+    /// every login, so that this app counts as the owner's known device and is never queued
+    /// behind other people's guesses.
+    let deviceCookies = DeviceCookieJar()
 
     func url(_ path: String) -> URL {
-        base.appendingPathComponent(String(path.dropFirst()))
+        let parts = path.split(separator: "?", maxSplits: 1)
+        let url = base.appendingPathComponent(String(parts[0].dropFirst()))
+        guard parts.count == 2, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.percentEncodedQuery = String(parts[1])
+        return components.url ?? url
     }
 
     /// Sends a request; a 2xx answer comes back, anything else is thrown as an error.
     func call(_ method: String, _ path: String, token: String? = nil, body: Data? = nil) async throws -> TransportResponse {
         let response = try await transport.send(request(method, path, token: token, body: body))
+        deviceCookies.remember(response)
         guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
         return response
     }
@@ -80,7 +90,9 @@ struct APIClient: Sendable {
             attempt += 1
             let outcome: Result<TransportResponse, any Error>
             do {
-                outcome = .success(try await transport.send(request))
+                let response = try await transport.send(request)
+                deviceCookies.remember(response)
+                outcome = .success(response)
             } catch {
                 outcome = .failure(error)
             }
@@ -111,23 +123,38 @@ struct APIClient: Sendable {
         var headers = ["Accept": "application/json"]
         if let token { headers["Authorization"] = "Bearer \(token)" }
         if body != nil { headers["Content-Type"] = "application/json" }
+        if path == "/v1/sessions", let cookie = deviceCookies.header { headers["Cookie"] = cookie }
         return TransportRequest(method: method, url: url(path), headers: headers, body: body)
     }
 
-    /// The log position of a `202 {"status":"accepted","position":N}` answer: the write was
-    /// committed, but the node could not show it yet. Nil for any other answer.
-    static func acceptedPosition(_ response: TransportResponse) -> UInt64? {
-        guard response.status == 202, let object = try? object(response.body), object["status"] as? String == "accepted" else { return nil }
-        return (object["position"] as? NSNumber)?.uint64Value
+    /// A write the server committed but could not show yet: its log position and the receipt that
+    /// lets a caller without a session ask about it.
+    struct AcceptedWrite: Sendable {
+        let position: UInt64
+        let receipt: String?
     }
 
-    /// Waits (polling `GET /v1/positions/N`, at most `deadline`) until the server has applied the
-    /// log up to `position`; throws the server's problem, or a timeout, otherwise.
-    func waitUntilApplied(_ position: UInt64, deadline: Duration = .seconds(60)) async throws {
+    /// The log position (and receipt) of a `202 {"status":"accepted","position":N}` answer: the
+    /// write was committed, but the node could not show it yet. Nil for any other answer.
+    static func acceptedPosition(_ response: TransportResponse) -> AcceptedWrite? {
+        guard response.status == 202, let object = try? object(response.body), object["status"] as? String == "accepted",
+            let position = (object["position"] as? NSNumber)?.uint64Value
+        else { return nil }
+        return AcceptedWrite(position: position, receipt: object["receipt"] as? String)
+    }
+
+    /// Waits (polling `GET /v1/positions/N`, with the session's token or the write's receipt, at
+    /// most `deadline`) until the server has applied the log up to the write; throws the server's
+    /// problem, or a timeout, otherwise.
+    func waitUntilApplied(_ write: AcceptedWrite, token: String? = nil, deadline: Duration = .seconds(60)) async throws {
+        let position = write.position
+        // The receipt works whether or not the session still does (a new password ends it).
+        let query = write.receipt.map { "?receipt=\($0)" } ?? ""
+        let token = write.receipt == nil ? token : nil
         let end = ContinuousClock.now + deadline
         var pause = Duration.milliseconds(100)
         while ContinuousClock.now < end {
-            if try await call("GET", "/v1/positions/\(position)").status == 200 { return }
+            if try await call("GET", "/v1/positions/\(position)\(query)", token: token).status == 200 { return }
             try await Task.sleep(for: pause)
             pause = min(pause * 2, .seconds(2))
         }
@@ -267,5 +294,28 @@ struct EventStreamParser {
             if let value = object[key], let encoded = try? JSONSerialization.data(withJSONObject: value) { members[key] = encoded }
         }
         return ServerSentEvent(id: id, name: name, data: members)
+    }
+}
+
+/// The device cookies an account server set (`spezi_device_…`), by name, kept in memory for the
+/// service's life.
+final class DeviceCookieJar: Sendable {
+    private let cookies = Mutex<[String: String]>([:])
+
+    /// Keeps a device cookie the answer sets.
+    func remember(_ response: TransportResponse) {
+        guard let line = response.headers["set-cookie"], line.hasPrefix("spezi_device_"),
+            let pair = line.split(separator: ";").first, let equals = pair.firstIndex(of: "=")
+        else { return }
+        let name = String(pair[..<equals])
+        let value = String(pair[pair.index(after: equals)...])
+        cookies.withLock { $0[name] = value.isEmpty ? nil : value }
+    }
+
+    /// The `Cookie` header to send with a login, nil without cookies.
+    var header: String? {
+        cookies.withLock { cookies in
+            cookies.isEmpty ? nil : cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        }
     }
 }

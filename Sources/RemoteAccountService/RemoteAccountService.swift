@@ -119,7 +119,7 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
             let answer = try await client.call("POST", "/v1/account/upgrade", token: token, body: body)
             if let position = APIClient.acceptedPosition(answer) {
                 // Upgraded, not yet shown: the details come once the server has applied it.
-                try await client.waitUntilApplied(position)
+                try await client.waitUntilApplied(position, token: token)
                 try await refresh(token: token)
                 return
             }
@@ -157,7 +157,14 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     /// - Throws: ``AccountServerProblem`` when the server refuses (for example when it does not allow
     ///   anonymous accounts), or the transport's error.
     public func signInAnonymously() async throws {
-        let answer = try await client.keyedCall("POST", "/v1/accounts/anonymous")
+        let answer: TransportResponse
+        do {
+            answer = try await client.keyedCall("POST", "/v1/accounts/anonymous")
+        } catch let problem as AccountServerProblem where problem.slug == "idempotency-key-used" {
+            // A retry found the account its lost first attempt made, whose session a replay does
+            // not hand out: a new anonymous account instead (the other one is never signed in to).
+            answer = try await client.keyedCall("POST", "/v1/accounts/anonymous")
+        }
         try await signIn(answer)
     }
 
@@ -205,7 +212,7 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
         if let position = APIClient.acceptedPosition(answer) {
             // Changed, not yet shown here: wait, then read the account (a new password ended the
             // session, and its replacement did not come back: sign in with it).
-            try await client.waitUntilApplied(position)
+            try await client.waitUntilApplied(position, token: changesPassword ? nil : token)
             let userId = modifications.touches(AccountDetails.__Key_userId.self) ? modifications.modifiedDetails.userId : account.details?.userId
             if changesPassword, let userId, let newPassword = modifications.modifiedDetails.password {
                 try await login(userId: userId, password: newPassword)

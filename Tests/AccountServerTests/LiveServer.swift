@@ -4,6 +4,8 @@
 //
 
 import AccountServer
+import EventLog
+import EventLogProtocol
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -18,6 +20,7 @@ struct LiveServer {
     let port: Int
     let store: AccountStore
     let fixture: ServerFixture
+    let server: AccountServer
 
     /// A signup with real password hashing; returns the token and the account id.
     func signup(
@@ -33,8 +36,10 @@ struct LiveServer {
         return (try #require(answer.json["token"] as? String), try #require(account["accountId"] as? String))
     }
 
-    func login(_ userId: String, _ password: String, source: String? = nil) async throws -> RawHTTP.Answer {
-        try await RawHTTP.send(port: port, source: source, "POST", "/v1/sessions", json: #"{"userId":"\#(userId)","password":"\#(password)"}"#)
+    func login(_ userId: String, _ password: String, source: String? = nil, cookies: [String] = []) async throws -> RawHTTP.Answer {
+        try await RawHTTP.send(
+            port: port, source: source, "POST", "/v1/sessions", json: #"{"userId":"\#(userId)","password":"\#(password)"}"#,
+            headers: cookies.isEmpty ? [:] : ["Cookie": cookies.joined(separator: "; ")])
     }
 
     /// Runs `body` against a live server; stops it and removes the store after.
@@ -51,7 +56,18 @@ struct LiveServer {
         }
         if let queue = tweaks.maxQueuedPasswordChecks { options.maxQueuedPasswordChecks = queue }
         if let timeout = tweaks.readYourWritesTimeout { options.projections.readYourWritesTimeout = timeout }
-        let store = try await AccountStore(directory: fixture.directory.path, options: options)
+        if let throttling = tweaks.loginThrottling { options.loginThrottling = throttling }
+        if let limits = tweaks.limits { options.limits = limits }
+        let store: AccountStore
+        if let wrap = tweaks.wrapLog {
+            try FileManager.default.createDirectory(at: fixture.directory, withIntermediateDirectories: true)
+            var logOptions = EventLogOptions()
+            logOptions.sync = .relaxed
+            let log = try EventLog(path: fixture.directory.appendingPathComponent("log").path, options: logOptions)
+            store = try await AccountStore(directory: fixture.directory.path, log: wrap(log), options: options)
+        } else {
+            store = try await AccountStore(directory: fixture.directory.path, options: options)
+        }
         var configuration = configuration
         configuration.port = 0
         var logger = Logger(label: "live-server-test")
@@ -67,7 +83,7 @@ struct LiveServer {
             await store.close()
             throw CancellationError()
         }
-        let live = LiveServer(port: port, store: store, fixture: fixture)
+        let live = LiveServer(port: port, store: store, fixture: fixture, server: server)
         let outcome: Result<Void, any Error>
         do {
             try await body(live)
@@ -87,6 +103,10 @@ struct LiveServer {
 struct StoreTweaks {
     var maxQueuedPasswordChecks: Int?
     var readYourWritesTimeout: Duration?
+    var loginThrottling: LoginThrottling?
+    var limits: AccountStoreLimits?
+    /// Puts a backend of the test's own around the store's LMDB log (to count what it reads).
+    var wrapLog: (@Sendable (EventLog) -> any EventLogBackend)?
 }
 
 /// The server as a service that reports its port.

@@ -18,6 +18,13 @@ enum RawHTTP {
         let status: Int
         let headers: [String: String]
         let body: String
+        /// Every `Set-Cookie` line (``headers`` keeps only the last of repeated headers).
+        var setCookies: [String] = []
+
+        /// The `name=value` pairs of the cookies set, for a `Cookie` header.
+        var cookiePairs: [String] {
+            setCookies.compactMap { $0.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } }
+        }
 
         var json: [String: Any] {
             (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
@@ -116,13 +123,17 @@ enum RawHTTP {
         let parts = lines[0].split(separator: " ")
         guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line \(lines[0])") }
         var headers: [String: String] = [:]
+        var cookies: [String] = []
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[name] = value
+            if name == "set-cookie" { cookies.append(value) }
         }
         var body = String(text[end.upperBound...])
         if headers["transfer-encoding"] == "chunked" { body = dechunk(body) }
-        return Answer(status: status, headers: headers, body: body)
+        return Answer(status: status, headers: headers, body: body, setCookies: cookies)
     }
 
     private static func dechunk(_ text: String) -> String {
@@ -145,6 +156,16 @@ enum RawHTTP {
             let descriptor = try connect(port: port, source: source)
             defer { close(descriptor) }
             try write(descriptor, request(method, path, json: json, headers: headers)[...])
+            return try readAnswer(descriptor)
+        }
+    }
+
+    /// One whole exchange of the given request bytes, off the pool.
+    static func exchange(port: Int, source: String? = nil, _ bytes: [UInt8]) async throws -> Answer {
+        try await offThePool {
+            let descriptor = try connect(port: port, source: source)
+            defer { close(descriptor) }
+            try write(descriptor, bytes[...])
             return try readAnswer(descriptor)
         }
     }
@@ -188,6 +209,42 @@ enum RawHTTP {
             s.close()
         print(json.dumps(answers), flush=True)
         """
+
+    /// Opens a connection from `source`, sends `request` and reads the answer's head, off the pool:
+    /// the descriptor stays open for the caller to read the rest or to close.
+    static func openStream(port: Int, source: String? = nil, _ request: [UInt8]) async throws -> (descriptor: Int32, head: Answer) {
+        try await offThePool {
+            let descriptor = try connect(port: port, source: source)
+            do {
+                try write(descriptor, request[...])
+                return (descriptor, try readHead(descriptor))
+            } catch {
+                close(descriptor)
+                throw error
+            }
+        }
+    }
+
+    /// ``endsWithin(_:seconds:)`` off the pool.
+    static func ends(_ descriptor: Int32, within seconds: Double) async throws -> Bool {
+        try await offThePool { endsWithin(descriptor, seconds: seconds) }
+    }
+
+    /// Whether the server ends the stream on `descriptor` within `seconds`: whatever it sends
+    /// meanwhile (heartbeats, events) is read and dropped until the end of the stream or a reset.
+    static func endsWithin(_ descriptor: Int32, seconds: Double) -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1_000))
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while ContinuousClock.now < deadline {
+            let left = deadline - ContinuousClock.now
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(max(1, left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000))
+            guard poll(&entry, 1, milliseconds) == 1 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count <= 0 { return true }
+        }
+        return false
+    }
 
     /// Whether the server closes `descriptor` within `seconds` (reads EOF or a reset).
     static func closedByServer(_ descriptor: Int32, within seconds: Double) -> Bool {

@@ -24,7 +24,11 @@ struct History: AsyncParsableCommand {
         try await guarded {
             try await global.withStore(creating: false) { store in
                 let accountId = try await store.lookUp(account, includingDeleted: true)
-                await print(try HistoryPrinter.lines(of: accountId, in: store).joined(separator: "\n"))
+                // Printed as the stream is walked: a long history is never held whole.
+                print("history of account \(accountId)")
+                try await store.forEachHistoryEntry(of: accountId) { entry in
+                    print(HistoryPrinter.lines(for: entry).joined(separator: "\n"))
+                }
             }
         }
     }

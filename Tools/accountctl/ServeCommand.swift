@@ -67,8 +67,14 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("trusted-proxy"),
-        help: "A proxy (address or CIDR block) whose Forwarded / X-Forwarded-For headers name the client; repeat for several.")
+        help: "A proxy (address or CIDR block) whose --forwarded-header names the client; repeat for several.")
     var trustedProxies: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "The one header the trusted proxies set to name the client (X-Forwarded-For, Forwarded, X-Real-IP, ...); others are ignored.",
+            valueName: "name"))
+    var forwardedHeader = "X-Forwarded-For"
 
     @Option(help: "A file to append password reset tokens to, for delivery (JSON lines).")
     var resetOutbox: String?
@@ -100,6 +106,7 @@ struct Serve: AsyncParsableCommand {
         for proxy in trustedProxies where AddressBlock(proxy) == nil {
             throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR block")
         }
+        guard ForwardedHeader(forwardedHeader) != nil else { throw ValidationError("--forwarded-header \(forwardedHeader) is not a header name") }
     }
 
     func run() async throws {
@@ -135,6 +142,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.connections.streamsPerSession = streamsPerSession
                 configuration.connections.streamsPerAccount = streamsPerAccount
                 configuration.trustedProxies = trustedProxies.compactMap(AddressBlock.init)
+                configuration.forwardedHeader = ForwardedHeader(forwardedHeader) ?? .xForwardedFor
                 configuration.heartbeat = .milliseconds(Int64((heartbeatSeconds * 1_000).rounded()))
                 configuration.confirmsSignups = signups != nil
                 configuration.admin = admin

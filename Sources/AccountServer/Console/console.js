@@ -37,12 +37,32 @@ async function openAccount(query) {
   target.replaceChildren(el("p", { class: "muted" }, "Looking up " + query + " …"));
   try {
     const found = await api("accounts?query=" + encodeURIComponent(query));
-    const history = await api("accounts/" + encodeURIComponent(found.accountId) + "/history");
+    const base = "accounts/" + encodeURIComponent(found.accountId) + "/history?limit=200";
+    const history = await api(base);
     const title = el("h3", {}, "Account ", el("code", {}, found.accountId), " ");
     if (found.deleted) title.append(el("span", { class: "badge deleted" }, "deleted"));
     const list = el("ol", { class: "timeline", id: "timeline" });
     for (const entry of history.entries) list.append(timelineEntry(entry));
-    target.replaceChildren(title, el("p", { class: "muted" }, history.entries.length + " events, oldest first"), list);
+    const count = el("p", { class: "muted" }, history.entries.length + " events, oldest first");
+    // The server answers a page at a time: the next ones come when asked for.
+    const more = el("button", { type: "button", id: "more-history" }, "Load more");
+    let next = history.next;
+    more.hidden = next === null;
+    more.addEventListener("click", async () => {
+      more.disabled = true;
+      try {
+        const page = await api(base + "&cursor=" + encodeURIComponent(next));
+        for (const entry of page.entries) list.append(timelineEntry(entry));
+        next = page.next;
+        count.textContent = list.children.length + " events, oldest first";
+        more.hidden = next === null;
+      } catch (error) {
+        more.replaceWith(el("p", { class: "error" }, error.message));
+      } finally {
+        more.disabled = false;
+      }
+    });
+    target.replaceChildren(title, count, list, more);
     refreshAudit();
   } catch (error) {
     target.replaceChildren(el("p", { class: "error" }, error.message));

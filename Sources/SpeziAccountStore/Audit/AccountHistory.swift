@@ -51,44 +51,117 @@ public struct AccountHistoryEntry: Sendable, Equatable {
     public let changes: [Change]
 }
 
+/// One page of an account's history: up to the page size of entries, oldest first, and where the
+/// next page starts.
+public struct AccountHistoryPage: Sendable, Equatable {
+    /// The entries, in stream-version order.
+    public let entries: [AccountHistoryEntry]
+    /// The stream version to pass as `after` for the next page; nil when this page reaches the
+    /// stream's end.
+    public let next: UInt64?
+}
+
 extension AccountStore {
+    /// The largest page ``history(of:after:limit:)`` returns.
+    public static let maxHistoryPage = 500
+
     /// The account's stream, oldest first, with what each event changed. Works for deleted accounts
-    /// too: their sealed events come back redacted.
+    /// too: their sealed events come back redacted. The whole history is built in memory: a
+    /// server answers pages (``history(of:after:limit:)``), a tool walks it
+    /// (``forEachHistoryEntry(of:after:limit:_:)``).
     ///
     /// - Parameter accountId: The account whose stream to read.
     /// - Returns: One entry per event of the stream, in stream-version order.
     /// - Throws: ``AccountStoreError/accountNotFound(_:)`` when no stream has this account id.
     public func history(of accountId: String) async throws -> [AccountHistoryEntry] {
-        let records = try await log.readStream(accountId, from: 1, limit: .max)
-        guard !records.isEmpty else { throw AccountStoreError.accountNotFound(accountId) }
-        var state: AccountState?
         var entries: [AccountHistoryEntry] = []
-        entries.reserveCapacity(records.count)
-        for record in records {
-            let event = try accounts.event(from: record)
-            let next = AccountState.applying(event, to: state, accountId: accountId, version: record.streamVersion, at: record.timestamp)
-            var isRedacted = false
-            var note: String?
-            switch event {
-            case .redacted: isRedacted = true
-            case let .loginFailed(reason): note = reason
-            default: break
-            }
-            entries.append(
-                AccountHistoryEntry(
-                    position: record.position,
-                    streamVersion: record.streamVersion,
-                    timestamp: record.timestamp,
-                    type: record.type,
-                    actor: record.metadata.actor,
-                    correlationID: record.metadata.correlationID,
-                    isRedacted: isRedacted,
-                    note: note,
-                    changes: isRedacted ? [] : Self.changes(from: state, to: next, event: event)
-                ))
-            state = next
-        }
+        try await forEachHistoryEntry(of: accountId) { entries.append($0) }
         return entries
+    }
+
+    /// The events of the account's stream after stream version `after`, at most `limit` of them
+    /// (at most ``maxHistoryPage``), with what each changed. The state before the page is folded
+    /// from the stream in batches, so memory holds one batch and one page, whatever the stream's
+    /// length.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account whose stream to read.
+    ///   - after: The stream version the page starts after (0 for the first page).
+    ///   - limit: The most entries (1 to ``maxHistoryPage``).
+    /// - Returns: The page, and where the next one starts.
+    /// - Throws: ``AccountStoreError/accountNotFound(_:)`` when no stream has this account id.
+    public func history(of accountId: String, after: UInt64, limit: Int) async throws -> AccountHistoryPage {
+        var entries: [AccountHistoryEntry] = []
+        let next = try await forEachHistoryEntry(of: accountId, after: after, limit: min(max(1, limit), Self.maxHistoryPage)) {
+            entries.append($0)
+        }
+        return AccountHistoryPage(entries: entries, next: next)
+    }
+
+    /// Walks the account's stream once, oldest first, handing `body` each event after stream
+    /// version `after` with what it changed, at most `limit` of them. The stream is read and folded
+    /// in batches of 512: memory holds one batch, whatever the stream's length.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account whose stream to read.
+    ///   - after: The stream version the walk starts after (0: from the first event).
+    ///   - limit: The most entries handed to `body`.
+    ///   - body: Gets each entry in stream-version order.
+    /// - Returns: The stream version to pass as `after` to go on, or nil when the walk reached the
+    ///   stream's end.
+    /// - Throws: ``AccountStoreError/accountNotFound(_:)`` when no stream has this account id, or
+    ///   what `body` throws.
+    @discardableResult
+    public func forEachHistoryEntry(
+        of accountId: String, after: UInt64 = 0, limit: Int = .max, _ body: (AccountHistoryEntry) throws -> Void
+    ) async throws -> UInt64? {
+        guard AccountLog.couldBeStream(accountId), let current = try await log.streamVersion(accountId) else {
+            throw AccountStoreError.accountNotFound(accountId)
+        }
+        var state: AccountState?
+        var next: UInt64 = 1
+        var handed = 0
+        while next <= current {
+            let batch = try await log.readStream(accountId, from: next, limit: 512)
+            guard let last = batch.last else { break }
+            for record in batch {
+                let event = try accounts.event(from: record)
+                let following = AccountState.applying(event, to: state, accountId: accountId, version: record.streamVersion, at: record.timestamp)
+                if record.streamVersion > after {
+                    if handed == limit { return record.streamVersion - 1 }
+                    try body(Self.entry(record, event: event, from: state, to: following))
+                    handed += 1
+                }
+                state = following
+            }
+            next = last.streamVersion + 1
+        }
+        return nil
+    }
+
+    private static func entry(
+        _ record: RecordedEvent, event: AccountEvent, from state: AccountState?, to following: AccountState?
+    )
+        -> AccountHistoryEntry
+    {
+        var isRedacted = false
+        var note: String?
+        switch event {
+        case .redacted: isRedacted = true
+        case let .loginFailed(reason): note = reason
+        default: break
+        }
+        return AccountHistoryEntry(
+            position: record.position,
+            streamVersion: record.streamVersion,
+            timestamp: record.timestamp,
+            type: record.type,
+            actor: record.metadata.actor,
+            correlationID: record.metadata.correlationID,
+            isRedacted: isRedacted,
+            note: note,
+            changes: isRedacted ? [] : changes(from: state, to: following, event: event)
+        )
     }
 
     /// The differences between two folded states (plus the keys an external-details event sets or

@@ -122,9 +122,16 @@ enum StoreBuilder {
     /// ``UserIdNormalization`` and were written before it), the claim of its user id trimmed and
     /// lowercased, as it was written (``AccountLog/legacyClaim(forUserId:)``). Logins then find the
     /// same accounts as in the store exported.
+    ///
+    /// Each account also takes its user id's skeleton claims (``AccountLog/skeletonClaims(forUserId:)``)
+    /// unless an account earlier in the log holds it (look-alikes written before the store checked
+    /// them; `accountctl user-ids` names them): an import or a move gives every account of an older
+    /// log the skeleton claims a new store keeps.
     struct ClaimBook {
         private var held: [String: String] = [:]
         private var owners: [String: String] = [:]
+        private var heldSkeletons: [String: [String]] = [:]
+        private var skeletonOwners: [String: String] = [:]
 
         /// The claims a record takes and releases (user ids, keyed by the new store's vault).
         mutating func changes(_ record: ExportedRecord, accounts: AccountLog) throws -> (claims: Set<String>, releases: Set<String>) {
@@ -135,18 +142,31 @@ enum StoreBuilder {
             switch event {
             case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
                 guard !userId.isEmpty else { return ([], []) }
-                return ([try take(userId, for: stream, at: record.position, accounts: accounts)], [])
+                let taken = try take(userId, for: stream, at: record.position, accounts: accounts)
+                return (Set([taken] + takeSkeleton(userId, for: stream, accounts: accounts)), [])
             case let .userIdChanged(_, new):
-                let released = release(stream)
-                let taken = try take(new, for: stream, at: record.position, accounts: accounts)
-                guard let released, released != taken else { return ([taken], []) }
-                return ([taken], [released])
+                let released = Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream))
+                let taken = Set(
+                    [try take(new, for: stream, at: record.position, accounts: accounts)] + takeSkeleton(new, for: stream, accounts: accounts))
+                return (taken, released.subtracting(taken))
             case .accountDeleted:
-                guard let released = release(stream) else { return ([], []) }
-                return ([], [released])
+                return ([], Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream)))
             default:
                 return ([], [])
             }
+        }
+
+        private mutating func takeSkeleton(_ userId: String, for stream: String, accounts: AccountLog) -> [String] {
+            let claims = accounts.skeletonClaims(forUserId: userId).sorted().filter { skeletonOwners[$0].map { $0 == stream } ?? true }
+            heldSkeletons[stream] = claims
+            for claim in claims { skeletonOwners[claim] = stream }
+            return claims
+        }
+
+        private mutating func releaseSkeleton(_ stream: String) -> [String] {
+            let claims = heldSkeletons.removeValue(forKey: stream) ?? []
+            for claim in claims { skeletonOwners[claim] = nil }
+            return claims
         }
 
         private mutating func take(_ userId: String, for stream: String, at position: UInt64, accounts: AccountLog) throws -> String {

@@ -256,11 +256,14 @@ struct PayloadReader {
     /// Reads a map of values as ``values(_:)`` does, into `target` (an entry replaces the one with
     /// its identifier), without building a map of its own. Check the payload first
     /// (``skipValues(_:)``): a failure here leaves `target` partly changed.
-    mutating func values(_ field: @autoclosure () -> String, into target: inout [String: Data]) throws {
+    mutating func values(
+        _ field: @autoclosure () -> String, into target: inout [String: Data], each: (String, Data) -> Void = { _, _ in }
+    ) throws {
         let count = try length(field())
         var shared: Data?
         for _ in 0..<count {
             let (identifier, value) = try valueEntry(field(), shared: &shared)
+            each(identifier, value)
             target[identifier] = value
         }
     }

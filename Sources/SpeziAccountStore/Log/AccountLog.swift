@@ -66,13 +66,42 @@ public struct AccountLog: Sendable {
         claim(ofNormalized: UserIdNormalization.legacyNormalized(userId))
     }
 
-    /// The claims an account with this user id may hold: the current one and, when it differs,
-    /// the one written before ``UserIdNormalization``. What a change of user id or a deletion releases.
+    /// The claims that keep look-alike user ids apart: for each of the user id's confusable
+    /// skeletons (``UserIdNormalization/skeletons(_:)``, usually one), `userid-skeleton:` followed
+    /// by the skeleton, or with a vault by the HMAC-SHA256 of the skeleton under the vault's claim
+    /// secret. Accounts whose user ids were set since the store checks look-alikes hold them
+    /// beside their user id's claim.
     ///
     /// - Parameter userId: A user id as entered.
-    /// - Returns: One claim name, or two when the older form differs from the current one.
+    /// - Returns: One or two claim names.
+    public func skeletonClaims(forUserId userId: String) -> Set<String> {
+        Set(
+            UserIdNormalization.skeletons(userId).map { skeleton in
+                guard let vault else { return Self.skeletonClaimPrefix + skeleton }
+                return Self.skeletonClaimPrefix + HMAC<SHA256>.authenticationCode(for: Array(skeleton.utf8), using: vault.claimSecret).hexString
+            })
+    }
+
+    /// The prefix of skeleton claims.
+    public static let skeletonClaimPrefix = "userid-skeleton:"
+
+    /// The claims a new user id takes: its own (``claim(forUserId:)``) and its skeletons'
+    /// (``skeletonClaims(forUserId:)``).
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: Two or three claim names.
+    public func newClaims(forUserId userId: String) -> Set<String> {
+        skeletonClaims(forUserId: userId).union([claim(forUserId: userId)])
+    }
+
+    /// The claims an account with this user id may hold: the current one, the one written before
+    /// ``UserIdNormalization`` when it differs, and its skeleton's. What a change of user id or a
+    /// deletion releases (a release of a claim the account does not hold changes nothing).
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: Two to four claim names.
     public func claims(forUserId userId: String) -> Set<String> {
-        [claim(forUserId: userId), legacyClaim(forUserId: userId)]
+        skeletonClaims(forUserId: userId).union([claim(forUserId: userId), legacyClaim(forUserId: userId)])
     }
 
     private func claim(ofNormalized normalized: String) -> String {
@@ -222,7 +251,7 @@ public struct AccountLog: Sendable {
     /// - Throws: The log's `EventLogError` when a claim cannot be looked up.
     public func accountId(forUserId userId: String) async throws -> String? {
         let legacy = legacyClaim(forUserId: userId)
-        guard UserIdNormalization.isAcceptable(userId) else { return try await log.claimOwner(legacy) }
+        guard UserIdNormalization.isLookupAcceptable(userId) else { return try await log.claimOwner(legacy) }
         let current = claim(forUserId: userId)
         if legacy != current, let owner = try await log.claimOwner(legacy) { return owner }
         return try await log.claimOwner(current)

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import CUnicodeSecurity
 import Foundation
 
 /// How user ids are compared, and which user ids the store refuses (FORMAT.md, "The normalized
@@ -39,9 +40,14 @@ public enum UserIdNormalization {
         case unassigned = "userIdUnassigned"
         /// A private-use code point (Co).
         case privateUse = "userIdPrivateUse"
-        /// The part before the last `@`, or the part after it, has letters of more than one of the
-        /// Latin, Cyrillic and Greek scripts.
+        /// A part of the user id mixes scripts beyond UTS #39's moderately restrictive level: the
+        /// part before the last `@` or a label of the domain after it (Latin with Cyrillic or
+        /// Greek letters, say). Whole-script look-alikes are caught by the skeleton instead
+        /// (``UserIdNormalization/skeleton(_:)``).
         case mixedScript = "userIdMixedScript"
+        /// A character carries more than ``UserIdNormalization/maxCombiningMarks`` combining marks
+        /// (general categories Mn and Me) in a row.
+        case combiningMarks = "userIdCombiningMarks"
 
         /// The message of the validation error (it never repeats the user id).
         public var message: String {
@@ -51,7 +57,8 @@ public enum UserIdNormalization {
             case .invisibleCharacter: "The user id contains an invisible or formatting character."
             case .unassigned: "The user id contains an unassigned Unicode code point."
             case .privateUse: "The user id contains a private-use character."
-            case .mixedScript: "The user id mixes Latin, Cyrillic or Greek letters in one part."
+            case .mixedScript: "The user id mixes scripts in one part."
+            case .combiningMarks: "The user id stacks too many combining marks on one character."
             }
         }
     }
@@ -80,24 +87,58 @@ public enum UserIdNormalization {
 
     /// Why the store refuses `userId` for a new account or a changed user id, or nil when it takes it.
     /// The characters are checked in the user id as given (without white space at its ends) and in
-    /// its normalized form; the scripts in the normalized form.
+    /// its normalized form; the scripts (UTS #39 restriction levels, by ICU) and the combining
+    /// marks in the normalized form.
     ///
     /// - Parameter userId: A user id as entered.
     /// - Returns: The first rule it breaks, or nil when the store accepts it.
     public static func refusal(of userId: String) -> Refusal? {
+        if let refusal = characterRefusal(of: userId) { return refusal }
+        return lookAlikeRefusal(ofNormalized: Self.normalized(userId))
+    }
+
+    /// The rules on characters every user id passes, old or new.
+    private static func characterRefusal(of userId: String) -> Refusal? {
         let folded = Self.normalized(userId)
         if folded.isEmpty { return .empty }
         let given = userId.trimmingCharacters(in: .whitespacesAndNewlines)
         for scalar in given.unicodeScalars + folded.unicodeScalars {
             if let refusal = refusal(of: scalar) { return refusal }
         }
-        let parts: [Substring]
-        if let at = folded.lastIndex(of: "@") {
-            parts = [folded[..<at], folded[folded.index(after: at)...]]
-        } else {
-            parts = [folded[...]]
+        return nil
+    }
+
+    /// The rules on scripts and marks that new user ids pass (UTS #39).
+    private static func lookAlikeRefusal(ofNormalized folded: String) -> Refusal? {
+        var marks = 0
+        for scalar in folded.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .enclosingMark:
+                marks += 1
+                if marks > maxCombiningMarks { return .combiningMarks }
+            default:
+                marks = 0
+            }
         }
-        for part in parts where Set(part.unicodeScalars.compactMap(script(of:))).count > 1 {
+        for part in parts(of: folded) where restrictionLevel(of: part) > 4 {
+            return .mixedScript
+        }
+        return nil
+    }
+
+    /// The most combining marks (Mn, Me) a user id may carry in a row on one character.
+    public static let maxCombiningMarks = 4
+
+    /// The rule on scripts a user id had to pass before the store checked look-alikes: no Latin,
+    /// Cyrillic and Greek letters in the part before the last `@`, nor in the part after it.
+    private static func olderScriptRefusal(ofNormalized folded: String) -> Refusal? {
+        let halves: [Substring]
+        if let at = folded.lastIndex(of: "@") {
+            halves = [folded[..<at], folded[folded.index(after: at)...]]
+        } else {
+            halves = [folded[...]]
+        }
+        for half in halves where Set(half.unicodeScalars.compactMap(script(of:))).count > 1 {
             return .mixedScript
         }
         return nil
@@ -109,6 +150,93 @@ public enum UserIdNormalization {
     /// - Returns: True when the store accepts it for a new account or a change of user id.
     public static func isAcceptable(_ userId: String) -> Bool {
         refusal(of: userId) == nil
+    }
+
+    /// Whether a lookup may use the normalized claim of `userId`: it passes the character rules,
+    /// and either today's rules on scripts or the rule accounts were created under before
+    /// look-alikes were checked (see ``AccountLog/accountId(forUserId:)``).
+    static func isLookupAcceptable(_ userId: String) -> Bool {
+        guard characterRefusal(of: userId) == nil else { return false }
+        let folded = normalized(userId)
+        return olderScriptRefusal(ofNormalized: folded) == nil || lookAlikeRefusal(ofNormalized: folded) == nil
+    }
+
+    /// The confusable skeletons of a user id: what decides whether two user ids collide (UTS #39,
+    /// section 4, through ICU's spoof checker and its Unicode confusables data). Two user ids look
+    /// alike when they share a skeleton (`асе` in Cyrillic and `ace`, `օ` and `o`, `rn` and `m`),
+    /// and a store gives an account to only one of them.
+    ///
+    /// A skeleton is a form of the user id (its normalized form, and the form as typed after NFKC:
+    /// user ids are compared without case, and a capital can look like another script's letter
+    /// that its small form does not), with a combining dot above dropped after a soft-dotted letter
+    /// (`i̇` is `i`), mapped to its UTS #39 skeleton and normalized, repeated until that changes
+    /// nothing (at most three rounds). Usually both forms give the same skeleton.
+    ///
+    /// - Parameter userId: A user id as entered.
+    /// - Returns: One or two skeletons; the normalized user id itself when ICU cannot be used.
+    public static func skeletons(_ userId: String) -> Set<String> {
+        let typed = userId.precomposedStringWithCompatibilityMapping.trimmingCharacters(in: .whitespacesAndNewlines)
+        return [settledSkeleton(normalized(userId)), settledSkeleton(typed)]
+    }
+
+    private static func settledSkeleton(_ start: String) -> String {
+        var current = withoutDotsOnDottedLetters(start)
+        for _ in 0..<3 {
+            let next = withoutDotsOnDottedLetters(normalized(icuSkeleton(current)))
+            if next == current { return current }
+            current = next
+        }
+        return current
+    }
+
+    /// The part before the last `@` and each dot-separated label after it (the whole user id as one
+    /// part without an `@`).
+    static func parts(of folded: String) -> [Substring] {
+        guard let at = folded.lastIndex(of: "@") else { return [folded[...]] }
+        return [folded[..<at]] + folded[folded.index(after: at)...].split(separator: ".", omittingEmptySubsequences: false)
+    }
+
+    /// UTS #39's restriction level of `text`: 1 ASCII, 2 single script, 3 highly, 4 moderately,
+    /// 5 minimally restrictive, 6 unrestricted (6 when ICU cannot tell).
+    static func restrictionLevel(of text: Substring) -> Int {
+        var text = String(text)
+        let level = text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { spezi_restriction_level($0.baseAddress, Int32($0.count)) }
+        }
+        return level < 0 ? 6 : Int(level)
+    }
+
+    private static func icuSkeleton(_ text: String) -> String {
+        var text = text
+        return text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { input in
+                var capacity = max(64, input.count * 4)
+                for _ in 0..<2 {
+                    var output = [CChar](repeating: 0, count: capacity)
+                    let length = spezi_confusable_skeleton(input.baseAddress, Int32(input.count), &output, Int32(capacity))
+                    if length < 0 { return String(decoding: bytes, as: UTF8.self) }
+                    if Int(length) <= capacity {
+                        return String(decoding: output[0..<Int(length)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    }
+                    capacity = Int(length)
+                }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+        }
+    }
+
+    /// `text` without U+0307 COMBINING DOT ABOVE right after a soft-dotted letter (`i`, `j` and
+    /// their kin, which show a dot already).
+    private static func withoutDotsOnDottedLetters(_ text: String) -> String {
+        guard text.unicodeScalars.contains("\u{0307}") else { return text }
+        var scalars = String.UnicodeScalarView()
+        var previousSoftDotted = false
+        for scalar in text.unicodeScalars {
+            if scalar == "\u{0307}", previousSoftDotted { continue }
+            previousSoftDotted = scalar.properties.isSoftDotted
+            scalars.append(scalar)
+        }
+        return String(scalars)
     }
 
     /// One round of the profile.

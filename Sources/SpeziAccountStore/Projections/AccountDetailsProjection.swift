@@ -15,7 +15,7 @@ public struct AccountDetailsProjection: Projection {
     /// The name the projection is registered under.
     public static let projectionName = "account-details"
     /// Bump when the stored form or the folding changes.
-    static let version = 3
+    static let version = 4
 
     /// The upcasters applied to old events while replaying.
     public let evolution: SchemaEvolution

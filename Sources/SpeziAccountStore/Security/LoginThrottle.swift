@@ -55,14 +55,25 @@ public struct LoginThrottling: Sendable, Equatable {
 /// The store's admission of password checks: an attempt is counted before its hash is verified,
 /// under one lock, so N checks released together for one user id and client get at most the
 /// client's remaining allowance; the others are refused without hashing. Kept in memory by each
-/// process (several servers on one log throttle independently).
+/// process; at most ``capacity`` entries (user ids, and clients or devices per user id), the one
+/// touched longest ago forgotten first, so memory stays bounded whatever the user ids look like.
+///
+/// **Known devices** (OWASP's device cookies): a client that proves it signed in to this user id
+/// before (``AccountStore/Context/device``, checked by the caller) is counted apart from the
+/// crowd: under its own lockout, and never put in the account-wide queue, so guesses from
+/// anywhere else cannot delay or refuse it. A device that fails ``LoginThrottling/attemptsPerClient``
+/// times in a row is locked like a client, and is then checked as the client it connects from.
 final class LoginThrottle: Sendable {
     /// A counted attempt, to be finished with its outcome.
     struct Ticket: Sendable {
-        let userKey: String
-        let client: String
+        let userKey: TableKey
+        let entryKey: TableKey
         /// How long to wait before checking (the account-wide spacing).
         let delay: Duration
+        /// Whether a known device was admitted (never spaced).
+        var isDevice = false
+        /// Whether this process's own count put the attempt in the account-wide queue already.
+        var spaced = false
     }
 
     enum Outcome {
@@ -74,47 +85,60 @@ final class LoginThrottle: Sendable {
         case abandoned
     }
 
-    private struct ClientEntry {
+    /// One row: a user id's account-wide count, or one client's (or device's) count for a user id.
+    private struct Entry {
         var failures = 0
         var lastFailure: Date?
         var inFlight = 0
-    }
-
-    private struct UserEntry {
-        var clients: [String: ClientEntry] = [:]
-        var failures = 0
-        var lastFailure: Date?
+        /// Account-wide rows: the next free turn of the spacing.
         var nextSlot: Date?
+        /// Account-wide rows: when a password reset lifted the user id's locks; the failures of its
+        /// clients and devices before then no longer count.
+        var clearedAt: Date?
 
-        var isIdle: Bool { clients.isEmpty && failures == 0 }
+        var isIdle: Bool { failures == 0 && inFlight == 0 && nextSlot == nil && clearedAt == nil }
     }
 
     private let policy: LoginThrottling
-    private let entries = Mutex<[String: UserEntry]>([:])
-    private let pruneAbove: Int
+    private let entries: Mutex<RecencyTable<Entry>>
 
-    init(policy: LoginThrottling, pruneAbove: Int = 100_000) {
+    /// The most rows kept (user ids plus their clients and devices).
+    let capacity: Int
+
+    init(policy: LoginThrottling, capacity: Int = 200_000) {
         self.policy = policy
-        self.pruneAbove = pruneAbove
+        self.capacity = capacity
+        self.entries = Mutex(RecencyTable(capacity: capacity))
     }
 
-    /// Counts an attempt for `userKey` (a normalized user id) from `client`, or throws
-    /// ``AccountStoreError/lockedOut(until:)`` when the client has no allowance left (its lock, or
-    /// its remaining attempts all in flight) or the account-wide turn is too far off.
-    func admit(userKey: String, client: String, now: Date) throws -> Ticket {
+    /// Counts an attempt for `userKey` (a normalized user id) from `client`, or from the known
+    /// `device` when there is one, or throws ``AccountStoreError/lockedOut(until:)`` when the
+    /// client has no allowance left (its lock, or its remaining attempts all in flight) or the
+    /// account-wide turn is too far off.
+    func admit(userKey: String, client: String, device: String? = nil, now: Date) throws -> Ticket {
         let lock = AccountStore.seconds(policy.lockDuration)
-        return try entries.withLock { entries in
-            var user = entries[userKey] ?? UserEntry()
-            if let last = user.lastFailure, now.timeIntervalSince(last) >= lock {
-                user.failures = 0
-                user.lastFailure = nil
+        let user = TableKey("user\u{0}" + userKey)
+        let clientKey = TableKey("client\u{0}" + userKey + "\u{0}" + client)
+        let deviceKey = device.map { TableKey("device\u{0}" + userKey + "\u{0}" + $0) }
+        return try entries.withLock { table in
+            var account = Self.expired(table.get(user) ?? Entry(), now: now, lock: lock)
+            let cleared = account.clearedAt
+            // A known device that is not locked: its own count, no account-wide turn.
+            if let deviceKey {
+                var entry = Self.expired(table.get(deviceKey) ?? Entry(), now: now, lock: lock, clearedAt: cleared)
+                if entry.failures < policy.attemptsPerClient {
+                    guard entry.failures + entry.inFlight < policy.attemptsPerClient else {
+                        throw AccountStoreError.lockedOut(until: now.addingTimeInterval(1))
+                    }
+                    entry.inFlight += 1
+                    table.set(deviceKey, entry)
+                    return Ticket(userKey: user, entryKey: deviceKey, delay: .zero, isDevice: true)
+                }
+                // A locked device is a stranger again.
             }
-            var entry = user.clients[client] ?? ClientEntry()
-            if let last = entry.lastFailure, now.timeIntervalSince(last) >= lock {
-                entry.failures = 0
-                entry.lastFailure = nil
-            }
+            var entry = Self.expired(table.get(clientKey) ?? Entry(), now: now, lock: lock, clearedAt: cleared)
             if entry.failures >= policy.attemptsPerClient, let last = entry.lastFailure {
+                table.set(clientKey, entry)
                 throw AccountStoreError.lockedOut(until: last.addingTimeInterval(lock))
             }
             if entry.failures + entry.inFlight >= policy.attemptsPerClient {
@@ -122,71 +146,90 @@ final class LoginThrottle: Sendable {
                 throw AccountStoreError.lockedOut(until: now.addingTimeInterval(1))
             }
             var delay = Duration.zero
-            if user.failures >= policy.accountWideAttempts {
-                let slot = max(now, user.nextSlot ?? now)
-                let wait = slot.timeIntervalSince(now)
-                if wait > AccountStore.seconds(policy.maximumWait) { throw AccountStoreError.lockedOut(until: slot) }
-                user.nextSlot = slot.addingTimeInterval(AccountStore.seconds(policy.slowdownInterval))
-                delay = .milliseconds(Int64((wait * 1_000).rounded(.up)))
+            let spaced = account.failures >= policy.accountWideAttempts
+            if spaced {
+                delay = try takeTurn(&account, now: now)
+                table.set(user, account)
             }
             entry.inFlight += 1
-            user.clients[client] = entry
-            entries[userKey] = user
-            if entries.count > pruneAbove { Self.prune(&entries, now: now, lock: lock) }
-            return Ticket(userKey: userKey, client: client, delay: delay)
+            table.set(clientKey, entry)
+            return Ticket(userKey: user, entryKey: clientKey, delay: delay, spaced: spaced)
         }
+    }
+
+    /// The account-wide count as the account's stream records it (`auth.login-failed` since its
+    /// last successful login, folded into its state): every process and every server on the log
+    /// sees it, so failures made elsewhere put this process's checks of the user id in its queue
+    /// too. Returns how long the admitted attempt waits for its turn (zero for a known device, for
+    /// an attempt queued already, and below the threshold), or throws
+    /// ``AccountStoreError/lockedOut(until:)`` when the turn is too far off.
+    func shareAccountWide(_ ticket: Ticket, failures: Int, lastFailure: Date?, now: Date) throws -> Duration {
+        guard !ticket.isDevice, !ticket.spaced, failures >= policy.accountWideAttempts, let lastFailure,
+            now.timeIntervalSince(lastFailure) < AccountStore.seconds(policy.lockDuration)
+        else { return .zero }
+        return try entries.withLock { table in
+            var account = table.peek(ticket.userKey) ?? Entry()
+            let delay = try takeTurn(&account, now: now)
+            table.set(ticket.userKey, account)
+            return delay
+        }
+    }
+
+    /// The next turn of the account-wide queue: how long to wait for it, or
+    /// ``AccountStoreError/lockedOut(until:)`` when it is further off than ``LoginThrottling/maximumWait``.
+    private func takeTurn(_ account: inout Entry, now: Date) throws -> Duration {
+        let slot = max(now, account.nextSlot ?? now)
+        let wait = slot.timeIntervalSince(now)
+        if wait > AccountStore.seconds(policy.maximumWait) { throw AccountStoreError.lockedOut(until: slot) }
+        account.nextSlot = slot.addingTimeInterval(AccountStore.seconds(policy.slowdownInterval))
+        return .milliseconds(Int64((wait * 1_000).rounded(.up)))
     }
 
     /// Records the outcome of an admitted attempt.
     func finish(_ ticket: Ticket, _ outcome: Outcome, now: Date) {
-        entries.withLock { entries in
-            var user = entries[ticket.userKey] ?? UserEntry()
-            var entry = user.clients[ticket.client] ?? ClientEntry()
+        entries.withLock { table in
+            var entry = table.peek(ticket.entryKey) ?? Entry()
+            var account = table.peek(ticket.userKey) ?? Entry()
             entry.inFlight = max(0, entry.inFlight - 1)
             switch outcome {
             case .succeeded:
                 entry.failures = 0
                 entry.lastFailure = nil
-                user.failures = 0
-                user.lastFailure = nil
-                user.nextSlot = nil
+                account = Entry(clearedAt: account.clearedAt)
             case .failed:
                 entry.failures += 1
                 entry.lastFailure = now
-                user.failures += 1
-                user.lastFailure = now
+                account.failures += 1
+                account.lastFailure = now
             case .abandoned:
                 break
             }
-            user.clients[ticket.client] = entry.failures == 0 && entry.inFlight == 0 ? nil : entry
-            entries[ticket.userKey] = user.isIdle ? nil : user
+            if entry.isIdle { table.remove(ticket.entryKey) } else { table.set(ticket.entryKey, entry) }
+            if account.isIdle { table.remove(ticket.userKey) } else { table.set(ticket.userKey, account) }
         }
     }
 
-    /// Forgets every failure of `userKey` (after a completed password reset: whoever holds the new
-    /// password is the owner). Attempts in flight keep their count.
-    func clear(userKey: String) {
-        entries.withLock { entries in
-            guard var user = entries[userKey] else { return }
-            user.failures = 0
-            user.lastFailure = nil
-            user.nextSlot = nil
-            user.clients = user.clients.compactMapValues { entry in
-                entry.inFlight == 0 ? nil : ClientEntry(inFlight: entry.inFlight)
-            }
-            entries[userKey] = user.isIdle ? nil : user
+    /// Forgets every failure of `userKey`, account-wide and of every client and device (after a
+    /// completed password reset: whoever holds the new password is the owner). Attempts in flight
+    /// keep their count.
+    func clear(userKey: String, now: Date) {
+        entries.withLock { table in
+            table.set(TableKey("user\u{0}" + userKey), Entry(clearedAt: now))
         }
     }
 
-    /// How many user ids have state (failures or attempts in flight); for tests.
-    var trackedUserIds: Int { entries.withLock { $0.count } }
+    /// How many rows are kept (user ids, clients and devices with failures or attempts in flight); for tests.
+    var trackedEntries: Int { entries.withLock { $0.count } }
 
-    /// Drops the entries whose failures have all expired and that have nothing in flight.
-    private static func prune(_ entries: inout [String: UserEntry], now: Date, lock: TimeInterval) {
-        entries = entries.filter { _, user in
-            user.clients.values.contains { $0.inFlight > 0 || ($0.lastFailure.map { now.timeIntervalSince($0) < lock } ?? false) }
-                || (user.lastFailure.map { now.timeIntervalSince($0) < lock } ?? false)
-        }
+    /// An entry whose last failure is older than the lock, or not after `clearedAt`, starts afresh.
+    private static func expired(_ entry: Entry, now: Date, lock: TimeInterval, clearedAt: Date? = nil) -> Entry {
+        var entry = entry
+        if let cleared = entry.clearedAt, now.timeIntervalSince(cleared) >= lock { entry.clearedAt = nil }
+        guard let last = entry.lastFailure, now.timeIntervalSince(last) >= lock || clearedAt.map({ last <= $0 }) == true else { return entry }
+        entry.failures = 0
+        entry.lastFailure = nil
+        if let slot = entry.nextSlot, slot <= now { entry.nextSlot = nil }
+        return entry
     }
 }
 

@@ -302,7 +302,7 @@ public struct PasswordHasher: Sendable {
         "$scrypt$\(parameters)$\(encodeBase64(salt))$\(encodeBase64(key))"
     }
 
-    static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    package static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
         guard lhs.count == rhs.count else {
             return false
         }

@@ -33,6 +33,25 @@ public struct AccountState: Sendable, Equatable {
     /// Open sessions: the SHA-256 (hex) of each bearer token's secret, with its expiry (µs since
     /// 1970). Sessions that had expired when a later one started are dropped.
     public internal(set) var sessions: [String: Int64] = [:]
+    /// Open password reset requests: the SHA-256 (hex) of each token, with its expiry (µs since
+    /// 1970). A password change (a completed reset among them) and the deletion use them all up;
+    /// requests that had expired when a later one came are dropped.
+    public internal(set) var resetTokens: [String: Int64] = [:]
+    /// Sessions that a password change or the deletion ended in the last day: the SHA-256 (hex) of
+    /// each token's secret, with when it ended (µs since 1970), at most
+    /// ``AccountState/endedSessionsKept``. A retried request of such a session (its answer was
+    /// lost, ``AccountStore/hasCommitted(_:accountId:context:within:)``) is told apart by it from a
+    /// token that never opened a session, before any of the stream is read.
+    public internal(set) var endedSessions: [String: Int64] = [:]
+    /// The account's own changes (details, password, user id, upgrade, external values) in the
+    /// current hour and the bytes of values they wrote in the current day: what
+    /// ``AccountStoreLimits/changesPerAccountPerHour`` and ``AccountStoreLimits/changeBytesPerAccountPerDay``
+    /// are checked against. Folded from the stream like everything else, so every process and every
+    /// server on the log sees the same counts.
+    public internal(set) var changeBudget = ChangeBudget()
+
+    /// How many ended sessions ``endedSessions`` keeps.
+    public static let endedSessionsKept = 32
 
     /// The state after an `account.created` event.
     ///
@@ -95,6 +114,7 @@ public struct AccountState: Sendable, Equatable {
     ///     account's details.
     public mutating func apply(_ event: AccountEvent, version: UInt64, at time: Date) {
         self.version = version
+        changeBudget.count(event, at: time)
         switch event {
         case let .accountCreated(userId, passwordHash, isAnonymous, values):
             self = AccountState(
@@ -111,6 +131,7 @@ public struct AccountState: Sendable, Equatable {
             for identifier in removed { self.values[identifier] = nil }
         case let .passwordChanged(passwordHash):
             self.passwordHash = passwordHash
+            self.resetTokens = [:]
         case let .userIdChanged(_, new):
             self.userId = new
         case .accountDeleted:
@@ -120,13 +141,29 @@ public struct AccountState: Sendable, Equatable {
             self.passwordHash = nil
             self.values = [:]
             self.sessions = [:]
+            self.resetTokens = [:]
         case let .sessionStarted(sessionHash, expiresAtMicros):
             let now = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
             self.sessions = self.sessions.filter { $0.value > now }
             self.sessions[sessionHash] = expiresAtMicros
             return
-        case let .sessionEnded(sessionHash, _):
+        case let .sessionEnded(sessionHash, reason):
             self.sessions[sessionHash] = nil
+            if reason == "password-changed" || reason == "account-deleted" {
+                let now = Self.micros(time)
+                self.endedSessions = self.endedSessions.filter { now - $0.value < 86_400_000_000 }
+                self.endedSessions[sessionHash] = now
+                if self.endedSessions.count > Self.endedSessionsKept,
+                    let oldest = self.endedSessions.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })
+                {
+                    self.endedSessions[oldest.key] = nil
+                }
+            }
+            return
+        case let .passwordResetRequested(tokenHash, expiresAtMicros):
+            let now = Self.micros(time)
+            self.resetTokens = self.resetTokens.filter { $0.value > now }
+            self.resetTokens[tokenHash] = expiresAtMicros
             return
         case .loginSucceeded:
             self.failedLogins = 0
@@ -136,7 +173,7 @@ public struct AccountState: Sendable, Equatable {
             self.failedLogins += 1
             self.lastFailedLogin = time
             return
-        case .loggedOut, .passwordResetRequested, .externalDetailsModified, .externalDetailsErased, .redacted:
+        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .redacted:
             return
         }
         self.updatedAt = time
@@ -152,9 +189,19 @@ public struct AccountState: Sendable, Equatable {
         try check.finish()
         var reader = try PayloadReader(payload)
         self.version = version
-        try reader.values("modified", into: &values)
-        for _ in 0..<(try reader.length("removed")) { values[try reader.string("removed")] = nil }
+        var bytes = 0
+        try reader.values("modified", into: &values, each: { identifier, value in bytes += identifier.utf8.count + value.count })
+        for _ in 0..<(try reader.length("removed")) {
+            let identifier = try reader.string("removed")
+            bytes += identifier.utf8.count
+            values[identifier] = nil
+        }
+        changeBudget.count(change: bytes, at: time)
         updatedAt = time
+    }
+
+    static func micros(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
     }
 
     /// The state without the personal fields (user id, password hash, values).
@@ -193,15 +240,40 @@ public struct AccountState: Sendable, Equatable {
         writer.varint(UInt64(failedLogins))
         writer.varint(lastFailedLogin.map { UInt64(bitPattern: Int64(($0.timeIntervalSince1970 * 1_000_000).rounded())) + 1 } ?? 0)
         writer.values(values)
-        // Written only when there are sessions, so a state without any keeps its earlier form.
-        if !sessions.isEmpty {
-            writer.varint(UInt64(sessions.count))
-            for (hash, expiry) in sessions.sorted(by: { $0.key < $1.key }) {
-                writer.string(hash)
-                writer.varint(UInt64(bitPattern: expiry))
-            }
+        // Written only when there are sessions or more, so a state without any keeps its earlier form.
+        let hasMore = !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget()
+        if !sessions.isEmpty || hasMore {
+            Self.write(sessions, into: &writer)
+        }
+        // Then, when any is set: the reset tokens, the ended sessions and the change budget.
+        if hasMore {
+            Self.write(resetTokens, into: &writer)
+            Self.write(endedSessions, into: &writer)
+            writer.varint(UInt64(bitPattern: changeBudget.hour))
+            writer.varint(UInt64(changeBudget.changesThisHour))
+            writer.varint(UInt64(bitPattern: changeBudget.day))
+            writer.varint(UInt64(changeBudget.bytesToday))
         }
         return writer.bytes
+    }
+
+    private static func write(_ map: [String: Int64], into writer: inout PayloadWriter) {
+        writer.varint(UInt64(map.count))
+        for (hash, value) in map.sorted(by: { $0.key < $1.key }) {
+            writer.string(hash)
+            writer.varint(UInt64(bitPattern: value))
+        }
+    }
+
+    private static func read(_ field: String, from reader: inout PayloadReader) throws -> [String: Int64] {
+        let count = try reader.varint(field)
+        guard count <= PayloadReader.maximumFieldLength else { throw PayloadDecodingError.truncated(field: field, offset: reader.offset) }
+        var map: [String: Int64] = [:]
+        for _ in 0..<count {
+            let hash = try reader.string(field)
+            map[hash] = Int64(bitPattern: try reader.varint(field))
+        }
+        return map
     }
 
     /// Reads the stored form.
@@ -227,15 +299,13 @@ public struct AccountState: Sendable, Equatable {
             let lastFailed = try reader.varint("lastFailedLogin")
             state.lastFailedLogin = lastFailed == 0 ? nil : Date(timeIntervalSince1970: Double(Int64(bitPattern: lastFailed - 1)) / 1_000_000)
             state.values = try reader.values("values")
+            if !reader.isAtEnd { state.sessions = try Self.read("sessions", from: &reader) }
             if !reader.isAtEnd {
-                let count = try reader.varint("sessions")
-                guard count <= PayloadReader.maximumFieldLength else {
-                    throw PayloadDecodingError.truncated(field: "sessions", offset: reader.offset)
-                }
-                for _ in 0..<count {
-                    let hash = try reader.string("session hash")
-                    state.sessions[hash] = Int64(bitPattern: try reader.varint("session expiry"))
-                }
+                state.resetTokens = try Self.read("reset tokens", from: &reader)
+                state.endedSessions = try Self.read("ended sessions", from: &reader)
+                state.changeBudget = ChangeBudget(
+                    hour: Int64(bitPattern: try reader.varint("change hour")), changesThisHour: Int(clamping: try reader.varint("changes")),
+                    day: Int64(bitPattern: try reader.varint("change day")), bytesToday: Int(clamping: try reader.varint("change bytes")))
             }
             try reader.finish()
             return state

@@ -25,6 +25,12 @@ extension AccountStore {
         /// the same key with other content is another command. Never written into the events
         /// (their ids are derived from it under a secret).
         public var idempotencyKey: String?
+        /// A known device of the user id being signed in to: the caller has checked that the
+        /// client proved an earlier successful sign-in to this user id (an account server checks
+        /// the device cookie it set then, OWASP's device cookies). Its password checks are counted
+        /// apart from the crowd (``LoginThrottling``): guesses from elsewhere neither delay nor
+        /// refuse them. Never written into the events. Nil: an unknown client.
+        public var device: String?
 
         /// Creates a context.
         ///
@@ -34,11 +40,16 @@ extension AccountStore {
         ///   - client: The client's address (or address group) that password checks are throttled by;
         ///     never written.
         ///   - idempotencyKey: The key that makes the command repeatable, or nil; never written.
-        public init(actor: String? = nil, correlationID: String? = nil, client: String? = nil, idempotencyKey: String? = nil) {
+        ///   - device: A known device of the user id signed in to (checked by the caller), or nil;
+        ///     never written.
+        public init(
+            actor: String? = nil, correlationID: String? = nil, client: String? = nil, idempotencyKey: String? = nil, device: String? = nil
+        ) {
             self.actor = actor
             self.correlationID = correlationID
             self.client = client
             self.idempotencyKey = idempotencyKey
+            self.device = device
         }
 
         var metadata: EventMetadata { EventMetadata(actor: actor, correlationID: correlationID) }
@@ -96,6 +107,9 @@ extension AccountStore {
         if refusingTakenUserId, let holder = try await accounts.accountId(forUserId: userId), holder != retried {
             throw AccountServiceError.credentialsTaken
         }
+        if refusingTakenUserId, let holder = try await lookAlikeHolder(ofUserId: userId, other: nil), holder != retried {
+            throw AccountServiceError.credentialsTaken
+        }
         let hash = try await hashPassword(password)
         return (userId, hash, values)
     }
@@ -109,6 +123,7 @@ extension AccountStore {
     {
         try Self.checkUserId(userId)
         if try await accounts.legacyHolder(ofUserId: userId, other: nil) != nil { throw AccountServiceError.credentialsTaken }
+        if try await lookAlikeHolder(ofUserId: userId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
         let event = AccountEvent.accountCreated(userId: userId, passwordHash: hash, isAnonymous: false, values: values)
         let eventIDs = try await keyedEventIDs(.signup, accountId: accountId, context: context, count: 1)
         let position: UInt64
@@ -119,7 +134,7 @@ extension AccountStore {
             } else {
                 position = try await accounts.append(
                     [event], to: accountId, expectedVersion: .noStream, metadata: context.metadata,
-                    claims: [accounts.claim(forUserId: userId)], releases: [], eventIDs: eventIDs
+                    claims: accounts.newClaims(forUserId: userId), releases: [], eventIDs: eventIDs
                 ).positions.upperBound
             }
         } catch EventLogError.claimTaken {
@@ -167,21 +182,32 @@ extension AccountStore {
     /// - Throws: ``AccountStoreError`` for a storage failure.
     @discardableResult
     public func signInAnonymously(context: Context = Context()) async throws -> AccountDetails {
+        try await anonymousSignup(context: context).details
+    }
+
+    /// ``signInAnonymously(context:)``, telling whether this call created the account or found the
+    /// one a first attempt with the same idempotency key created (`replayed`).
+    package func anonymousSignup(context: Context) async throws -> (details: AccountDetails, replayed: Bool) {
         let accountId = try await keyedAccountId(.anonymousSignup, userId: "", context: context) ?? options.makeAccountId()
         let position: UInt64
+        var replayed = false
         do {
-            position = try await accounts.append(
+            let result = try await accounts.append(
                 [.accountCreated(userId: "", passwordHash: nil, isAnonymous: true, values: [:])],
                 to: accountId, expectedVersion: .noStream, metadata: context.metadata, claims: [], releases: [],
                 eventIDs: try await keyedEventIDs(.anonymousSignup, accountId: accountId, context: context, count: 1)
-            ).positions.upperBound
+            )
+            position = result.positions.upperBound
+            replayed = result.wasDuplicate
         } catch {
             position = try await committedFirstRecord(of: accountId, after: error)
+            // Another attempt made the stream first; otherwise this one committed and lost its answer.
+            if case EventLogError.wrongExpectedVersion = error { replayed = true }
         }
         try await awaitCache(position)
         guard var details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
         details.isNewUser = true
-        return details
+        return (details, replayed)
     }
 
     /// Turns an anonymous account into a full one, keeping its account id and its values.
@@ -214,9 +240,10 @@ extension AccountStore {
     ) async throws -> AccountDetails {
         try Self.checkUserId(userId)
         if try await accounts.legacyHolder(ofUserId: userId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
+        if try await lookAlikeHolder(ofUserId: userId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
         let outcome = try await retrying(accountId) { state in
             guard state.isAnonymous else { throw notAnonymous() }
-            return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], [accounts.claim(forUserId: userId)], [])
+            return ([.anonymousAccountUpgraded(userId: userId, passwordHash: hash, values: values)], accounts.newClaims(forUserId: userId), [])
         } context: {
             context
         }
@@ -323,6 +350,7 @@ extension AccountStore {
         if let newUserId = modifications.modifiedDetails[userIdKey] {
             try Self.checkUserId(newUserId)
             if try await accounts.legacyHolder(ofUserId: newUserId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
+            if try await lookAlikeHolder(ofUserId: newUserId, other: accountId) != nil { throw AccountServiceError.credentialsTaken }
         }
         let outcome = try await retrying(accountId, keyed: .modify) { state in
             var events: [AccountEvent] = []
@@ -330,7 +358,7 @@ extension AccountStore {
             var releases: Set<String> = []
             if let newUserId = modifications.modifiedDetails[userIdKey], newUserId != state.userId {
                 events.append(.userIdChanged(old: state.userId, new: newUserId))
-                claims.insert(accounts.claim(forUserId: newUserId))
+                claims.formUnion(accounts.newClaims(forUserId: newUserId))
                 // The old user id's claim, current or written before UserIdNormalization.
                 if !state.userId.isEmpty { releases = accounts.claims(forUserId: state.userId).subtracting(claims) }
             }

@@ -80,9 +80,32 @@ extension AccountStore {
         try await keyedRecord(of: eventID, in: accountId)?.position
     }
 
-    /// The event `eventID` of the stream `accountId`, nil when the stream has none.
+    /// The account whose session `token` opened, when a password change or the deletion of the
+    /// account ended that session within the last day (``AccountState/endedSessions``); nil for any
+    /// other token, a forged one among them. Read from the account's state alone: a server asks it
+    /// before it looks for a retried request's first attempt in the stream, so that a token that
+    /// never opened a session costs no read of the stream.
+    ///
+    /// - Parameter token: A bearer token, `<account id>.<secret>`.
+    /// - Returns: The account id, or nil.
+    /// - Throws: the log's errors when the account's state cannot be read.
+    package func accountOfEndedSession(token: String) async throws -> String? {
+        guard let (accountId, sessionHash) = Self.parseSessionToken(token), let state = try await currentState(of: accountId),
+            let ended = state.endedSessions[sessionHash], AccountState.micros(options.clock()) - ended < 86_400_000_000
+        else { return nil }
+        return accountId
+    }
+
+    /// How far back in a stream a keyed command's first attempt is looked for: the last this many
+    /// events. A retry comes soon after its first attempt; one that finds it further back than this
+    /// (hundreds of sign-ins later) runs as a new request.
+    static let keyedSearchDepth: UInt64 = 1_024
+
+    /// The event `eventID` among the last ``keyedSearchDepth`` events of the stream `accountId`,
+    /// nil when they hold none: the read is bounded whatever the stream's length.
     private func keyedRecord(of eventID: UUID, in accountId: String) async throws -> RecordedEvent? {
-        var version: UInt64 = 1
+        guard let current = try await log.streamVersion(accountId) else { return nil }
+        var version: UInt64 = current > Self.keyedSearchDepth ? current - Self.keyedSearchDepth + 1 : 1
         while true {
             let records = try await log.readStream(accountId, from: version, limit: 256)
             if let found = records.first(where: { $0.eventID == eventID }) { return found }
@@ -105,6 +128,19 @@ extension AccountStore {
         }
         idempotencySecretCache.withLock { $0 = secret }
         return secret
+    }
+
+    /// A key for `purpose` (a short label, such as `device-cookie v1`) that every server sharing
+    /// this store's vault, or its log when it has none, derives alike: HKDF-SHA256 of the secret the
+    /// idempotency keys are derived under, with the purpose as its info. Different purposes give
+    /// unrelated keys.
+    ///
+    /// - Parameter purpose: What the key is for; one label per use.
+    /// - Returns: A 256-bit key.
+    /// - Throws: the log's errors when the secret must be read or stored first.
+    package func derivedKey(purpose: String) async throws -> SymmetricKey {
+        let base = try await idempotencySecret()
+        return HKDF<SHA256>.deriveKey(inputKeyMaterial: base, info: Data("spezi-account-store \(purpose)".utf8), outputByteCount: 32)
     }
 
     private static func mac(secret: SymmetricKey, parts: [String]) -> [UInt8] {

@@ -36,7 +36,8 @@ extension AccountStore {
         guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
             throw AccountServiceError.wrongCredentials
         }
-        let ticket = try throttle.admit(userKey: AccountLog.normalizedUserId(userId), client: context.client ?? "", now: options.clock())
+        let ticket = try throttle.admit(
+            userKey: AccountLog.normalizedUserId(userId), client: context.client ?? "", device: context.device, now: options.clock())
         var outcome = LoginThrottle.Outcome.abandoned
         defer { throttle.finish(ticket, outcome, now: options.clock()) }
         if ticket.delay > .zero { try await Task.sleep(for: ticket.delay) }
@@ -49,6 +50,9 @@ extension AccountStore {
             outcome = .failed
             throw AccountServiceError.wrongCredentials
         }
+        // Failures recorded by other processes and servers count towards the account-wide queue.
+        let turn = try throttle.shareAccountWide(ticket, failures: state.failedLogins, lastFailure: state.lastFailedLogin, now: options.clock())
+        if turn > .zero { try await Task.sleep(for: turn) }
         guard try await verifyPassword(password, against: stored) else {
             outcome = .failed
             recordFailedLogin(accountId, context: context)
@@ -119,4 +123,24 @@ extension AccountStore {
     public func settleBackgroundWrites() async {
         await backgroundWrites.settle()
     }
+}
+
+extension AccountStore {
+    /// The normalized form of `userId` (``AccountLog/normalizedUserId(_:)``) for keying limits and
+    /// locks, or nil when its UTF-8 bytes pass ``AccountStoreLimits/maxUserIdBytes``: the length is
+    /// checked on the raw bytes first, so an oversized user id costs no normalization (which can
+    /// make a string many times longer) and no memory in any table.
+    ///
+    /// - Parameter userId: A user id as a client sent it.
+    /// - Returns: Its normalized form, or nil for one no account can have.
+    package func boundedUserKey(_ userId: String) -> String? {
+        guard userId.utf8.count <= options.limits.maxUserIdBytes else { return nil }
+        return AccountLog.normalizedUserId(userId)
+    }
+
+    /// How many rows the login throttle keeps (user ids, clients and devices); for tests.
+    package var throttleEntries: Int { throttle.trackedEntries }
+
+    /// The store's size limits.
+    public var limits: AccountStoreLimits { options.limits }
 }

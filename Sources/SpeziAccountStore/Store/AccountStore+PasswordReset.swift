@@ -73,9 +73,10 @@ extension AccountStore {
     /// if it belongs to a reset request of the account made after its last password change, and
     /// has not expired; anything else, an unknown user id included, throws
     /// ``AccountStoreError/invalidPasswordResetToken``, never sooner than
-    /// ``invalidResetAnswerTime`` after the call (the new password is hashed either way, and the
-    /// account's open requests read only where it exists: the floor hides that difference). A
-    /// completed reset also lifts every login lock of the user id.
+    /// ``invalidResetAnswerTime`` after the call. The token is checked first, against the account's
+    /// state (``AccountState/resetTokens``): a wrong one costs no password hash and reads none of the
+    /// stream, and the floor hides whether the user id has an account. A completed reset also lifts
+    /// every login lock of the user id.
     ///
     /// - Parameters:
     ///   - userId: the user id the reset was asked for.
@@ -101,27 +102,33 @@ extension AccountStore {
         var proposed = AccountDetails()
         proposed.password = newPassword
         try AccountValidation.validateRules(proposed, service: serviceConfiguration)
-        guard newPassword.utf8.count <= options.limits.maxPasswordBytes, userId.utf8.count <= options.limits.maxUserIdBytes else {
+        guard newPassword.utf8.count <= options.limits.maxPasswordBytes, userId.utf8.count <= options.limits.maxUserIdBytes,
+            token.utf8.count <= 512, let accountId = try await accounts.accountId(forUserId: userId)
+        else {
             throw AccountStoreError.invalidPasswordResetToken
         }
-        let newHash = try await hashPassword(newPassword)
-        guard let accountId = try await accounts.accountId(forUserId: userId) else { throw AccountStoreError.invalidPasswordResetToken }
         let presented = Array(Self.resetTokenHash(token).utf8)
+        var newHash: String?
         for _ in 0..<options.maxConflictRetries {
-            let (pending, version) = try await pendingResets(accountId)
-            let now = Int64((options.clock().timeIntervalSince1970 * 1_000_000).rounded())
+            guard let state = try await currentState(of: accountId), !state.isDeleted, state.passwordHash != nil else {
+                throw AccountStoreError.invalidPasswordResetToken
+            }
+            let now = AccountState.micros(options.clock())
             // Every open token is compared, so the time taken does not say which one matched.
-            let matches = pending.reduce(false) { found, request in
-                PasswordHasher.constantTimeEquals(presented, Array(request.tokenHash.utf8)) && now < request.expiresAtMicros || found
+            let matches = state.resetTokens.reduce(false) { found, request in
+                PasswordHasher.constantTimeEquals(presented, Array(request.key.utf8)) && now < request.value || found
             }
             guard matches else { throw AccountStoreError.invalidPasswordResetToken }
+            // Only a valid token pays for the new password's hash.
+            let hash: String
+            if let newHash { hash = newHash } else { hash = try await hashPassword(newPassword) }
+            newHash = hash
             // Every open session ends with the reset (whoever knew the old password is signed out).
-            guard let state = try await accounts.load(accountId, throughVersion: version) else { throw AccountStoreError.invalidPasswordResetToken }
             do {
                 let result = try await accounts.append(
-                    [.passwordChanged(passwordHash: newHash)] + endingSessions(of: state, reason: "password-reset"), to: accountId,
-                    expectedVersion: .exact(version), metadata: context.metadata)
-                throttle.clear(userKey: AccountLog.normalizedUserId(userId))
+                    [.passwordChanged(passwordHash: hash)] + endingSessions(of: state, reason: "password-reset"), to: accountId,
+                    expectedVersion: .exact(state.version), metadata: context.metadata)
+                throttle.clear(userKey: AccountLog.normalizedUserId(userId), now: options.clock())
                 try await awaitCache(result.positions.upperBound)
                 return
             } catch EventLogError.wrongExpectedVersion {
@@ -130,33 +137,6 @@ extension AccountStore {
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
-    }
-
-    /// The account's open reset requests (those since its last password change, none after its
-    /// deletion) and the stream's version.
-    private func pendingResets(_ accountId: String) async throws -> (requests: [(tokenHash: String, expiresAtMicros: Int64)], version: UInt64) {
-        var pending: [(tokenHash: String, expiresAtMicros: Int64)] = []
-        var version: UInt64 = 0
-        var next: UInt64 = 1
-        while true {
-            let batch = try await log.readStream(accountId, from: next, limit: 1_000)
-            guard let last = batch.last else { break }
-            for record in batch {
-                switch record.type {
-                case "auth.password-reset-requested":
-                    if case let .passwordResetRequested(tokenHash, expiresAtMicros) = try accounts.event(from: record) {
-                        pending.append((tokenHash, expiresAtMicros))
-                    }
-                case "account.password-changed", "account.deleted":
-                    pending = []
-                default:
-                    break
-                }
-            }
-            version = last.streamVersion
-            next = last.streamVersion + 1
-        }
-        return (pending, version)
     }
 
     /// 32 random bytes as base64url without padding.

@@ -29,6 +29,7 @@ extension AccountStore {
             guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
             let decision = try decide(state)
             guard !decision.events.isEmpty else { return (nil, state) }
+            try checkChangeBudget(decision.events, of: state)
             do {
                 var eventIDs: [UUID]?
                 if let keyed { eventIDs = try await keyedEventIDs(keyed, accountId: accountId, context: context(), count: decision.events.count) }
@@ -68,6 +69,21 @@ extension AccountStore {
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
+    }
+
+    /// Refuses events that would take the account past ``AccountStoreLimits/changesPerAccountPerHour``
+    /// or ``AccountStoreLimits/changeBytesPerAccountPerDay`` (``AccountStoreError/changeLimitReached(limit:until:)``).
+    /// A keyed retry of a change that committed is answered before this check.
+    func checkChangeBudget(_ events: [AccountEvent], of state: AccountState) throws {
+        let sizes = events.compactMap(ChangeBudget.changeBytes(of:))
+        guard !sizes.isEmpty else { return }
+        let limits = options.limits
+        if let refusal = state.changeBudget.refusal(
+            changes: sizes.count, bytes: sizes.reduce(0, +), at: options.clock(), changesPerHour: limits.changesPerAccountPerHour,
+            bytesPerDay: limits.changeBytesPerAccountPerDay)
+        {
+            throw AccountStoreError.changeLimitReached(limit: refusal.limit, until: refusal.retryAt)
+        }
     }
 
     /// The first position of a keyed command's committed attempt and the account's state now;

@@ -140,7 +140,8 @@ extension AccountStore {
         let utf8 = token.utf8
         guard utf8.count <= 512, let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }
         let secret = utf8[utf8.index(after: dot)...]
-        guard dot != utf8.startIndex, secret.count == 43 else { return nil }
+        // `$` starts the store's own streams (the admin's audit stream): no session token names one.
+        guard dot != utf8.startIndex, utf8.first != UInt8(ascii: "$"), secret.count == 43 else { return nil }
         return (String(token[..<dot]), tokenHash(secret))
     }
 

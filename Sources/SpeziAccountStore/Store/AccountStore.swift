@@ -48,6 +48,8 @@ public final class AccountStore: Sendable {
     private let decoyHash = Mutex<String?>(nil)
     /// The key idempotency keys are derived under, once read (see `AccountStore+Idempotency`).
     let idempotencySecretCache = Mutex<SymmetricKey?>(nil)
+    /// The log's length when skeleton claims began (see ``skeletonClaimsFrom(_:)``).
+    let skeletonClaimsFrom: UInt64
     /// Counts password checks per user id and client before they are made.
     let throttle: LoginThrottle
     /// Bounds the password derivations waiting for the hashing threads.
@@ -141,11 +143,15 @@ public final class AccountStore: Sendable {
                 let settled = deletions
                 _ = try await vault.offPool { try $0.finishShredding(settled) }
             }
+            skeletonClaimsFrom = try await Self.skeletonClaimsFrom(log)
             projections = try ProjectionStore(
                 path: root.appendingPathComponent("projections").path, log: log,
                 projections: [
                     AccountDetailsProjection(evolution: options.evolution, vault: vault),
-                    ExternalDetailsProjection(evolution: options.evolution, vault: vault)
+                    ExternalDetailsProjection(evolution: options.evolution, vault: vault),
+                    LookAlikeProjection(
+                        claimsFrom: skeletonClaimsFrom, evolution: options.evolution, vault: vault,
+                        skeletonClaims: { [accounts] in accounts.skeletonClaims(forUserId: $0) })
                 ], options: options.projections)
         } catch {
             await log.close()

@@ -45,6 +45,10 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case invalidSignupToken
     /// Signups cannot be confirmed by their owners on this store; the message says why.
     case signupConfirmationUnavailable(String)
+    /// The account has made as many changes as ``AccountStoreLimits`` allows in the current window
+    /// (`limit` is `changes-per-hour` or `change-bytes-per-day`); nothing was written: try again
+    /// after `until`.
+    case changeLimitReached(limit: String, until: Date)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -65,6 +69,8 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case .invalidSession: "the session is invalid or has expired: sign in again"
         case .invalidSignupToken: "the signup confirmation link is invalid, used or expired: sign up again"
         case let .signupConfirmationUnavailable(reason): "signups cannot be confirmed on this store: \(reason)"
+        case let .changeLimitReached(limit, until):
+            "the account reached its \(limit) limit; nothing was written; try again after \(ISO8601DateFormatter().string(from: until))"
         }
     }
 }

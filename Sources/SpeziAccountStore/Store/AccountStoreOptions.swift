@@ -19,6 +19,14 @@ public struct AccountStoreLimits: Sendable, Equatable {
     public var maxUserIdBytes = 320
     /// The longest password (bytes of UTF-8), so that hashing cannot be made arbitrarily slow.
     public var maxPasswordBytes = 4_096
+    /// The most changes (of details, password, user id; an upgrade) one account may make in one
+    /// hour of the log's clock; nil for no limit. Counted from the account's own stream
+    /// (``AccountState/changeBudget``), so the limit holds across processes and servers.
+    public var changesPerAccountPerHour: Int? = 120
+    /// The most bytes of values the changes of one account may write in one day of the log's
+    /// clock (``ChangeBudget``); nil for no limit. With the change count, it bounds how fast one
+    /// signed-in account can grow the log.
+    public var changeBytesPerAccountPerDay: Int? = 2 << 20
 
     /// Creates the default value.
     public init() {}
