@@ -96,7 +96,8 @@ struct AccountRoutes: Sendable {
     func collection<Context: AccountRequestContext>(context: Context.Type = Context.self) -> RouteCollection<Context> {
         let collection = RouteCollection(context: Context.self)
         for operation in Self.operationTable {
-            let group = collection.group()
+            // JSON bodies only, before any limit is counted (the console's routes have a guard of their own).
+            let group = collection.group().add(middleware: JSONBodyMiddleware<Context>())
             for kind in operation.limits {
                 group.add(
                     middleware: ClientRateLimitMiddleware<Context>(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))

@@ -37,10 +37,10 @@ extension AccountServer {
     }
 
     /// The API as both the standalone server and a mount add it: who the client is (for the
-    /// limits), JSON bodies only, then problem details for what a route throws, then the routes.
+    /// limits), then problem details for what a route throws, then the routes (each first refusing
+    /// bodies that are not JSON).
     func addAPI<Context: AccountRequestContext>(to router: some RouterMethods<Context>, resolver: ClientAddressResolver) {
         _ = router.add(middleware: ClientAddressMiddleware<Context>(resolver: resolver))
-        _ = router.add(middleware: JSONBodyMiddleware<Context>())
         _ = router.add(
             middleware: ProblemMiddleware<Context>(
                 maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger,

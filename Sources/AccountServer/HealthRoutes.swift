@@ -29,10 +29,10 @@ extension AccountRoutes {
         guard let text = request.uri.path.split(separator: "/").last, let position = UInt64(text), position <= UInt64(Int64.max) else {
             throw Problem.malformed("the position is not a number from 0 to 2^63 - 1")
         }
+        let receipt = request.uri.queryParameters.get("receipt")
+        if let receipt, receipt.utf8.count > 64 { throw Problem.malformed("a receipt has at most 64 characters") }
         if !signedIn {
-            guard let receipt = request.uri.queryParameters.get("receipt"), receipt.utf8.count <= 64,
-                try await receipts.isValid(receipt, for: position)
-            else { throw Problem.unauthenticated }
+            guard let receipt, try await receipts.isValid(receipt, for: position) else { throw Problem.unauthenticated }
         }
         let applied = try await store.hasApplied(position)
         var response = try Self.json(PositionBody(position: position, applied: applied), status: applied ? .ok : .accepted)

@@ -46,10 +46,14 @@ struct StalledProjectionTests {
             #expect(signup.status == 202)
             #expect(signup.json["status"] as? String == "accepted")
             let position = try #require(signup.json["position"] as? Int)
-            #expect(signup.headers["location"] == "/v1/positions/\(position)")
+            let receipt = try #require(signup.json["receipt"] as? String)
+            let location = "/v1/positions/\(position)?receipt=\(receipt)"
+            #expect(signup.headers["location"] == location)
+            // Without the receipt (or a session), a stranger learns nothing of the log's length.
+            #expect(try await RawHTTP.send(port: server.port, "GET", "/v1/positions/\(position)").status == 401)
             // Committed: in the log, whatever the cache says.
             #expect(try await server.store.accounts.accountId(forUserId: "late@example.org") != nil)
-            #expect(try await RawHTTP.send(port: server.port, "GET", "/v1/positions/\(position)").status == 202)
+            #expect(try await RawHTTP.send(port: server.port, "GET", location).status == 202)
             // A retry of the signup is told the user id is taken (it was done).
             let retry = try await RawHTTP.send(
                 port: server.port, "POST", "/v1/accounts",
@@ -66,7 +70,7 @@ struct StalledProjectionTests {
             let deadline = ContinuousClock.now + .seconds(30)
             var applied = 0
             while ContinuousClock.now < deadline {
-                applied = try await RawHTTP.send(port: server.port, "GET", "/v1/positions/\(position)").status
+                applied = try await RawHTTP.send(port: server.port, "GET", location).status
                 if applied == 200 { break }
                 try await Task.sleep(for: .milliseconds(100))
             }

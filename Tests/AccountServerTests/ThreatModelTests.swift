@@ -55,6 +55,10 @@ struct ThreatModelTests {
         spend.configure(&configuration, &tweaks)
         try await LiveServer.with(configuration: configuration, realHashing: false, tweaks: tweaks) { server in
             try await spend.run(server)
+            // After the abuse the log is intact.
+            await server.store.settleBackgroundWrites()
+            let report = try await server.store.log.verify(progress: nil)
+            #expect(report.isIntact, "\(String(describing: report.problem))")
         }
     }
 

@@ -142,6 +142,9 @@ public struct AccountState: Sendable, Equatable {
             self.values = [:]
             self.sessions = [:]
             self.resetTokens = [:]
+            // A replay after the key is destroyed reads the changes as redacted and cannot count
+            // them: a deleted account's budget is empty either way.
+            self.changeBudget = ChangeBudget()
         case let .sessionStarted(sessionHash, expiresAtMicros):
             let now = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
             self.sessions = self.sessions.filter { $0.value > now }
