@@ -36,6 +36,11 @@ extension SpeziRuntime {
     /// - Throws: SpeziError/moduleStillRequired(module:dependents:) when a loaded module has a
     ///   required dependency on it; then nothing changes.
     public func unloadModule(_ module: any Module) throws {
+        try unload(module)
+    }
+
+    /// ``unloadModule(_:)``, with the type of its error spelled out.
+    func unload(_ module: any Module) throws(SpeziError) {
         purgeReleased()
         let id = ObjectIdentifier(module)
         guard let entry = entries.first(where: { $0.id == id }) else {

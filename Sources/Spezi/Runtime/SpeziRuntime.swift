@@ -65,6 +65,11 @@ public final class SpeziRuntime {
     ///
     /// - Throws: a SpeziError naming the modules involved.
     public func boot() async throws {
+        try await start()
+    }
+
+    /// ``boot()``, with the type of its error spelled out.
+    func start() async throws(SpeziError) {
         guard !booted else {
             throw SpeziError.alreadyBooted
         }
@@ -102,7 +107,7 @@ public final class SpeziRuntime {
     /// Loads a batch: resolves it against the loaded modules, injects, configures it dependencies
     /// first, then updates the optional dependencies and collected values of the others. On an
     /// error nothing of the batch stays loaded.
-    func load(_ requested: [any Module], ownership: ModuleOwnership) async throws {
+    func load(_ requested: [any Module], ownership: ModuleOwnership) async throws(SpeziError) {
         purgeReleased()
         var resolver = ModuleResolver(existing: modules)
         for module in requested {
