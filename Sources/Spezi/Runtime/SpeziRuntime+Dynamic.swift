@@ -53,18 +53,7 @@ extension SpeziRuntime {
             throw SpeziError.moduleStillRequired(module: entry.name, dependents: dependents.map(\.name))
         }
         entries.removeAll { $0.id == id }
-        // Release what was loaded on its behalf and is no longer needed, repeatedly.
-        while true {
-            let needed = Set(
-                entries.flatMap { other in
-                    other.declarations.dependencies.flatMap { $0.modules.map { ObjectIdentifier($0) } }
-                })
-            let orphans = entries.filter { $0.isImplicit && !needed.contains($0.id) }
-            guard !orphans.isEmpty else {
-                break
-            }
-            entries.removeAll { orphan in orphans.contains { $0.id == orphan.id } }
-        }
+        releaseOrphans()
         refresh()
     }
 }
