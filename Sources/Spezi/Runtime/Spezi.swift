@@ -17,10 +17,10 @@
 ///
 /// It is the synchronous face of a ``SpeziRuntime`` (``runtime``), which does the work and keeps
 /// its asynchronous API: each call here returns once the runtime has finished, so a module's
-/// `configure()` has run when ``loadModule(_:ownership:)`` returns. The runtime's work runs on a
-/// thread of its own while the caller waits; a module whose `configure()` needs the caller's actor
-/// (the main actor, called from the main actor) cannot be loaded this way: load it with the
-/// runtime's `async` methods instead. Loading or unloading from within a `configure()` stops the
+/// `configure()` has run when ``loadModule(_:ownership:)`` returns. The waiting thread runs the
+/// runtime's work itself, so callers blocked at once cannot starve Swift's thread pool; but a module
+/// whose `configure()` needs an actor the caller holds (the main actor, called from the main actor)
+/// cannot be loaded this way: load it with the runtime's `async` methods instead. Loading or unloading from within a `configure()` stops the
 /// process, as upstream's does.
 ///
 /// Like ``SpeziRuntime`` and unlike upstream's main-actor class, it is not `Sendable`: use it from
@@ -151,7 +151,7 @@ public final class Spezi {
     }
 
     /// Unloads a module (see ``SpeziRuntime/unloadModule(_:)``); a module that is not loaded is
-    /// left alone. Unloading a module another loaded module requires stops the process, as
+    /// left alone. Unloading a module that another loaded module requires stops the process, as
     /// upstream's does; `_unloadModule(_:)` throws instead.
     ///
     /// - Parameter module: the module.

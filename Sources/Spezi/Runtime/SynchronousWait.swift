@@ -15,12 +15,12 @@ import Synchronization
 /// exhaust, nor one that dispatch would add only after noticing the stall. What the work must do on
 /// an actor the waiting caller holds cannot run (a module whose `configure()` is isolated to the
 /// main actor, while the main actor waits here).
-package enum SynchronousWait {
+enum SynchronousWait {
     /// Runs `work` and returns once it has finished, throwing what it threw.
     ///
     /// - Parameter work: the work; it may use values the caller does not touch until this returns.
     /// - Throws: the error of `work`.
-    package static func run(_ work: @escaping @Sendable () async throws(SpeziError) -> Void) throws(SpeziError) {
+    static func run(_ work: @escaping @Sendable () async throws(SpeziError) -> Void) throws(SpeziError) {
         let executor = CallerTaskExecutor()
         let failure = Mutex<SpeziError?>(nil)
         Task.detached(executorPreference: executor) {
@@ -43,12 +43,12 @@ package enum SynchronousWait {
 final class CallerTaskExecutor: TaskExecutor {
     private struct State {
         var jobs: [UnownedJob] = []
-        var finished = false
         var draining = true
     }
 
     private let state = Mutex(State())
-    /// Signalled once for every job enqueued while draining, and once by ``finish()``.
+    /// Signalled once for every job queued, after queueing it, and once by ``finish()``: a wake
+    /// that finds no job left is the one of ``finish()``.
     private let wake = DispatchSemaphore(value: 0)
 
     func enqueue(_ job: consuming ExecutorJob) {
@@ -71,7 +71,6 @@ final class CallerTaskExecutor: TaskExecutor {
 
     /// Ends ``runUntilFinished()`` once the jobs queued so far have run.
     func finish() {
-        state.withLock { $0.finished = true }
         wake.signal()
     }
 
@@ -80,19 +79,16 @@ final class CallerTaskExecutor: TaskExecutor {
         while true {
             wake.wait()
             let next = state.withLock { state -> UnownedJob? in
-                if !state.jobs.isEmpty {
-                    return state.jobs.removeFirst()
-                }
-                if state.finished {
+                guard !state.jobs.isEmpty else {
                     state.draining = false
+                    return nil
                 }
-                return nil
+                return state.jobs.removeFirst()
             }
-            if let next {
-                next.runSynchronously(on: asUnownedTaskExecutor())
-            } else if !state.withLock({ $0.draining }) {
+            guard let next else {
                 return
             }
+            next.runSynchronously(on: asUnownedTaskExecutor())
         }
     }
 }
@@ -100,10 +96,10 @@ final class CallerTaskExecutor: TaskExecutor {
 /// Hands a value that is not `Sendable` (the runtime, modules) to the task of ``SynchronousWait``.
 // Unchecked Sendable: the caller that made it waits, without touching the value, until the task
 // that uses it has finished.
-package struct WaitingHandOver<Value>: @unchecked Sendable {
-    package let value: Value
+struct WaitingHandOver<Value>: @unchecked Sendable {
+    let value: Value
 
-    package init(_ value: Value) {
+    init(_ value: Value) {
         self.value = value
     }
 }
