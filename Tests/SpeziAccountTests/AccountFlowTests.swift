@@ -206,6 +206,8 @@ struct AccountFlowTests {
         try await harness.account.supplyUserDetails(details)
         #expect(harness.account.details?.password == nil)
         #expect(harness.account.details?.userIdType == .emailAddress)
+        let configuration = harness.account.details?[AccountDetails.AccountServiceConfigurationDetailsKey.self]
+        #expect(configuration?.userIdConfiguration == harness.service.configuration.userIdConfiguration)
         await harness.account.removeUserDetails()
         await #expect(throws: AccountServiceError.notSignedIn) {
             try await harness.service.updateAccountDetails(AccountModifications(modifiedDetails: AccountDetails()))

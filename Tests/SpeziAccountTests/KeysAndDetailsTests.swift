@@ -85,6 +85,42 @@ struct AccountDetailsTests {
         #expect(details.email == "other@stanford.edu")
     }
 
+    @Test("AccountServiceConfigurationDetailsKey holds the service's configuration, whose user id type decides the email fallback")
+    func serviceConfigurationKey() throws {
+        typealias ConfigurationKey = AccountDetails.AccountServiceConfigurationDetailsKey
+        var details = AccountDetails()
+        details.userId = "ada@example.org"
+        #expect(details[ConfigurationKey.self] == nil)
+        #expect(details.email == nil)
+        #expect(details.accountServiceConfiguration.userIdConfiguration == ConfigurationKey.defaultValue.userIdConfiguration)
+
+        details[ConfigurationKey.self] = AccountServiceConfiguration(supportedKeys: .arbitrary) {
+            UserIdConfiguration.emailAddress
+        }
+        #expect(details.userIdType == .emailAddress)
+        #expect(details.email == "ada@example.org")
+        #expect(details[ConfigurationKey.self]?.userIdConfiguration == .emailAddress)
+
+        details.accountServiceConfiguration = AccountServiceConfiguration(supportedKeys: .arbitrary) {
+            UserIdConfiguration.username
+        }
+        #expect(details.userIdType == .username)
+        #expect(details.email == nil)
+
+        // not a value: neither compared nor encoded, but carried over by merging
+        var plain = AccountDetails()
+        plain.userId = "ada@example.org"
+        #expect(details == plain)
+        #expect(try JSONEncoder().encode(details) == JSONEncoder().encode(plain))
+        let merged = plain.merging(details)
+        #expect(merged[ConfigurationKey.self]?.userIdConfiguration == .username)
+        #expect(merged.userIdType == .username)
+
+        details[ConfigurationKey.self] = nil
+        #expect(details.userIdType == nil)
+        #expect(details[ConfigurationKey.self] == nil)
+    }
+
     @Test("merging keeps existing values unless asked and ORs flags")
     func merging() {
         var base = AccountDetails()

@@ -84,6 +84,9 @@ private final class Storages: Module {
 private final class Bundled: Module {
     @Dependency var modules: [any Module]
 
+    /// Leaves `modules` unset: an empty collection, as upstream's.
+    init() {}
+
     init(withHelper: Bool, count: Int) {
         _modules = Dependency {
             if withHelper {
@@ -186,7 +189,7 @@ struct DependencyVariantTests {
         #expect(nested.module(OptionalFromNested.self)?.numbered?.number == 23)
     }
 
-    @Test("DependencyCollection: a custom builder with Dependency(using:), and DependencyBuilder with if and for")
+    @Test("DependencyCollection: a custom builder with Dependency(using:), DependencyBuilder with if and for, unset is empty")
     func collections() async throws {
         let storages = Storages {
             Disk()
@@ -211,6 +214,9 @@ struct DependencyVariantTests {
         let empty = Bundled(withHelper: false, count: 0)
         _ = try await boot(Configuration { empty })
         #expect(empty.modules.isEmpty)
+        let unset = Bundled()
+        _ = try await boot(Configuration { unset })
+        #expect(unset.modules.isEmpty)
     }
 
     @Test("lookup is by exact type: a subclass does not satisfy its base class")

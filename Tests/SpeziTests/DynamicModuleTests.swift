@@ -133,6 +133,42 @@ struct DynamicModuleTests {
         #expect(watcher.power == [1])
     }
 
+    @Test("an optional dependency on a released external module takes the next loaded one at once")
+    func externalReplacedAtOnce() async throws {
+        let (runtime, watcher) = try await bootWithWatcher()
+        let second = Engine()
+        let third = Engine()
+        func loadTemporary() async throws {
+            let temporary = Engine()
+            try await runtime.loadModule(temporary, ownership: .external)
+            try await runtime.loadModule(second)
+            try await runtime.loadModule(third)
+            #expect(watcher.engine === temporary)
+        }
+        try await loadTemporary()
+        // no call into the runtime in between
+        #expect(watcher.engine === second)
+        try runtime.unloadModule(second)
+        #expect(watcher.engine === third)
+    }
+
+    @Test("a released external module takes what was loaded on its behalf alone along, as unloading would")
+    func externalTakesItsDependencies() async throws {
+        let engine = Engine()
+        let runtime = SpeziRuntime(configuration: Configuration { engine })
+        try await runtime.boot()
+        func loadTemporaryCar() async throws {
+            let car = Car()
+            try await runtime.loadModule(car, ownership: .external)
+            #expect(runtime.module(Part.self) === car.part)
+            #expect(runtime.modules.count == 4)
+        }
+        try await loadTemporaryCar()
+        #expect(runtime.modules.count == 2)
+        #expect(runtime.module(Part.self) == nil)
+        #expect(runtime.module(Engine.self) === engine)
+    }
+
     @Test("a failed load leaves nothing loaded; loading before boot is an error")
     func failedLoad() async throws {
         let early = SpeziRuntime(configuration: Configuration {})

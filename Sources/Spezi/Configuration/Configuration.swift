@@ -24,7 +24,7 @@ public struct Configuration {
     ///   - modules: the top-level modules, in declaration order.
     public init<S: Standard>(standard: S, _ modules: ModuleCollection) {
         self.standard = standard
-        self.modules = modules.modules
+        self.modules = modules.elements
     }
 
     /// A configuration with the given standard and modules written with the ModuleBuilder.

@@ -5,13 +5,14 @@
 
 /// A list of modules, produced by the ModuleBuilder.
 public final class ModuleCollection {
-    let modules: [any Module]
+    /// The modules, in declaration order (upstream's name; there it is visible inside its package only).
+    public let elements: [any Module]
 
     /// Creates a collection of the given modules.
     ///
     /// - Parameter modules: the modules, in declaration order.
     public init(_ modules: [any Module]) {
-        self.modules = modules
+        self.elements = modules
     }
 }
 
@@ -39,7 +40,7 @@ public enum ModuleBuilder {
     /// - Parameter components: the collections of the block's statements.
     /// - Returns: their modules in one collection, in order.
     public static func buildBlock(_ components: ModuleCollection...) -> ModuleCollection {
-        ModuleCollection(components.flatMap(\.modules))
+        ModuleCollection(components.flatMap(\.elements))
     }
 
     /// An `if` without `else`.
@@ -71,7 +72,7 @@ public enum ModuleBuilder {
     /// - Parameter components: one collection per iteration.
     /// - Returns: the modules of every iteration in one collection, in order.
     public static func buildArray(_ components: [ModuleCollection]) -> ModuleCollection {
-        ModuleCollection(components.flatMap(\.modules))
+        ModuleCollection(components.flatMap(\.elements))
     }
 
     /// An availability check.

@@ -29,6 +29,12 @@ public struct Dependency<Value> {
         self.absent = absent
     }
 
+    /// An empty collection: what `@Dependency var modules: [any Module]` holds when an initializer
+    /// of the module leaves it unset. (Declared here, not in an extension, for Swift to use it so.)
+    public init() where Value == [any Module] {
+        self.init(box: DependencyBox(instances: []))
+    }
+
     /// The injected module(s).
     public var wrappedValue: Value {
         let modules = box.modules
@@ -98,11 +104,6 @@ extension Dependency where Value == [any Module] {
     /// - Parameter wrappedValue: the modules.
     public init(wrappedValue: [any Module]) {
         self.init(box: DependencyBox(instances: wrappedValue))
-    }
-
-    /// An empty collection.
-    public init() {
-        self.init(wrappedValue: [])
     }
 
     /// A collection built elsewhere, e.g. with a result builder of your own that conforms to

@@ -18,9 +18,16 @@ final class DependencyBox: @unchecked Sendable {
         case collection
     }
 
+    /// A module an optional dependency may take, held weakly.
+    private struct Candidate {
+        weak var module: AnyObject?
+    }
+
     private struct Injected {
         var strong: [any Module] = []
-        weak var weak: AnyObject?
+        /// For an optional dependency: the loaded modules it may take, the one it takes first. When
+        /// that one is released, it takes the next one still alive, as upstream's does.
+        var candidates: [Candidate] = []
         var isInjected = false
     }
 
@@ -83,7 +90,7 @@ final class DependencyBox: @unchecked Sendable {
     var modules: [any Module] {
         injected.withLock { state in
             if kind == .optional {
-                return (state.weak as? any Module).map { [$0] } ?? []
+                return state.candidates.lazy.compactMap { $0.module as? any Module }.first.map { [$0] } ?? []
             }
             return state.strong
         }
@@ -91,10 +98,11 @@ final class DependencyBox: @unchecked Sendable {
 
     var isInjected: Bool { injected.current.isInjected }
 
+    /// Injects `modules`: for an optional dependency, the modules it may take, in order, held weakly.
     func inject(_ modules: [any Module]) {
         injected.withLock { state in
             if kind == .optional {
-                state.weak = modules.first
+                state.candidates = modules.map { Candidate(module: $0) }
                 state.strong = []
             } else {
                 state.strong = modules

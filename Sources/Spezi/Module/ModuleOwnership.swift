@@ -9,7 +9,9 @@ public enum ModuleOwnership: Sendable, Hashable {
     case spezi
     /// The caller owns the module; the runtime keeps only a weak reference. When the last outside
     /// reference goes, the module is gone from ``SpeziRuntime/modules``, optional dependencies on it
-    /// read `nil`, and what it provided with ``Provide`` is no longer collected. A required
-    /// dependency of another module keeps it alive, as in upstream Spezi.
+    /// read the next loaded module of its type at once (or `nil`), what it provided with ``Provide``
+    /// is no longer collected, and what was loaded on its behalf alone goes with it, as with
+    /// ``SpeziRuntime/unloadModule(_:)``. A required dependency of another module keeps it alive, as
+    /// in upstream Spezi.
     case external
 }

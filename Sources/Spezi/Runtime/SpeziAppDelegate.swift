@@ -4,7 +4,8 @@
 //
 
 /// The Linux stand-in for Spezi's `SpeziAppDelegate`: subclass it, override configuration and
-/// call boot() when the process starts.
+/// call boot() when the process starts, or read ``spezi``, upstream's spelling, which boots on
+/// first use.
 ///
 /// ```swift
 /// final class ServerDelegate: SpeziAppDelegate {
@@ -15,6 +16,8 @@
 /// let runtime = try await ServerDelegate().boot()
 /// ```
 open class SpeziAppDelegate {
+    private var booted: Spezi?
+
     /// Creates the delegate.
     public init() {}
 
@@ -23,7 +26,7 @@ open class SpeziAppDelegate {
         Configuration {}
     }
 
-    /// The runtime the last ``boot()`` started.
+    /// The runtime the last ``boot()`` started, or the one ``spezi`` booted.
     public private(set) var runtime: SpeziRuntime?
 
     /// Boots configuration in a new SpeziRuntime and returns it.
@@ -35,7 +38,27 @@ open class SpeziAppDelegate {
         let runtime = SpeziRuntime(configuration: configuration)
         try await runtime.boot()
         self.runtime = runtime
+        booted = nil
         return runtime
+    }
+
+    /// The ``Spezi/Spezi`` of this delegate, as upstream's app delegate holds it: the runtime of the
+    /// last ``boot()``, or, before any, configuration booted now (synchronously, see
+    /// ``Spezi/Spezi/init(standard:modules:)``; an error stops the process, as upstream's does).
+    /// A later ``boot()`` replaces it.
+    public var spezi: Spezi {
+        if let booted {
+            return booted
+        }
+        let spezi: Spezi
+        if let runtime {
+            spezi = Spezi(booted: runtime)
+        } else {
+            spezi = Spezi(from: configuration)
+            runtime = spezi.runtime
+        }
+        booted = spezi
+        return spezi
     }
 
     /// The seed's `applicationWillTerminate(_:)`: stops the booted runtime (see

@@ -36,6 +36,11 @@ extension SpeziRuntime {
     /// - Throws: SpeziError/moduleStillRequired(module:dependents:) when a loaded module has a
     ///   required dependency on it; then nothing changes.
     public func unloadModule(_ module: any Module) throws {
+        try unload(module)
+    }
+
+    /// ``unloadModule(_:)``, with the type of its error spelled out.
+    func unload(_ module: any Module) throws(SpeziError) {
         purgeReleased()
         let id = ObjectIdentifier(module)
         guard let entry = entries.first(where: { $0.id == id }) else {
@@ -48,18 +53,7 @@ extension SpeziRuntime {
             throw SpeziError.moduleStillRequired(module: entry.name, dependents: dependents.map(\.name))
         }
         entries.removeAll { $0.id == id }
-        // Release what was loaded on its behalf and is no longer needed, repeatedly.
-        while true {
-            let needed = Set(
-                entries.flatMap { other in
-                    other.declarations.dependencies.flatMap { $0.modules.map { ObjectIdentifier($0) } }
-                })
-            let orphans = entries.filter { $0.isImplicit && !needed.contains($0.id) }
-            guard !orphans.isEmpty else {
-                break
-            }
-            entries.removeAll { orphan in orphans.contains { $0.id == orphan.id } }
-        }
+        releaseOrphans()
         refresh()
     }
 }

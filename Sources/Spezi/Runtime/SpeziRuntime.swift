@@ -65,6 +65,11 @@ public final class SpeziRuntime {
     ///
     /// - Throws: a SpeziError naming the modules involved.
     public func boot() async throws {
+        try await start()
+    }
+
+    /// ``boot()``, with the type of its error spelled out.
+    func start() async throws(SpeziError) {
         guard !booted else {
             throw SpeziError.alreadyBooted
         }
@@ -102,7 +107,7 @@ public final class SpeziRuntime {
     /// Loads a batch: resolves it against the loaded modules, injects, configures it dependencies
     /// first, then updates the optional dependencies and collected values of the others. On an
     /// error nothing of the batch stays loaded.
-    func load(_ requested: [any Module], ownership: ModuleOwnership) async throws {
+    func load(_ requested: [any Module], ownership: ModuleOwnership) async throws(SpeziError) {
         purgeReleased()
         var resolver = ModuleResolver(existing: modules)
         for module in requested {
@@ -139,26 +144,47 @@ public final class SpeziRuntime {
         refresh()
     }
 
-    /// Drops the entries of external modules that were released.
+    /// Drops the entries of external modules that were released, and what was loaded on their
+    /// behalf only, as ``unloadModule(_:)`` would.
     func purgeReleased() {
         guard entries.contains(where: { $0.module == nil }) else {
             return
         }
         entries.removeAll { $0.module == nil }
+        releaseOrphans()
         refresh()
     }
 
-    /// Points optional dependencies at loaded modules (keeping a module that is still loaded) and
-    /// hands every module the values provided now.
+    /// Drops, repeatedly, the modules loaded on another's behalf that no loaded module depends on
+    /// any more (optionally or not).
+    func releaseOrphans() {
+        while true {
+            let needed = Set(
+                entries.flatMap { other in
+                    other.declarations.dependencies.flatMap { $0.modules.map { ObjectIdentifier($0) } }
+                })
+            let orphans = entries.filter { $0.isImplicit && !needed.contains($0.id) }
+            guard !orphans.isEmpty else {
+                break
+            }
+            entries.removeAll { orphan in orphans.contains { $0.id == orphan.id } }
+        }
+    }
+
+    /// Points optional dependencies at loaded modules (keeping a module that is still loaded, the
+    /// others of its type in line behind it, for when it is released) and hands every module the
+    /// values provided now.
     func refresh() {
         let loaded = modules
         let ids = Set(loaded.map { ObjectIdentifier($0) })
         for entry in entries {
             for box in entry.declarations.dependencies where box.kind == .optional {
+                var candidates = loaded.filter(box.matches)
                 if let current = box.modules.first, ids.contains(ObjectIdentifier(current)) {
-                    continue
+                    candidates.removeAll { $0 === current }
+                    candidates.insert(current, at: 0)
                 }
-                box.inject(loaded.first(where: box.matches).map { [$0] } ?? [])
+                box.inject(candidates)
             }
             inject(collectsOf: entry)
         }

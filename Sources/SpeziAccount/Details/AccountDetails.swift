@@ -33,6 +33,8 @@ public struct AccountDetails: Sendable {
     public var isIncomplete = false
     /// The kind of user id of the service the details came from; decides the email fallback.
     public var userIdType: UserIdType?
+    /// The configuration of that service, when it was given (see `accountServiceConfiguration`).
+    var serviceConfiguration: AccountServiceConfiguration?
 
     /// Empty details.
     public init() {}
@@ -137,7 +139,8 @@ public struct AccountDetails: Sendable {
         return typed(key)
     }
 
-    /// Adds the values of `other`. Existing values are kept unless `merge` is `true`; flags are OR-ed.
+    /// Adds the values of `other`. Existing values (and the user id type and service configuration)
+    /// are kept unless `merge` is `true`; flags are OR-ed.
     ///
     /// - Parameters:
     ///   - other: the details whose values and flags to add.
@@ -158,6 +161,9 @@ public struct AccountDetails: Sendable {
         isIncomplete = isIncomplete || other.isIncomplete
         if userIdType == nil || merge, let type = other.userIdType {
             userIdType = type
+        }
+        if serviceConfiguration == nil || merge, let configuration = other.serviceConfiguration {
+            serviceConfiguration = configuration
         }
     }
 

@@ -58,7 +58,9 @@ public final class Account: Module, @unchecked Sendable {
 
     /// Associates details (after signup, login or a change).
     ///
-    /// Strips the password, sets signedIn, then reports AccountNotifications/Event/associatedAccount(_:),
+    /// Strips the password, records the service's configuration in the details
+    /// (`accountServiceConfiguration`, which sets their user id type), sets signedIn, then reports
+    /// AccountNotifications/Event/associatedAccount(_:),
     /// or AccountNotifications/Event/detailsChanged(_:_:) when details were already associated.
     /// - Parameter details: the account's details; they must hold the account id. A password in them
     ///   is dropped.
@@ -69,7 +71,7 @@ public final class Account: Module, @unchecked Sendable {
         }
         var details = details
         details.remove(AccountDetails.__Key_password.self)
-        details.userIdType = accountService.configuration.userIdConfiguration.idType
+        details.accountServiceConfiguration = accountService.configuration
         let newDetails = details
         let previous = state.withLock { state in
             let previous = state.details
