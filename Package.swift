@@ -202,9 +202,12 @@ let package = Package(
         .target(name: "SpeziTesting", dependencies: ["Spezi"]),
         // What the tests and the crash test share (not a product): the I/O fault shim, power loss,
         // a seedable generator, the built executables.
-        .target(name: "TestSupport", dependencies: ["EventLogProtocol", "PostgresTestServer"]),
+        .target(name: "TestSupport", dependencies: ["EventLogProtocol", "PostgresTestServer", "TestProcesses"]),
         // A throwaway PostgreSQL cluster (initdb, pg_ctl) for tests and benchmarks.
-        .target(name: "PostgresTestServer", dependencies: ["BlockingPool"]),
+        .target(name: "PostgresTestServer", dependencies: ["BlockingPool", "TestProcesses"]),
+        // Child processes for tests and tools: posix_spawn with no inherited descriptor, a process
+        // group each, and a guardian that ends them when the process that started them ends.
+        .target(name: "TestProcesses"),
         // Kills a store workload with SIGKILL hundreds of times and checks the store after each restart.
         .executableTarget(
             name: "crash-test",
@@ -216,6 +219,9 @@ let package = Package(
             ],
             path: "Tools/crash-test"
         ),
+        // The subject of the child guardian's test: starts children, then waits to be killed.
+        .executableTarget(
+            name: "child-guardian-check", dependencies: ["TestProcesses", "PostgresTestServer"], path: "Tools/child-guardian-check"),
         // The subject of the constant-time test (run under valgrind's callgrind by the test).
         .executableTarget(name: "timing-check", dependencies: ["SpeziAccountStore"], path: "Tools/timing-check"),
         // The command-line tool: a demo, histories, verification, statistics and account commands on a store.
@@ -256,7 +262,7 @@ let package = Package(
                 "TestSupport", "PostgresEventLog", "AccountStorePostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
-        .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport"]),
+        .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport", "child-guardian-check"]),
         .testTarget(
             name: "AccountServerTests",
             dependencies: [

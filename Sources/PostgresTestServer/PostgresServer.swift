@@ -6,6 +6,7 @@
 internal import BlockingPool
 import Foundation
 import Synchronization
+import TestProcesses
 
 /// A throwaway PostgreSQL cluster for a test or a benchmark: `initdb` in a temporary directory, `pg_ctl start` on a
 /// free port of 127.0.0.1, stopped and deleted by ``remove()`` (or when the process exits). Debian's `postgresql` package
@@ -64,6 +65,8 @@ public final class PostgresServer: Sendable {
         }
         try makeData(self)
         try startServer(onFreshPort: true)
+        // Stopped and deleted even if this process is killed: the child guardian runs this then.
+        try? ChildGuardian.shared.get().register(cleanup: cleanupCommand, id: cleanupId)
         Self.running.withLock { running in
             if running.isEmpty { atexit { PostgresServer.removeAll() } }
             running.append(self)
@@ -136,7 +139,18 @@ public final class PostgresServer: Sendable {
     private func removeNow() {
         try? stopServer(mode: "immediate")
         try? FileManager.default.removeItem(at: directory)
+        try? ChildGuardian.shared.get().withdraw(cleanup: cleanupId)
         Self.running.withLock { $0.removeAll { $0 === self } }
+    }
+
+    private var cleanupId: String { "pg-" + directory.lastPathComponent }
+
+    /// What the child guardian runs when this process ends without removing the cluster.
+    private var cleanupCommand: String {
+        let pgCtl = ChildGuardian.quoted(binaries.appendingPathComponent("pg_ctl").path)
+        let stop = "\(pgCtl) -D \(ChildGuardian.quoted(dataPath)) -m immediate -w -t 20 stop"
+        let asOwner = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- \(stop)" : stop
+        return "\(asOwner); rm -rf \(ChildGuardian.quoted(directory.path))"
     }
 
     /// Runs `psql` with `sql` and returns what it printed (unaligned, tuples only).

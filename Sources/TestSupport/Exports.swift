@@ -6,3 +6,5 @@
 // The throwaway PostgreSQL cluster is a product of its own (the benchmarks and users' tests start
 // clusters too); the project's tests reach it through this target as before.
 @_exported import PostgresTestServer
+// Child processes that die with the test process (`ChildProcess`), for every test that starts one.
+@_exported import TestProcesses

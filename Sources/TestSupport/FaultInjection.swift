@@ -32,7 +32,7 @@ public enum FaultShim {
         // Beside the test program in the build folder (replaced by each run, never left in /tmp).
         let output = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("io-fault-shim.so")
-        let compiler = Process()
+        let compiler = ChildProcess()
         compiler.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // Built under a name of its own, then renamed: a process still running under the last
         // run's library keeps its file.

@@ -28,7 +28,7 @@ public func runProgram(
     timeLimit: Duration? = nil
 ) async throws -> ProgramRun {
     try await offThePool {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }

@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("The audit console in a real browser")
@@ -63,7 +64,7 @@ struct AdminConsoleBrowserTests {
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("console-check-\(UUID().uuidString).txt")
         defer { try? FileManager.default.removeItem(at: report) }
         _ = FileManager.default.createFile(atPath: report.path, contents: nil)
-        let check = Process()
+        let check = ChildProcess()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         check.arguments = [
             "python3", Self.packageRoot.appendingPathComponent("Tests/Browser/console_check.py").path,

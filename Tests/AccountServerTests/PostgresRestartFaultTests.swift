@@ -151,7 +151,11 @@ struct PostgresRestartFaultTests {
 
         // The log, read by a fresh node: nothing acknowledged lost, nothing answered as failed done.
         for node in nodes { #expect(await node.terminate() == 0) }
-        let checker = try ServeProcess(store: root.appendingPathComponent("checker"), extra: extra)
+        // The checker waits for its details cache through the admin API (positions need a session).
+        let credential = root.appendingPathComponent("admin-credential")
+        try "checker:checker password 123\n".write(to: credential, atomically: true, encoding: .utf8)
+        let checker = try ServeProcess(
+            store: root.appendingPathComponent("checker"), extra: extra + ["--admin-credential-file", credential.path])
         do {
             try await checker.start()
         } catch {
@@ -161,7 +165,7 @@ struct PostgresRestartFaultTests {
         let head = try #require(
             UInt64(try await postgres.psql("SELECT position FROM accounts.log_head").trimmingCharacters(in: .whitespacesAndNewlines)))
         let caughtUp = ContinuousClock.now + .seconds(90)
-        while await Self.send(checker.base, "GET", "/v1/positions/\(head)").status != 200 {
+        while await Self.checkpoint(of: "account-details", on: checker.base) < head {
             try #require(ContinuousClock.now < caughtUp, "the checking node did not apply the log up to \(head) within 90 s")
             try await Task.sleep(for: .milliseconds(200))
         }
@@ -169,6 +173,20 @@ struct PostgresRestartFaultTests {
         #expect(problems.isEmpty, "\(problems.count) problems: \(problems.prefix(10).joined(separator: "; "))")
         print("checked \(history.accounts.count) accounts against the log (head \(head)); \(problems.count) problems")
         #expect(await checker.terminate() == 0)
+    }
+
+    /// A projection's checkpoint on a node, read through the admin API (0 when it cannot be read).
+    static func checkpoint(of projection: String, on base: String) async -> UInt64 {
+        var request = HTTPClientRequest(url: base + "/admin/api/log")
+        request.headers.add(name: "Authorization", value: "Basic " + Data("checker:checker password 123".utf8).base64EncodedString())
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(10)),
+            let body = try? await response.body.collect(upTo: 1 << 20),
+            let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+            let projections = object["projections"] as? [[String: Any]],
+            let entry = projections.first(where: { $0["name"] as? String == projection }),
+            let checkpoint = entry["checkpoint"] as? NSNumber
+        else { return 0 }
+        return checkpoint.uint64Value
     }
 
     // MARK: The clients

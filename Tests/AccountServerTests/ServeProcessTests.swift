@@ -15,7 +15,7 @@ final class ServeProcess {
     static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("accountctl")
 
-    let process = Process()
+    let process = ChildProcess()
     /// The folder of the process's output files, removed with this object.
     private let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
     let output: URL

@@ -21,7 +21,7 @@ struct StalledProjectionTests {
             server in
             #expect(try await RawHTTP.send(port: server.port, "GET", "/health/ready").status == 200)
             // The write lock, held by another process until its standard input closes.
-            let holder = Process()
+            let holder = ChildProcess()
             holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             holder.arguments = [
                 "python3", "-c",
@@ -109,7 +109,7 @@ struct StalledProjectionTests {
 
 /// Another process (Python's lmdb) holding the projections' LMDB write lock until released.
 final class LockHolder: @unchecked Sendable {
-    private let process = Process()
+    private let process = ChildProcess()
     private let input = Pipe()
     private(set) var released = false
 

@@ -48,7 +48,7 @@ struct Tool {
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: inURL.path, contents: Data((input ?? "").utf8))
 
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = Self.binary
         process.arguments = arguments + (withStore ? ["--store", store.path] : [])
         var environment = ProcessInfo.processInfo.environment
@@ -154,7 +154,7 @@ struct AccountctlTests {
         #expect(badLogin.failedCleanly, "\(badLogin)")
         #expect(badLogin.status == 4)
         // A store written by another format version (patched with Python's lmdb, when present).
-        let patch = Process()
+        let patch = ChildProcess()
         patch.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         patch.arguments = [
             "python3", "-c",

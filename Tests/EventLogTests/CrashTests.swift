@@ -100,7 +100,7 @@ extension CrashTests {
         let log = try EventLog(path: path)
         defer { log.close() }
         _ = try await log.append(event(), to: "s")
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = builtExecutable("log-crash-child")
         process.arguments = [path, "hold-reader"]
         let pipe = Pipe()

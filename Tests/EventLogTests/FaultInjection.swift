@@ -53,7 +53,7 @@ struct ChildRun {
         environment: [String: String], milliseconds: Int, from clockStart: ClockStart = .ready,
         until condition: @escaping @Sendable (ChildRun) -> Bool = { _ in true }
     ) async throws -> ChildRun {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = builtExecutable("log-crash-child")
         process.arguments = [path, "\(run)", "\(writers)", mode] + (indexTailLimit.map { ["\($0)"] } ?? [])
         process.environment = environment

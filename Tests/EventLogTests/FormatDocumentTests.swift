@@ -15,7 +15,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 /// True when `python3` can import `lmdb` (CI installs it; see `.ci/run`). It waits for a `python3`
 /// process: the suite's condition reads it first, off the cooperative pool.
 let pythonLMDBAvailable: Bool = {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", "-c", "import lmdb"]
     process.standardOutput = FileHandle.nullDevice

@@ -22,7 +22,7 @@ struct FullDiskTests {
 
     @discardableResult
     static func run(_ tool: String, _ arguments: String...) -> Bool {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         process.standardError = FileHandle.nullDevice

@@ -26,7 +26,7 @@ struct BulkyProjection: Projection {
 @Suite("Projections on a full disk", .serialized)
 struct FullDiskProjectionTests {
     private static func run(_ arguments: String...) -> Bool {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardError = FileHandle.nullDevice

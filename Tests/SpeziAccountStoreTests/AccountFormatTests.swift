@@ -16,7 +16,7 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathCom
 /// True when `python3` can import `lmdb`; first read off the cooperative pool (by the suite's
 /// condition), as it waits for a `python3` process.
 private let pythonHasLMDB: Bool = {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["python3", "-c", "import lmdb"]
     process.standardError = FileHandle.nullDevice

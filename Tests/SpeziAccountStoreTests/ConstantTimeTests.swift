@@ -22,7 +22,7 @@ struct ConstantTimeTests {
             .appendingPathComponent("timing-check").path
         // Beside the built program (replaced by each run), so that no run leaves a copy behind.
         let copy = built + ".stripped"
-        let strip = Process()
+        let strip = ChildProcess()
         strip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let written = copy + ".\(getpid())"
         strip.arguments = ["objcopy", "--strip-debug", built, written]
@@ -40,7 +40,7 @@ struct ConstantTimeTests {
         defer { try? FileManager.default.removeItem(at: output) }
         // The first read makes the copy (objcopy): off the cooperative pool.
         let subject = try await offThePool { try Self.subject.get() }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "valgrind", "--tool=callgrind", "--callgrind-out-file=\(output.path)", "--toggle-collect=*\(function)*",

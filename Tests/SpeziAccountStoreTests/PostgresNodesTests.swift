@@ -156,9 +156,9 @@ struct PostgresNodesTests {
             }
         }
 
-        var children: [Process] = []
+        var children: [ChildProcess] = []
         for slot in 0..<3 {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = builtExecutable("crash-test")
             process.arguments = [
                 "child", "--store", root.appendingPathComponent("node-\(slot)").path, "--acks", root.appendingPathComponent("acks-\(slot)").path,

@@ -6,14 +6,15 @@
 import EventLog
 import Foundation
 import SpeziAccount
+import TestSupport
 import Testing
 
 @testable import SpeziAccountStore
 
 /// Starts the crash test's workload (signups, changes, deletions, durable) on a store in another
 /// process; it runs until killed.
-func startWriterProcess(store: URL, seed: Int) throws -> Process {
-    let process = Process()
+func startWriterProcess(store: URL, seed: Int) throws -> ChildProcess {
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         .appendingPathComponent("crash-test")
     process.arguments = [

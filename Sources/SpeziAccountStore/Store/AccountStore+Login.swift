@@ -46,7 +46,7 @@ extension AccountStore {
             !state.isDeleted, var stored = state.passwordHash
         else {
             // The same work as a real check, so that unknown user ids cannot be told apart by timing.
-            _ = try await verifyPassword(password, against: try await timingDecoyHash())
+            if options.defences.timingDecoy { _ = try await verifyPassword(password, against: try await timingDecoyHash()) }
             outcome = .failed
             throw AccountServiceError.wrongCredentials
         }
@@ -59,6 +59,7 @@ extension AccountStore {
             throw AccountServiceError.wrongCredentials
         }
         outcome = .succeeded
+        await options.defences.afterPasswordCheck?(accountId)
         for _ in 0..<options.maxConflictRetries {
             var events: [AccountEvent] = []
             if try hasher.needsRehash(stored) {
@@ -67,7 +68,8 @@ extension AccountStore {
             events.append(.loginSucceeded)
             events += alsoAppend
             do {
-                let result = try await accounts.append(events, to: accountId, expectedVersion: .exact(state.version), metadata: context.metadata)
+                let expected: ExpectedVersion = options.defences.loginVersionCheck ? .exact(state.version) : .any
+                let result = try await accounts.append(events, to: accountId, expectedVersion: expected, metadata: context.metadata)
                 try await awaitCache(result.positions.upperBound)
                 guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
                 return details

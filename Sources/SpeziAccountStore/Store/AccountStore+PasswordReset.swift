@@ -90,7 +90,7 @@ extension AccountStore {
         do {
             try await resetPassword(userId: userId, token: token, newPassword: newPassword, context: context)
         } catch AccountStoreError.invalidPasswordResetToken {
-            try await Task.sleep(until: start + Self.invalidResetAnswerTime)
+            if options.defences.resetAnswerFloor { try await Task.sleep(until: start + options.defences.resetFloor) }
             throw AccountStoreError.invalidPasswordResetToken
         }
     }

@@ -48,6 +48,8 @@ public final class AccountStore: Sendable {
     private let decoyHash = Mutex<String?>(nil)
     /// The key idempotency keys are derived under, once read (see `AccountStore+Idempotency`).
     let idempotencySecretCache = Mutex<SymmetricKey?>(nil)
+    /// Counts ``verifyPassword(_:against:)`` calls (``passwordChecks``).
+    let passwordVerifications = Atomic<Int>(0)
     /// The log's length when skeleton claims began (see ``skeletonClaimsFrom(_:)``).
     let skeletonClaimsFrom: UInt64
     /// Counts password checks per user id and client before they are made.
@@ -343,8 +345,13 @@ public final class AccountStore: Sendable {
 
     /// Checks a password on the hashing threads, if the queue has room.
     func verifyPassword(_ password: String, against stored: String) async throws -> Bool {
-        try await hashing.run { try await hasher.verifyOffPool(password, against: stored) }
+        passwordVerifications.add(1, ordering: .relaxed)
+        return try await hashing.run { try await hasher.verifyOffPool(password, against: stored) }
     }
+
+    /// How many password checks (against a stored hash or the decoy) this store has started: what
+    /// the timing defences are tested by, as work done rather than time taken.
+    package var passwordChecks: Int { passwordVerifications.load(ordering: .relaxed) }
 
     /// Refuses keys the service does not store.
     func checkSupported(_ keys: [any AccountKey.Type]) throws {

@@ -116,6 +116,8 @@ public struct AccountStoreOptions: Sendable {
     /// each state (``AccountStore/rendering(of:as:_:)``: the account server keeps its JSON answer,
     /// about as large again) is kept beside it.
     public var recentStates = 4_096
+    /// Defences a test turns off and hooks it holds commands at (package access only).
+    package var defences = DefenceSwitches()
 
     /// Creates the default value.
     public init() {}
