@@ -205,6 +205,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["EventLogProtocol", "PostgresTestServer", "TestProcesses"]),
         // A throwaway PostgreSQL cluster (initdb, pg_ctl) for tests and benchmarks.
         .target(name: "PostgresTestServer", dependencies: ["BlockingPool", "TestProcesses"]),
+        // The fast and the integration tier of the tests (a Swift Testing trait).
+        .target(name: "TestTiers"),
         // Child processes for tests and tools: posix_spawn with no inherited descriptor, a process
         // group each, and a guardian that ends them when the process that started them ends.
         .target(name: "TestProcesses"),
@@ -236,15 +238,16 @@ let package = Package(
         ),
         .testTarget(
             name: "EventLogTests",
-            dependencies: ["EventLog", "LMDB", "LogRecordFormat", "log-crash-child", "TestSupport", "EventLogConformance"]),
+            dependencies: ["TestTiers", "EventLog", "LMDB", "LogRecordFormat", "log-crash-child", "TestSupport", "EventLogConformance"]),
         .testTarget(
             name: "PostgresEventLogTests",
             dependencies: [
+                "TestTiers",
                 "PostgresEventLog", "EventLog", "EventLogConformance", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")
             ]),
         .testTarget(
             name: "ProjectionsTests",
-            dependencies: ["Projections", "EventLog", "LMDB", "TestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),
+            dependencies: ["TestTiers", "Projections", "EventLog", "LMDB", "TestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi", "SpeziTesting"]),
         .testTarget(
             name: "SpeziAccountMacrosTests",
@@ -257,15 +260,17 @@ let package = Package(
         .testTarget(
             name: "SpeziAccountStoreTests",
             dependencies: [
+                "TestTiers",
                 "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting", "accountctl",
                 "CArgon2",
                 "TestSupport", "PostgresEventLog", "AccountStorePostgres",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ]),
-        .testTarget(name: "AccountctlTests", dependencies: ["accountctl", "TestSupport", "child-guardian-check"]),
+        .testTarget(name: "AccountctlTests", dependencies: ["TestTiers", "accountctl", "TestSupport", "child-guardian-check"]),
         .testTarget(
             name: "AccountServerTests",
             dependencies: [
+                "TestTiers",
                 "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi", "EventLog",
                 "EventLogProtocol",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

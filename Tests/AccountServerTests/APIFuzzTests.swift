@@ -8,9 +8,10 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("The OpenAPI document against the running server (schemathesis)")
+@Suite("The OpenAPI document against the running server (schemathesis)", .integration)
 struct APIFuzzTests {
     /// schemathesis (PyPI, installed by `Tools/run.sh test`) generates requests for every operation
     /// from the document served at /openapi.yaml, with the bearer token of one account, and runs

@@ -5,9 +5,10 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("The audit console in a real browser")
+@Suite("The audit console in a real browser", .integration)
 struct AdminConsoleBrowserTests {
     /// The package's folder (screenshots go under its `.build`).
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -8,6 +8,7 @@ import Foundation
 import HTTPTypes
 import SpeziAccount
 import SpeziAccountStore
+import TestTiers
 import Testing
 
 @Suite("Audit console API: admin credential, sessions, account history, activity, verify and rebuild, all audited")
@@ -120,7 +121,9 @@ struct AdminRoutesTests {
         }
     }
 
-    @Test("the live tail: the last records, then new ones, as Server-Sent Events with ids and types only; it ends with the session's validity")
+    @Test(
+        "the live tail: the last records, then new ones, as Server-Sent Events with ids and types only; it ends with the session's validity",
+        .integration)
     func tail() async throws {
         // On a real socket, read as it arrives: the test stops reading once the new record is in,
         // instead of waiting for the stream's end; the session's validity then ends it. 20 s: a

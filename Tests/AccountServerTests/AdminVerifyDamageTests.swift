@@ -8,12 +8,13 @@ import Foundation
 import HTTPTypes
 import SpeziAccountStore
 import TestSupport
+import TestTiers
 import Testing
 
 /// The console's verify job on a log damaged under it (a byte of a record flipped by another
 /// process through LMDB, as a bad disk or a careless tool would): the job reports the damage and
 /// where, and the audit records a failed verification.
-@Suite("A verify job that finds damage")
+@Suite("A verify job that finds damage", .integration)
 struct AdminVerifyDamageTests {
     static let password = "a long admin password"
 

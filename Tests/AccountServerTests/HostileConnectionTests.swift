@@ -6,6 +6,7 @@
 import AccountServer
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ import Testing
 
 /// Connections held open by an attacker: idle sockets, slow heads, many event streams, and a
 /// process short of descriptors. Real sockets, real server.
-@Suite("the server under idle and streaming connections", .timeLimit(.minutes(3)))
+@Suite("the server under idle and streaming connections", .timeLimit(.minutes(3)), .integration)
 struct HostileConnectionTests {
     @Test("one client's connections beyond its cap are closed at once, the rest after the idle timeout; another client is served")
     func idleConnections() async throws {

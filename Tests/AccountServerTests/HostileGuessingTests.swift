@@ -7,6 +7,7 @@ import AccountServer
 import Foundation
 import SpeziAccountStore
 import TestSupport
+import TestTiers
 import Testing
 
 /// Password guessing against a live server with real Argon2id: guesses released together, locks
@@ -16,7 +17,7 @@ struct HostileGuessingTests {
     static let owner = "owner@example.org"
     static let password = "correct horse battery"
 
-    @Test("200 step-up guesses released together (the right one at #40): at most 5 are checked and the password stays")
+    @Test("200 step-up guesses released together (the right one at #40): at most 5 are checked and the password stays", .integration)
     func parallelStepUp() async throws {
         var configuration = AccountServerConfiguration()
         // Only the store's count stands between the guesses and the hash here.
@@ -42,7 +43,7 @@ struct HostileGuessingTests {
         }
     }
 
-    @Test("10 wrong logins released together from one address: at most 5 checked; the owner elsewhere signs in")
+    @Test("10 wrong logins released together from one address: at most 5 checked; the owner elsewhere signs in", .integration)
     func parallelLogins() async throws {
         try await LiveServer.with { server in
             _ = try await server.signup(Self.owner)
@@ -121,7 +122,7 @@ struct HostileGuessingTests {
         }
     }
 
-    @Test("the hashing queue is bounded: signups past it are answered 503 with Retry-After, the rest succeed")
+    @Test("the hashing queue is bounded: signups past it are answered 503 with Retry-After, the rest succeed", .integration)
     func boundedHashing() async throws {
         var configuration = AccountServerConfiguration()
         configuration.rateLimits.signupsPerClient = RateLimit(burst: 1_000, perMinute: 1_000)

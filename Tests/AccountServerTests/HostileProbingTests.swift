@@ -7,6 +7,7 @@ import AccountServer
 import Foundation
 import SpeziAccountStore
 import TestSupport
+import TestTiers
 import Testing
 
 /// Probing for accounts, hiding behind proxies, growing the log: what an attacker learns and what
@@ -28,7 +29,7 @@ struct HostileProbingTests {
         return times.sorted()[count / 2]
     }
 
-    @Test("existing and unknown user ids: the same answers on reset, reset completion and login, and the same lock")
+    @Test("existing and unknown user ids: the same answers on reset, reset completion and login, and the same lock", .integration)
     func noOracle() async throws {
         var configuration = AccountServerConfiguration()
         let generous = RateLimit(burst: 10_000, perMinute: 10_000)

@@ -9,12 +9,13 @@ import NIOCore
 import NIOFoundationCompat
 import Synchronization
 import TestSupport
+import TestTiers
 import Testing
 
 /// Three `accountctl serve` nodes on one PostgreSQL log while PostgreSQL crashes and restarts
 /// under load (issue 40): an op history, checked at the end through a fourth node that builds
 /// its projections from the log alone.
-@Suite("Three app servers through PostgreSQL crashes under load", .timeLimit(.minutes(6)))
+@Suite("Three app servers through PostgreSQL crashes under load", .timeLimit(.minutes(6)), .integration)
 struct PostgresRestartFaultTests {
     /// How long a client waits for an answer: a request without one by then hung.
     static let clientTimeout = TimeAmount.seconds(45)

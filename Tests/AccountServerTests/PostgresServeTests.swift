@@ -6,9 +6,10 @@
 import Foundation
 import SpeziAccount
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("accountctl serve on a shared PostgreSQL log: two app servers, each with its own folder", .timeLimit(.minutes(5)))
+@Suite("accountctl serve on a shared PostgreSQL log: two app servers, each with its own folder", .timeLimit(.minutes(5)), .integration)
 struct PostgresServeTests {
     @Test("a session opened on one node works on the other; a change through one reaches an app following the other; a logout ends it everywhere")
     func twoNodes() async throws {

@@ -7,11 +7,12 @@ import AccountServer
 import Foundation
 import SpeziAccountStore
 import TestSupport
+import TestTiers
 import Testing
 
 /// A node whose details cache cannot advance: another process holds the projections' LMDB write
 /// lock (Python's lmdb package, as an operator's tool would). Writes still commit to the log.
-@Suite("a node whose projection is stalled", .timeLimit(.minutes(3)))
+@Suite("a node whose projection is stalled", .timeLimit(.minutes(3)), .integration)
 struct StalledProjectionTests {
     @Test("a committed write is answered 202 with its position, never 5xx; readiness says why; all is there once it advances")
     func stalledProjection() async throws {

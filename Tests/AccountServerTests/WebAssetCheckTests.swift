@@ -5,11 +5,12 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 /// The console's resource files pass `Tests/Browser/check_web_assets.py` (html.parser, a CSS
 /// structure check, `node --check`), and the checker fails on each kind of breakage.
-@Suite("The console's web assets are checked")
+@Suite("The console's web assets are checked", .integration)
 struct WebAssetCheckTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let console = root.appendingPathComponent("Sources/AccountServer/Console")

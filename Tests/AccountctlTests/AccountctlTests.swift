@@ -5,6 +5,7 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 /// What one run of the tool printed and returned.
@@ -120,7 +121,7 @@ struct AccountctlTests {
         #expect(!history.stdout.contains("scrypt"))
     }
 
-    @Test("errors are one line on standard error with a non-zero status")
+    @Test("errors are one line on standard error with a non-zero status", .integration)
     func errors() async throws {
         let tool = try Tool()
         defer { tool.remove() }

@@ -5,6 +5,7 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 /// A process that started children (and a PostgreSQL cluster) is killed with SIGKILL: nothing it
@@ -68,7 +69,7 @@ struct ChildGuardianTests {
         #expect(FileManager.default.fileExists(atPath: marker.path), "the clean-up did not run")
     }
 
-    @Test("SIGKILL: its PostgreSQL cluster is stopped and deleted within 10 s")
+    @Test("SIGKILL: its PostgreSQL cluster is stopped and deleted within 10 s", .integration)
     func clusterStops() async throws {
         let (lines, _) = try await Self.killSubject(postgres: true)
         let directory = try #require(lines.first { $0.hasPrefix("postgres ") }.map { String($0.dropFirst("postgres ".count)) })

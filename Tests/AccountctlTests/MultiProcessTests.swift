@@ -5,6 +5,7 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 /// Runs a shell script with the built accountctl on PATH-less `$TOOL` and fast hashing.
@@ -17,7 +18,7 @@ func runScript(_ script: String, tool: Tool) async throws -> ToolRun {
     return ToolRun(status: run.status, stdout: run.output, stderr: run.errors)
 }
 
-@Suite("accountctl from several processes at once", .serialized)
+@Suite("accountctl from several processes at once", .serialized, .integration)
 struct AccountctlMultiProcessTests {
     @Test("four shell loops sign up twelve accounts each on one store at once: all 48 acknowledged accounts read back")
     func concurrentSignups() async throws {

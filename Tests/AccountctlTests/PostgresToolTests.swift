@@ -5,9 +5,10 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("accountctl on a shared PostgreSQL log")
+@Suite("accountctl on a shared PostgreSQL log", .integration)
 struct PostgresToolTests {
     @Test("--log postgres://…: an account signed up through one node's folder shows, verifies and counts through another's")
     func twoNodes() async throws {

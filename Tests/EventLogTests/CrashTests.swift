@@ -6,9 +6,10 @@
 import EventLog
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("Crash safety")
+@Suite("Crash safety", .integration)
 struct CrashTests {
     struct Ack: Hashable {
         let position: UInt64

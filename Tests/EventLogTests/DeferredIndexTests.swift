@@ -6,6 +6,7 @@
 import Foundation
 import LMDB
 import TestSupport
+import TestTiers
 import Testing
 
 @testable import EventLog
@@ -204,7 +205,7 @@ struct DeferredIndexTests {
         }
     }
 
-    @Test("a copy taken while the log is open (a crash image) has an unindexed tail that every reader rebuilds")
+    @Test("a copy taken while the log is open (a crash image) has an unindexed tail that every reader rebuilds", .integration)
     func crashImage() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
@@ -251,7 +252,9 @@ struct DeferredIndexTests {
         #expect(try await reopened.verify().isIntact)
     }
 
-    @Test("three writer processes on one log with a 7-record tail, killed mid-work: each flushes the others' records too, and every lookup answers")
+    @Test(
+        "three writer processes on one log with a 7-record tail, killed mid-work: each flushes the others' records too, and every lookup answers",
+        .integration)
     func processesShareTheTail() async throws {
         let directory = TemporaryDirectory("tail-processes")
         defer { directory.cleanup() }
@@ -293,7 +296,7 @@ struct DeferredIndexTests {
         #expect(check.status == 0, "\(check.errors)")
     }
 
-    @Test("verify reports an indexed-through that claims more than the indexes hold")
+    @Test("verify reports an indexed-through that claims more than the indexes hold", .integration)
     func tamperedIndexedThrough() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }

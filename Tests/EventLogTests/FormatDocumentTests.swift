@@ -7,6 +7,7 @@ import EventLog
 import Foundation
 import LMDB
 import TestSupport
+import TestTiers
 import Testing
 
 /// The repository's root, found from this file's place in it.
@@ -32,7 +33,9 @@ func runFormatCheck(_ arguments: [String]) async throws -> (status: Int32, outpu
     return (run.status, run.output, run.errors)
 }
 
-@Suite("FORMAT.md is enough to read the log", .enabled("needs python3 with the lmdb package") { try await offThePool { pythonLMDBAvailable } })
+@Suite(
+    "FORMAT.md is enough to read the log", .enabled("needs python3 with the lmdb package") { try await offThePool { pythonLMDBAvailable } },
+    .integration)
 struct FormatDocumentTests {
     @Test("an independent Python reader decodes every field and re-checks the chain")
     func pythonReadsEverything() async throws {

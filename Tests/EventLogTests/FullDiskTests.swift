@@ -6,10 +6,11 @@
 import EventLog
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 /// A real full disk: a 4 MiB tmpfs, mounted for the test (needs root, as in CI here).
-@Suite("A full disk")
+@Suite("A full disk", .integration)
 struct FullDiskTests {
     /// Whether this process may mount a tmpfs; checked once by trying.
     static let mountable: Bool = {

@@ -8,6 +8,7 @@ import Foundation
 import LMDB
 import Synchronization
 import TestSupport
+import TestTiers
 import Testing
 
 @Suite("Integrity: checksums and the hash chain")
@@ -52,7 +53,9 @@ struct IntegrityTests {
         #expect(progress.count >= 4)
     }
 
-    @Test("flipping any single byte of a record is found by verify and by readers, at its position: every byte of 3 records and 400 random ones")
+    @Test(
+        "flipping any single byte of a record is found by verify and by readers, at its position: every byte of 3 records and 400 random ones",
+        .integration)
     func flippedBytes() async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }

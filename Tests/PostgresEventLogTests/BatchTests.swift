@@ -7,9 +7,10 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("Batches of appends on PostgreSQL")
+@Suite("Batches of appends on PostgreSQL", .integration)
 struct BatchTests {
     @Test("200 appends of 5 events in one batch, twice, land in order with an outcome each; a bad one fails alone")
     func largeBatches() async throws {

@@ -7,11 +7,12 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// A PostgreSQL append is decided on what its process believes the log holds, and the server
 /// writes it only if that belief still holds. These tests make the beliefs wrong on purpose.
-@Suite("One-round-trip appends on PostgreSQL: stale beliefs are refused and corrected")
+@Suite("One-round-trip appends on PostgreSQL: stale beliefs are refused and corrected", .integration)
 struct BeliefTests {
     private static func event(_ type: String = "test.event") -> ProposedEvent {
         ProposedEvent(type: type, payload: Data("x".utf8))

@@ -7,12 +7,13 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// Groups of 100 records or more go through `log_append_bulk`, which leaves the checks of written
 /// streams and event ids to the unique indexes: these tests make those checks fail and expect the
 /// answers the lookups gave.
-@Suite("Bulk appends on PostgreSQL")
+@Suite("Bulk appends on PostgreSQL", .integration)
 struct BulkAppendTests {
     /// `streams` appends of 5 events each, to `bulk-0`, `bulk-1`, …, with fixed ids and times.
     static func batch(streams: Int, expected: ExpectedVersion, seed: Int) -> [StreamAppend] {

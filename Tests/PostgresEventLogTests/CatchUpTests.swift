@@ -7,10 +7,11 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// A PostgreSQL subscription catches up in full batches, then goes live.
-@Suite("A subscription on PostgreSQL catches up in full batches, then goes live")
+@Suite("A subscription on PostgreSQL catches up in full batches, then goes live", .integration)
 struct CatchUpTests {
     private static func appends(_ count: Int, from first: Int) -> [StreamAppend] {
         (first..<(first + count)).map { index in

@@ -10,12 +10,13 @@ import PostgresEventLog
 import PostgresNIO
 import Synchronization
 import TestSupport
+import TestTiers
 import Testing
 
 /// A statement sent on a connection the server has closed: postgres-nio never answers it, so an
 /// operation of the log is answered, at once, with a transient failure instead (and retried on
 /// another connection), not after its whole deadline.
-@Suite("Statements on a connection the server closed")
+@Suite("Statements on a connection the server closed", .integration)
 struct ClosedConnectionTests {
     private static let logger = Logger(label: "ClosedConnectionTests")
 

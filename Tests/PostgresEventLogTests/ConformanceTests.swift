@@ -7,6 +7,7 @@ import EventLogConformance
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// One throwaway cluster for this suite's tests (each check gets its own schemas), started by
@@ -23,7 +24,7 @@ actor SharedConformanceServer {
     }
 }
 
-@Suite("The log-backend conformance kit, run against PostgreSQL")
+@Suite("The log-backend conformance kit, run against PostgreSQL", .integration)
 struct PostgresConformanceTests {
     @Test("the PostgreSQL log passes every check of the kit", arguments: LogConformance.checks)
     func postgresLog(check: String) async throws {

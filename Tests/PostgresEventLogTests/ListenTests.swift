@@ -7,10 +7,11 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// A log listens for the commits of other processes only while one of its subscribers waits.
-@Suite("PostgreSQL commit notifications while subscribers wait")
+@Suite("PostgreSQL commit notifications while subscribers wait", .integration)
 struct ListenTests {
     /// How many server sessions last ran `LISTEN` (a session that stopped listening last ran `UNLISTEN`).
     private static func listening(_ server: PostgresServer) async throws -> Int {

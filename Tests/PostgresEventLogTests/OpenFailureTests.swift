@@ -7,11 +7,12 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// Opening a log that cannot be reached fails with the reason, not with a timeout: the deadline
 /// here is a minute, so an error that names the deadline would mean the reason was lost.
-@Suite("Opening a PostgreSQL log that cannot be reached says why")
+@Suite("Opening a PostgreSQL log that cannot be reached says why", .integration)
 struct OpenFailureTests {
     private static var patient: PostgresLogOptions {
         var options = PostgresLogOptions()

@@ -7,11 +7,12 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// `log_append` and `log_prepare` keep the plans each connection made on its first calls, made
 /// while the tables were empty. The server's own counters show that those plans use the indexes.
-@Suite("PostgreSQL appends look records and claims up by key")
+@Suite("PostgreSQL appends look records and claims up by key", .integration)
 struct PlanTests {
     private static func event(_ id: UUID = .timeOrdered()) -> ProposedEvent {
         ProposedEvent(eventID: id, type: "test.event", payload: Data("x".utf8))

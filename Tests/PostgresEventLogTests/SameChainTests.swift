@@ -7,9 +7,10 @@ import EventLog
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("The PostgreSQL log keeps the LMDB log's records and chain")
+@Suite("The PostgreSQL log keeps the LMDB log's records and chain", .integration)
 struct SameChainTests {
     /// The same 60 events, with their ids and times fixed, for both backends.
     static let events: [(stream: String, event: ProposedEvent, time: Date)] = (0..<60).map { index in

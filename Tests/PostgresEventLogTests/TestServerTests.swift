@@ -5,9 +5,10 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("The tests' throwaway PostgreSQL server")
+@Suite("The tests' throwaway PostgreSQL server", .integration)
 struct TestServerTests {
     @Test("a server started while the process has a pipe open keeps no copy of it: no process of the server holds either end")
     func noInheritedDescriptors() async throws {

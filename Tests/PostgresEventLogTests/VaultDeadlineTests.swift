@@ -7,11 +7,12 @@ import EventLogProtocol
 import Foundation
 import PostgresEventLog
 import TestSupport
+import TestTiers
 import Testing
 
 /// Every wait of the key vault on PostgreSQL has a deadline: a call the server does not answer
 /// fails with a timeout (a transient failure) instead of holding the vault's thread for ever.
-@Suite("The key vault on PostgreSQL: every wait has a deadline", .timeLimit(.minutes(3)))
+@Suite("The key vault on PostgreSQL: every wait has a deadline", .timeLimit(.minutes(3)), .integration)
 struct VaultDeadlineTests {
     /// The vault's deadline in these tests, and the most a failed call may take beyond it.
     private static let deadline = Duration.seconds(2)

@@ -8,6 +8,7 @@ import Foundation
 import LMDB
 import Projections
 import TestSupport
+import TestTiers
 import Testing
 
 /// A projection that stores a 48 KiB value per record: a small disk fills after a few records.
@@ -23,7 +24,7 @@ struct BulkyProjection: Projection {
 
 /// The projections on a real full disk (a tmpfs mounted for the test; root, as in CI): the
 /// storage failure comes from the file system, not from a thrown test error.
-@Suite("Projections on a full disk", .serialized)
+@Suite("Projections on a full disk", .serialized, .integration)
 struct FullDiskProjectionTests {
     private static func run(_ arguments: String...) -> Bool {
         let process = ChildProcess()

@@ -8,6 +8,7 @@ import Foundation
 import LMDB
 import Projections
 import Synchronization
+import TestTiers
 import Testing
 
 /// Per stream, the records applied and the last version, kept for the batch and written in
@@ -112,7 +113,7 @@ struct TwoPartBuildTests {
         return log
     }
 
-    @Test("a first build and a rebuild in two parts fold every stream once, in version order, on two threads")
+    @Test("a first build and a rebuild in two parts fold every stream once, in version order, on two threads", .integration)
     func twoParts() async throws {
         let metrics = TestMetricsBackend.shared  // bootstrapped before the store makes its metrics
         let fixture = Fixture()
@@ -141,7 +142,7 @@ struct TwoPartBuildTests {
         await store.close()
     }
 
-    @Test("a projection that fails in the second part stops at that record, and nothing of its chunk is kept")
+    @Test("a projection that fails in the second part stops at that record, and nothing of its chunk is kept", .integration)
     func failureInSecondPart() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
@@ -171,7 +172,7 @@ struct TwoPartBuildTests {
         await store.close()
     }
 
-    @Test("a projection that writes while applying and ignores the error is still built right")
+    @Test("a projection that writes while applying and ignores the error is still built right", .integration)
     func swallowedWrites() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }
@@ -187,7 +188,7 @@ struct TwoPartBuildTests {
         await store.close()
     }
 
-    @Test("a projection that writes while applying is built right: its chunks are read in one part from the first write on")
+    @Test("a projection that writes while applying is built right: its chunks are read in one part from the first write on", .integration)
     func writesWhileApplying() async throws {
         let fixture = Fixture()
         defer { fixture.cleanup() }

@@ -7,6 +7,7 @@ import EventLog
 import Foundation
 import SpeziAccount
 import TestSupport
+import TestTiers
 import Testing
 
 @testable import SpeziAccountStore
@@ -25,7 +26,9 @@ private let pythonHasLMDB: Bool = {
     return process.terminationStatus == 0
 }()
 
-@Suite("FORMAT.md is enough to read account events", .enabled("needs python3 with the lmdb package") { try await offThePool { pythonHasLMDB } })
+@Suite(
+    "FORMAT.md is enough to read account events", .enabled("needs python3 with the lmdb package") { try await offThePool { pythonHasLMDB } },
+    .integration)
 struct AccountFormatTests {
     @Test("Tools/format-check.py --accounts decodes every account event as the Swift decoder does (unsealed store)")
     func pythonDecodesAccountEvents() async throws {

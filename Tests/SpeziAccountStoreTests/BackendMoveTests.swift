@@ -8,6 +8,7 @@ import EventLog
 import Foundation
 import SpeziAccount
 import TestSupport
+import TestTiers
 import Testing
 
 @testable import SpeziAccountStore
@@ -24,7 +25,7 @@ private func exportWithVault(_ store: AccountStore, into folder: URL) async thro
     return (export, vault)
 }
 
-@Suite("Moving a store between LMDB and PostgreSQL keeps every chain hash and every key", .serialized)
+@Suite("Moving a store between LMDB and PostgreSQL keeps every chain hash and every key", .serialized, .integration)
 struct BackendMoveTests {
     init() { PostgresLogSupport.register() }
 

@@ -5,11 +5,12 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 /// Constant time with respect to the stored hash, checked by counting instructions (valgrind's
 /// callgrind), which unlike a stopwatch gives the same figure on every run on a busy machine.
-@Suite("Secrets: password checks take constant time with respect to the stored hash")
+@Suite("Secrets: password checks take constant time with respect to the stored hash", .integration)
 struct ConstantTimeTests {
     struct ToolError: Error, CustomStringConvertible {
         let description: String

@@ -5,6 +5,7 @@
 
 import Foundation
 import TestSupport
+import TestTiers
 import Testing
 
 /// Runs a built executable of this package (they sit next to the test bundle), its standard
@@ -33,7 +34,7 @@ func expectKillsMidWork(_ output: String, crashes: Int) {
     #expect(number("waits for one in vain", in: output) == 0, "\(output)")
 }
 
-@Suite("crash-test, the store's kill-and-check tool (a short run; the README runs hundreds)")
+@Suite("crash-test, the store's kill-and-check tool (a short run; the README runs hundreds)", .integration)
 struct CrashTestTests {
     @Test("15 SIGKILLs of a signup/modify/delete workload: nothing acknowledged lost, no mismatch")
     func shortRun() async throws {
@@ -82,7 +83,7 @@ struct CrashTestTests {
     }
 }
 
-@Suite("crash-test with several processes on one store")
+@Suite("crash-test with several processes on one store", .integration)
 struct MultiProcessCrashTests {
     @Test("3 writer processes and a rebuilding process, each killed at random, 8 rounds: nothing acknowledged lost, no mismatch")
     func severalProcesses() async throws {

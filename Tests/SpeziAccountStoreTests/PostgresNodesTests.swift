@@ -10,6 +10,7 @@ import SpeziAccount
 import SpeziAccountStore
 import Synchronization
 import TestSupport
+import TestTiers
 import Testing
 
 /// Options for a node of a shared PostgreSQL log (its key vault is the log's, shared by every node).
@@ -22,7 +23,7 @@ func nodeOptions(_ url: String) -> AccountStoreOptions {
     return options
 }
 
-@Suite("Several app servers on one PostgreSQL log, each with its own local projections")
+@Suite("Several app servers on one PostgreSQL log, each with its own local projections", .integration)
 struct PostgresNodesTests {
     init() { PostgresLogSupport.register() }
 

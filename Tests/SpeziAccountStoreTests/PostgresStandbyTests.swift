@@ -11,9 +11,10 @@ import SpeziAccount
 import SpeziAccountStore
 import Synchronization
 import TestSupport
+import TestTiers
 import Testing
 
-@Suite("Reading from a hot standby", .serialized)
+@Suite("Reading from a hot standby", .serialized, .integration)
 struct PostgresStandbyTests {
     init() { PostgresLogSupport.register() }
 

@@ -7,6 +7,7 @@ import Foundation
 import Spezi
 import SpeziAccount
 import TestSupport
+import TestTiers
 import Testing
 
 @testable import SpeziAccountStore
@@ -19,7 +20,7 @@ private func accountctl(_ store: URL, _ arguments: [String]) async throws -> (st
     return (run.status, run.errors)
 }
 
-@Suite("Changes made by another process reach the signed-in account and its notifications", .timeLimit(.minutes(3)))
+@Suite("Changes made by another process reach the signed-in account and its notifications", .timeLimit(.minutes(3)), .integration)
 struct RemoteChangeTests {
     @Test(
         "accountctl in another process renames, then deletes, the signed-in account: detailsChanged, then deletingAccount and disassociatingAccount, in log order"

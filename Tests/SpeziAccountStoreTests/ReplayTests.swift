@@ -8,6 +8,7 @@ import Foundation
 import Projections
 import SpeziAccount
 import TestSupport
+import TestTiers
 import Testing
 
 @testable import SpeziAccountStore
@@ -90,7 +91,8 @@ struct ReplayTests {
         return done
     }
 
-    @Test("10,000 random operations over 1,000 accounts: cache = fold of every stream = rebuilt cache; no plaintext password in any file")
+    @Test(
+        "10,000 random operations over 1,000 accounts: cache = fold of every stream = rebuilt cache; no plaintext password in any file", .integration)
     func randomizedWorkload() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }

@@ -9,11 +9,12 @@ import SpeziAccount
 import SpeziAccountStore
 import Synchronization
 import TestSupport
+import TestTiers
 import Testing
 
 /// What several app servers on one PostgreSQL log share: the account-wide counters live in the
 /// account's own stream, so N nodes do not give an attacker N times the allowance.
-@Suite("account-wide budgets across nodes on one PostgreSQL log", .timeLimit(.minutes(3)))
+@Suite("account-wide budgets across nodes on one PostgreSQL log", .timeLimit(.minutes(3)), .integration)
 struct SharedBudgetTests {
     init() { PostgresLogSupport.register() }
 

@@ -6,6 +6,7 @@
 import EventLog
 import Foundation
 import SpeziAccount
+import TestTiers
 import Testing
 
 @testable import SpeziAccountStore
@@ -22,7 +23,7 @@ func storeBytes(_ directory: URL) throws -> Data {
 
 @Suite("Crypto-shredding: a deleted account's personal data is unreadable, the log still verifies")
 struct ShreddingTests {
-    @Test("100 accounts, 50 deleted: none of their values in any file, replay yields deleted without details, the chain verifies")
+    @Test("100 accounts, 50 deleted: none of their values in any file, replay yields deleted without details, the chain verifies", .integration)
     func shredAndScan() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
