@@ -11,8 +11,11 @@ import Synchronization
 ///
 /// Follows OWASP's authentication and credential-stuffing cheat sheets and Keycloak's temporary
 /// brute-force lockout: a lock is temporary and keyed to the client that earned it, so an
-/// attacker elsewhere cannot lock the owner out, and the account-wide ceiling only spaces checks
-/// out instead of refusing them.
+/// attacker elsewhere cannot lock the owner out, and the account-wide ceiling spaces strangers'
+/// checks out. A known device (``AccountStore/Context/device``: a client that signed in to the
+/// user id before, OWASP's device cookies) is never spaced out or refused with the crowd, so the
+/// owner's correct password always gets in. The account-wide count is read from the account's
+/// stream too, so failures on other servers of the log count.
 public struct LoginThrottling: Sendable, Equatable {
     /// Failed checks in a row from one client (one address, or one IPv6 /64) for one user id
     /// before that client is locked out of that user id.
