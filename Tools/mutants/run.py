@@ -110,6 +110,11 @@ def main():
     log = os.path.join(ROOT, ".build", "mutants.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
     open(log, "w").close()
+    # The tree as it is must build first: a mutant that does not build is then the list's fault.
+    status, _ = run(["swift", "build", "--build-tests"] + build_flags, log, 3600)
+    if status != 0:
+        print(f"==> the unchanged tree does not build (see {log}): no mutant was tried")
+        return 1
     results = []
     for name in names:
         print(f"==> mutant {name}: {mutants[name]['defence']}", flush=True)
