@@ -139,20 +139,21 @@ enum StoreBuilder {
                 try? AccountEvent.decode(type: record.type, payload: $0, accountId: record.stream, vault: accounts.vault)
             }
             let stream = record.stream
-            switch event {
-            case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
-                guard !userId.isEmpty else { return ([], []) }
+            switch event?.kind?.declaration.userIdClaim ?? .none {
+            case .none:
+                return ([], [])
+            case .takes:
+                guard let userId = event?.userIdSet, !userId.isEmpty else { return ([], []) }
                 let taken = try take(userId, for: stream, at: record.position, accounts: accounts)
                 return (Set([taken] + takeSkeleton(userId, for: stream, accounts: accounts)), [])
-            case let .userIdChanged(_, new):
+            case .moves:
+                guard let new = event?.userIdSet else { return ([], []) }
                 let released = Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream))
                 let taken = Set(
                     [try take(new, for: stream, at: record.position, accounts: accounts)] + takeSkeleton(new, for: stream, accounts: accounts))
                 return (taken, released.subtracting(taken))
-            case .accountDeleted:
+            case .releases:
                 return ([], Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream)))
-            default:
-                return ([], [])
             }
         }
 
