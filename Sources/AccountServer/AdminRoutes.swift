@@ -37,6 +37,7 @@ struct AdminRoutes: Sendable {
         AdminRoute(.delete, "/admin/api/session", access: .open) { routes, request, _ in routes.signOut(request) },
         AdminRoute(.get, "/admin/api/whoami", access: .session) { _, _, context in try AccountRoutes.json(["admin": context.admin]) },
         AdminRoute(.get, "/admin/api/accounts", access: .session) { routes, request, _ in try await routes.find(request) },
+        AdminRoute(.get, "/admin/api/accounts/:id", access: .session) { routes, _, context in try await routes.summary(context) },
         AdminRoute(.get, "/admin/api/accounts/:id/history", access: .session) { routes, request, context in
             try await routes.history(request, context)
         },
