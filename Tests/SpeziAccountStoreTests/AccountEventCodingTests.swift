@@ -29,7 +29,8 @@ struct AccountEventCodingTests {
         .sessionStarted(sessionHash: String(repeating: "cd", count: 32), expiresAtMicros: 1_800_086_400_000_000),
         .sessionEnded(sessionHash: String(repeating: "cd", count: 32), reason: "password-changed"),
         .externalDetailsModified(modified: ["biography": Data(#""ü ß""#.utf8)], removed: ["x"]),
-        .externalDetailsErased
+        .externalDetailsErased,
+        .passwordRehashed(passwordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

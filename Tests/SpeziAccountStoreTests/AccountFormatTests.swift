@@ -31,7 +31,7 @@ struct AccountFormatTests {
     func pythonDecodesAccountEvents() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try await fixture.open { $0.cryptoShredding = false }
+        var store = try await fixture.open { $0.cryptoShredding = false }
         let id = try await store.signup(leland()).accountId
         var change = AccountDetails()
         change.genderIdentity = .female
@@ -44,6 +44,12 @@ struct AccountFormatTests {
         try await store.modify(id, try AccountModifications(modifiedDetails: userId))
         _ = try? await store.login(userId: "jane@stanford.edu", password: "wrong")
         _ = try await store.login(userId: "jane@stanford.edu", password: "StanfordRocks123!")
+        // Stronger parameters: the next login (the session's) stores a new hash, `account.password-rehashed`.
+        await store.close()
+        store = try await fixture.open {
+            $0.cryptoShredding = false
+            $0.passwordParameters = ScryptParameters(logN: 11, blockSize: 8, parallelism: 1)
+        }
         try await store.requestPasswordReset(userId: "jane@stanford.edu")
         let (_, session) = try await store.startSession(userId: "jane@stanford.edu", password: "StanfordRocks123!", validity: .seconds(600))
         try await store.endSession(token: session.token)

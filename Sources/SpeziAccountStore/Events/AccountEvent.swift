@@ -54,6 +54,11 @@ public enum AccountEvent: Sendable, Equatable {
     case externalDetailsModified(modified: EncodedAccountValues, removed: [String])
     /// The storage provider's record of the account was deleted: all its external values are gone.
     case externalDetailsErased
+    /// The store replaced the stored hash of the password with one of the configured algorithm
+    /// and parameters, at a successful login: the password is the same, so unlike
+    /// ``passwordChanged(passwordHash:)`` it is no change of the owner's (no change budget spent,
+    /// open reset requests kept).
+    case passwordRehashed(passwordHash: String)
     /// An event of this type whose personal data can no longer be read: the account was deleted
     /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
     case redacted(type: String)
@@ -81,6 +86,7 @@ public enum AccountEvent: Sendable, Equatable {
         case .sessionEnded: .sessionEnded
         case .externalDetailsModified: .externalDetailsModified
         case .externalDetailsErased: .externalDetailsErased
+        case .passwordRehashed: .passwordRehashed
         case let .redacted(type): Kind(name: type)
         }
     }
@@ -99,6 +105,7 @@ public enum AccountEvent: Sendable, Equatable {
         case accountCreated, anonymousAccountUpgraded, detailsModified, passwordChanged, userIdChanged, accountDeleted
         case loginSucceeded, loginFailed, loggedOut, passwordResetRequested, sessionStarted, sessionEnded
         case externalDetailsModified, externalDetailsErased
+        case passwordRehashed
 
         /// The type name written to the log.
         public var name: String { declaration.name }
@@ -164,7 +171,7 @@ public enum AccountEvent: Sendable, Equatable {
         case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _): userId
         case let .userIdChanged(_, new): new
         case .detailsModified, .passwordChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
-            .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .redacted:
+            .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .passwordRehashed, .redacted:
             nil
         }
     }
@@ -190,7 +197,7 @@ public enum AccountEvent: Sendable, Equatable {
         case let .detailsModified(modified, removed), let .externalDetailsModified(modified, removed):
             writer.values(modified)
             writer.strings(removed)
-        case let .passwordChanged(passwordHash):
+        case let .passwordChanged(passwordHash), let .passwordRehashed(passwordHash):
             writer.string(passwordHash)
         case let .userIdChanged(old, new):
             writer.string(old)

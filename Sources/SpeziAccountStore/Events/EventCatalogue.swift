@@ -187,6 +187,10 @@ extension AccountEvent.Kind {
             }
         case .externalDetailsErased:
             .init("external.details-erased", personalData: false, changesState: false) { _ in .externalDetailsErased }
+        case .passwordRehashed:
+            .init("account.password-rehashed", personalData: true, changesState: true, fields: [.string("passwordHash")]) { fields in
+                .passwordRehashed(passwordHash: try fields.string())
+            }
         }
     }
 }
