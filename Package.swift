@@ -248,6 +248,7 @@ let package = Package(
         .testTarget(
             name: "ProjectionsTests",
             dependencies: ["TestTiers", "Projections", "EventLog", "LMDB", "TestSupport", .product(name: "MetricsTestKit", package: "swift-metrics")]),
+        .testTarget(name: "BlockingPoolTests", dependencies: ["BlockingPool", "TestSupport"]),
         .testTarget(name: "SpeziTests", dependencies: ["Spezi", "SpeziTesting"]),
         .testTarget(
             name: "SpeziAccountMacrosTests",

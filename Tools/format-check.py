@@ -127,6 +127,7 @@ ACCOUNT_EVENTS = {
     "auth.session-ended": [("sessionHash", "string"), ("reason", "string")],
     "external.details-modified": [("modified", "values"), ("removed", "strings")],
     "external.details-erased": [],
+    "account.password-rehashed": [("passwordHash", "string")],
 }
 
 

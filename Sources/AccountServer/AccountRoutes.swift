@@ -33,62 +33,48 @@ struct AccountRoutes: Sendable {
             sessionLimit: configuration.connections.streamsPerSession, accountLimit: configuration.connections.streamsPerAccount)
     }
 
-    /// One operation: its method, its path, the per-client limits it counts against (checked by
-    /// ``ClientRateLimitMiddleware`` before the handler runs), and what answers it.
-    struct Operation: Sendable {
-        let method: HTTPRequest.Method
-        let path: String
-        let limits: [ClientRateLimitKind]
-        /// Whether ``AccountSessionAuthenticator`` runs first (the context's `identity`).
-        let signedIn: Bool
-        /// Gets the routes, the request and its context (the client's address, the session).
-        let answer: @Sendable (AccountRoutes, inout Request, RouteContext) async throws -> Response
-
-        init(
-            _ method: HTTPRequest.Method, _ path: String, limits: [ClientRateLimitKind] = [], signedIn: Bool = false,
-            answer: @escaping @Sendable (AccountRoutes, inout Request, RouteContext) async throws -> Response
-        ) {
-            self.method = method
-            self.path = path
-            self.limits = limits
-            self.signedIn = signedIn
-            self.answer = answer
-        }
-    }
+    /// One operation of the API: its method, its path, the per-client limits it counts against
+    /// (checked by ``ClientRateLimitMiddleware`` before the handler runs), whether
+    /// ``AccountSessionAuthenticator`` runs first (the context's `identity`), and what answers it.
+    typealias Operation = Route<AccountRoutes, RouteContext>
 
     static let operationTable: [Operation] = [
-        Operation(.post, "/v1/accounts", limits: [.signups, .records]) { routes, request, context in
+        Operation(.post, "/v1/accounts", limits: [.signups, .records], access: .open) { routes, request, context in
             try await routes.signup(&request, client: context.client)
         },
-        Operation(.post, "/v1/accounts/confirm", limits: [.signups, .records]) { routes, request, context in
+        Operation(.post, "/v1/accounts/confirm", limits: [.signups, .records], access: .open) { routes, request, context in
             try await routes.confirmSignup(&request, client: context.client)
         },
-        Operation(.post, "/v1/accounts/anonymous", limits: [.signups, .records]) { routes, request, context in
+        Operation(.post, "/v1/accounts/anonymous", limits: [.signups, .records], access: .open) { routes, request, context in
             try await routes.signInAnonymously(&request, client: context.client)
         },
-        Operation(.post, "/v1/sessions", limits: [.logins, .records]) { routes, request, context in
+        Operation(.post, "/v1/sessions", limits: [.logins, .records], access: .open) { routes, request, context in
             try await routes.login(&request, client: context.client)
         },
-        Operation(.delete, "/v1/sessions/current") { routes, request, _ in try await routes.logout(&request) },
-        Operation(.get, "/v1/account", signedIn: true) { routes, request, context in try routes.details(try context.session(request)) },
-        Operation(.patch, "/v1/account", signedIn: true) { routes, request, context in try await routes.modify(&request, context) },
-        Operation(.delete, "/v1/account", signedIn: true) { routes, request, context in try await routes.delete(&request, context) },
-        Operation(.post, "/v1/account/upgrade", limits: [.signups], signedIn: true) { routes, request, context in
+        Operation(.delete, "/v1/sessions/current", access: .open) { routes, request, _ in try await routes.logout(&request) },
+        Operation(.get, "/v1/account", access: .session) { routes, request, context in try routes.details(try context.session(request)) },
+        Operation(.patch, "/v1/account", access: .session) { routes, request, context in try await routes.modify(&request, context) },
+        Operation(.delete, "/v1/account", access: .session) { routes, request, context in try await routes.delete(&request, context) },
+        Operation(.post, "/v1/account/upgrade", limits: [.signups], access: .session) { routes, request, context in
             try await routes.upgrade(&request, try context.session(request), client: context.client)
         },
-        Operation(.get, "/v1/account/history", signedIn: true) { routes, request, context in
+        Operation(.get, "/v1/account/history", access: .session) { routes, request, context in
             try await routes.history(request, try context.session(request))
         },
         // Not behind the authenticator: it reads the log's head before it checks the token.
-        Operation(.get, "/v1/account/events") { routes, request, _ in try await routes.events(&request) },
-        Operation(.post, "/v1/password-resets", limits: [.resets, .records]) { routes, request, _ in try await routes.requestReset(&request) },
-        Operation(.post, "/v1/password-resets/complete", limits: [.resets]) { routes, request, _ in try await routes.completeReset(&request) },
-        Operation(.get, "/v1/positions/:position", signedIn: true) { routes, request, context in
+        Operation(.get, "/v1/account/events", access: .open) { routes, request, _ in try await routes.events(&request) },
+        Operation(.post, "/v1/password-resets", limits: [.resets, .records], access: .open) { routes, request, _ in
+            try await routes.requestReset(&request)
+        },
+        Operation(.post, "/v1/password-resets/complete", limits: [.resets], access: .open) { routes, request, _ in
+            try await routes.completeReset(&request)
+        },
+        Operation(.get, "/v1/positions/:position", access: .session) { routes, request, context in
             try await routes.position(request, signedIn: context.identity != nil)
         },
-        Operation(.get, "/openapi.yaml") { routes, _, _ in try routes.openAPIDocument() },
-        Operation(.get, "/health") { _, _, _ in try AccountRoutes.json(["status": "ok"]) },
-        Operation(.get, "/health/ready") { routes, _, _ in try await routes.readiness() }
+        Operation(.get, "/openapi.yaml", access: .open) { routes, _, _ in try routes.openAPIDocument() },
+        Operation(.get, "/health", access: .open) { _, _, _ in try AccountRoutes.json(["status": "ok"]) },
+        Operation(.get, "/health/ready", access: .open) { routes, _, _ in try await routes.readiness() }
     ]
 
     /// The API's routes, each behind the per-client limits it counts against. What a route
@@ -102,7 +88,7 @@ struct AccountRoutes: Sendable {
                 group.add(
                     middleware: ClientRateLimitMiddleware<Context>(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))
             }
-            if operation.signedIn { group.add(middleware: AccountSessionAuthenticator<Context>(store: store)) }
+            if operation.access == .session { group.add(middleware: AccountSessionAuthenticator<Context>(store: store)) }
             group.on(RouterPath(operation.path), method: operation.method) { request, context in
                 var request = request
                 return try await operation.answer(self, &request, RouteContext(context))

@@ -114,9 +114,7 @@ public struct AccountServer: Service {
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
         // What no route answers: 405 with Allow for a known path, else 404, as problem details.
-        router.add(
-            middleware: RouteFallbackMiddleware<ServerRequestContext>(
-                routes: AccountRoutes.operationTable.map { ($0.method, $0.path) } + AdminRoutes.table.map { ($0.0, $0.1) }))
+        router.add(middleware: RouteFallbackMiddleware<ServerRequestContext>(routes: Self.routePatterns))
         // Then who the client is, for every limit (trusted proxies, IPv6 /64), and innermost
         // problem details for what a route throws; then the routes.
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardedHeader)
@@ -167,21 +165,11 @@ public struct AccountServer: Service {
     /// The methods and paths the server answers (those under `/admin/` when it has an admin
     /// credential), as the OpenAPI document lists them (`/{id}` style).
     public static var operations: [(method: String, path: String)] {
-        AccountRoutes.operationTable.map { operation in
-            // `:name` in the router is `{name}` in OpenAPI.
-            let parts = operation.path.split(separator: "/", omittingEmptySubsequences: false).map {
-                $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
-            }
-            return (operation.method.rawValue, parts.joined(separator: "/"))
-        }
-            + AdminRoutes.table.map { method, path, _ in
-                // `:name` in the router is `{name}` in OpenAPI.
-                let parts = path.split(separator: "/", omittingEmptySubsequences: false).map {
-                    $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
-                }
-                return (method.rawValue, parts.joined(separator: "/"))
-            }
+        routePatterns.map { ($0.method.rawValue, $0.openAPIPath) }
     }
+
+    /// Every route of both tables, the API's and the console's, in the order they are registered.
+    static let routePatterns: [RoutePattern] = AccountRoutes.operationTable.map(\.pattern) + AdminRoutes.table.map(\.pattern)
 }
 
 /// The request context: Hummingbird's, plus the client (for the rate limits) and the signed-in

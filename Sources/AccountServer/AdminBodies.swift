@@ -17,6 +17,41 @@ struct FoundBody: Encodable {
     let applied: Bool
 }
 
+/// An account's state without its personal values (no user id, no details): enough to see why
+/// someone cannot sign in.
+struct AccountSummaryBody: Encodable {
+    let accountId: String
+    /// The stream version of its last event.
+    let version: UInt64
+    let deleted: Bool
+    let anonymous: Bool
+    let createdAt: String
+    let updatedAt: String
+    /// Failed logins since the last successful one, and when the last one failed.
+    let failedLogins: Int
+    let lastFailedLogin: String?
+    /// Sessions and password reset requests that have not expired or ended.
+    let openSessions: Int
+    let openPasswordResets: Int
+    /// Whether this node's details cache has applied the account's latest record.
+    let applied: Bool
+
+    init(_ state: AccountState, now: Date, applied: Bool) {
+        let micros = Int64((now.timeIntervalSince1970 * 1_000_000).rounded())
+        accountId = state.accountId
+        version = state.version
+        deleted = state.isDeleted
+        anonymous = state.isAnonymous
+        createdAt = JSONCoding.timestamp(state.createdAt)
+        updatedAt = JSONCoding.timestamp(state.updatedAt)
+        failedLogins = state.failedLogins
+        lastFailedLogin = state.lastFailedLogin.map(JSONCoding.timestamp)
+        openSessions = state.sessions.values.filter { $0 > micros }.count
+        openPasswordResets = state.resetTokens.values.filter { $0 > micros }.count
+        self.applied = applied
+    }
+}
+
 /// Activity counts, one point per bucket, oldest first.
 struct ActivityBody: Encodable {
     struct Point: Encodable, Equatable {

@@ -28,29 +28,32 @@ struct AdminRoutes: Sendable {
     let logger: Logger
     let jobs = AdminJobs()
 
-    typealias Handler = @Sendable (AdminRoutes, Request, AdminRequestContext) async throws -> Response
+    /// One route of the console: ``Route/Access/open`` for the page and signing in and out, a
+    /// required admin session for the rest.
+    typealias AdminRoute = Route<AdminRoutes, AdminRequestContext>
 
-    static let table: [(HTTPRequest.Method, String, Handler)] =
-        [
-            (.post, "/admin/api/session", { routes, request, context in try await routes.signIn(request, context) }),
-            (.delete, "/admin/api/session", { routes, request, _ in routes.signOut(request) }),
-            (.get, "/admin/api/whoami", { _, _, context in try AccountRoutes.json(["admin": context.admin]) }),
-            (.get, "/admin/api/accounts", { routes, request, _ in try await routes.find(request) }),
-            (.get, "/admin/api/accounts/:id/history", { routes, request, context in try await routes.history(request, context) }),
-            (.get, "/admin/api/activity", { routes, request, _ in try await routes.activity(request) }),
-            (.get, "/admin/api/log", { routes, _, _ in try await routes.logState() }),
-            (.post, "/admin/api/verify", { routes, request, context in try routes.verify(request, context.admin) }),
-            (.post, "/admin/api/projections/:name/rebuild", { routes, request, context in try await routes.rebuild(request, context) }),
-            (.get, "/admin/api/jobs/:id", { routes, _, context in try routes.job(context) }),
-            (.get, "/admin/api/audit", { routes, _, _ in try await routes.audit() }),
-            (.get, "/admin/api/tail", { routes, request, _ in try routes.tail(request) }),
-            // Hummingbird matches `/admin` and `/admin/` alike. The page holds no data: without a
-            // session its script shows the sign-in form.
-            (.get, "/admin/", { routes, _, _ in routes.console.page() })
-        ]
-
-    /// The routes answered without a session: the page and signing in and out.
-    static let withoutSession: Set<String> = ["/admin/", "/admin/api/session"]
+    static let table: [AdminRoute] = [
+        AdminRoute(.post, "/admin/api/session", access: .open) { routes, request, context in try await routes.signIn(request, context) },
+        AdminRoute(.delete, "/admin/api/session", access: .open) { routes, request, _ in routes.signOut(request) },
+        AdminRoute(.get, "/admin/api/whoami", access: .session) { _, _, context in try AccountRoutes.json(["admin": context.admin]) },
+        AdminRoute(.get, "/admin/api/accounts", access: .session) { routes, request, _ in try await routes.find(request) },
+        AdminRoute(.get, "/admin/api/accounts/:id", access: .session) { routes, _, context in try await routes.summary(context) },
+        AdminRoute(.get, "/admin/api/accounts/:id/history", access: .session) { routes, request, context in
+            try await routes.history(request, context)
+        },
+        AdminRoute(.get, "/admin/api/activity", access: .session) { routes, request, _ in try await routes.activity(request) },
+        AdminRoute(.get, "/admin/api/log", access: .session) { routes, _, _ in try await routes.logState() },
+        AdminRoute(.post, "/admin/api/verify", access: .session) { routes, request, context in try routes.verify(request, context.admin) },
+        AdminRoute(.post, "/admin/api/projections/:name/rebuild", access: .session) { routes, request, context in
+            try await routes.rebuild(request, context)
+        },
+        AdminRoute(.get, "/admin/api/jobs/:id", access: .session) { routes, _, context in try routes.job(context) },
+        AdminRoute(.get, "/admin/api/audit", access: .session) { routes, _, _ in try await routes.audit() },
+        AdminRoute(.get, "/admin/api/tail", access: .session) { routes, request, _ in try routes.tail(request) },
+        // Hummingbird matches `/admin` and `/admin/` alike. The page holds no data: without a
+        // session its script shows the sign-in form.
+        AdminRoute(.get, "/admin/", access: .open) { routes, _, _ in routes.console.page() }
+    ]
 
     /// Adds the console's routes: all behind ``AdminRequestGuard`` and ``AdminProblemMiddleware``
     /// in ``AdminRequestContext``; all but the page and the session routes behind
@@ -62,17 +65,20 @@ struct AdminRoutes: Sendable {
         let signedIn = console.group()
             .add(middleware: AdminAuthenticator(sessions: sessions, attempts: attempts, logger: logger))
             .add(middleware: AdminRequiredMiddleware())
-        for (method, path, handler) in Self.table {
-            let group = Self.withoutSession.contains(path) ? console : signedIn
-            group.on(RouterPath(path), method: method) { request, context in try await handler(self, request, context) }
+        for route in Self.table {
+            let group = route.access == .open ? console : signedIn
+            group.on(RouterPath(route.path), method: route.method) { request, context in
+                var request = request
+                return try await route.answer(self, &request, context)
+            }
         }
     }
 
     /// Without an admin credential: every route of the console answers 404 `admin-console-off`
     /// (problem details, as the OpenAPI document says), and other methods on its paths 405.
     static func registerConsoleOff(on router: Router<ServerRequestContext>) {
-        for (method, path, _) in table {
-            router.on(RouterPath(path), method: method) { _, _ in Problem.adminConsoleOff.response() }
+        for route in table {
+            router.on(RouterPath(route.path), method: route.method) { _, _ in Problem.adminConsoleOff.response() }
         }
     }
 

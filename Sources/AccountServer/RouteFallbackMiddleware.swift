@@ -19,8 +19,9 @@ struct RouteFallbackMiddleware<Context: RequestContext>: RouterMiddleware {
     /// Each route's path segments (`:name` matches any one segment) and its method.
     private let routes: [(method: HTTPRequest.Method, segments: [Substring])]
 
-    /// `routes`: the methods and paths registered on the router, `:name` for a parameter.
-    init(routes: [(method: HTTPRequest.Method, path: String)]) {
+    /// `routes`: the methods and paths registered on the router (``AccountServer/routePatterns``),
+    /// `:name` for a parameter.
+    init(routes: [RoutePattern]) {
         self.routes = routes.map { ($0.method, $0.path.split(separator: "/")) }
     }
 

@@ -13,8 +13,14 @@ import Synchronization
 /// they were given, at most `threads` at a time; the rest wait their turn. Shared by this
 /// package's targets, not part of the public API.
 package final class BlockingPool: Sendable {
-    /// Nil asks a thread to end.
-    private let jobs = Mutex(Deque<(@Sendable () -> Void)?>())
+    /// The jobs not yet taken by a thread, and whether the pool was shut down; a nil job asks a
+    /// thread to end.
+    private struct Queue {
+        var jobs = Deque<(@Sendable () -> Void)?>()
+        var isShutDown = false
+    }
+
+    private let queue = Mutex(Queue())
     private let waiting = DispatchSemaphore(value: 0)
     private let threads: Int
 
@@ -27,7 +33,7 @@ package final class BlockingPool: Sendable {
                 Self.nameKernelThread(label)
                 while true {
                     waiting.wait()
-                    guard let job = jobs.withLock({ $0.popFirst() }), let job else { return }
+                    guard let job = queue.withLock({ $0.jobs.popFirst() }), let job else { return }
                     job()
                 }
             }
@@ -48,23 +54,48 @@ package final class BlockingPool: Sendable {
     }
 
     /// Runs `body` on one of the pool's threads and returns (or throws) what it did.
+    ///
+    /// - Throws: ``BlockingPoolError/shutDown`` without running `body` when the pool was shut
+    ///   down; else what `body` throws.
     package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            submit { continuation.resume(with: Result { try body() }) }
+            do {
+                try submit { continuation.resume(with: Result { try body() }) }
+            } catch {
+                continuation.resume(throwing: error)
+            }
         }
     }
 
     /// Queues `job` to run on one of the pool's threads and returns at once.
-    package func submit(_ job: @escaping @Sendable () -> Void) {
-        jobs.withLock { $0.append(job) }
+    ///
+    /// - Throws: ``BlockingPoolError/shutDown`` when the pool was shut down: `job` never runs.
+    package func submit(_ job: @escaping @Sendable () -> Void) throws(BlockingPoolError) {
+        try queue.withLock { queue throws(BlockingPoolError) in
+            guard !queue.isShutDown else { throw .shutDown }
+            queue.jobs.append(job)
+        }
         waiting.signal()
     }
 
-    /// Ends the threads once the jobs given before have run.
+    /// Ends the threads once the jobs given before have run; work given after it is refused
+    /// (``BlockingPoolError/shutDown``). A second call does nothing.
     package func shutdown() {
-        jobs.withLock { jobs in
-            for _ in 0..<threads { jobs.append(nil) }
+        let first = queue.withLock { queue in
+            guard !queue.isShutDown else { return false }
+            queue.isShutDown = true
+            for _ in 0..<threads { queue.jobs.append(nil) }
+            return true
         }
+        guard first else { return }
         for _ in 0..<threads { waiting.signal() }
     }
+}
+
+/// Why a ``BlockingPool`` did not take a job.
+package enum BlockingPoolError: Error, Equatable, CustomStringConvertible {
+    /// The pool was shut down before the job was given.
+    case shutDown
+
+    package var description: String { "the thread pool was shut down" }
 }

@@ -237,19 +237,25 @@ extension ProjectionStore {
         let pending = PendingLane<P>()
         let databases = generation.databases
         let environment = environment
-        lanes.submit { [self] in
-            let result = Result<SecondLane<P>, any Error> {
-                try environment.read { txn in
-                    let refusals = ProjectionState.RefusedWrites()
-                    var applier = BatchApplier(
-                        projection: projection, name: name, state: ProjectionState(transaction: txn, databases: databases, refusedWrites: refusals),
-                        reached: 0)
-                    let lane = try scanLane(
-                        log, after: split, through: through, until: nil, batchSize: batchSize, givesWay: givesWay, applier: &applier)
-                    return SecondLane(applier: applier, lane: lane, refusedWrites: refusals.count)
+        do {
+            try lanes.submit { [self] in
+                let result = Result<SecondLane<P>, any Error> {
+                    try environment.read { txn in
+                        let refusals = ProjectionState.RefusedWrites()
+                        var applier = BatchApplier(
+                            projection: projection, name: name,
+                            state: ProjectionState(transaction: txn, databases: databases, refusedWrites: refusals),
+                            reached: 0)
+                        let lane = try scanLane(
+                            log, after: split, through: through, until: nil, batchSize: batchSize, givesWay: givesWay, applier: &applier)
+                        return SecondLane(applier: applier, lane: lane, refusedWrites: refusals.count)
+                    }
                 }
+                pending.deliver(result)
             }
-            pending.deliver(result)
+        } catch {
+            // The store is closing and has shut the lane down: the part fails, and its chunk with it.
+            pending.deliver(.failure(error))
         }
         return pending
     }

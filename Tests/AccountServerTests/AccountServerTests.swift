@@ -300,7 +300,8 @@ struct AccountServerTests {
         let documented = Set(OpenAPIOperations.parse(text).map { "\($0.method) \($0.path)" })
         let served = Set(AccountServer.operations.map { "\($0.method) \($0.path)" })
         #expect(documented == served)
-        #expect(documented.count == 30)
+        // Each operation once: no method and path in both tables, or twice in one.
+        #expect(served.count == AccountServer.operations.count && !served.isEmpty)
         try await ServerFixture().withServer { api, _ in
             let answer = try await api.send(.get, "/openapi.yaml")
             #expect(answer.status == 200)

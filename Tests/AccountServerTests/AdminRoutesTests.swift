@@ -198,6 +198,39 @@ struct AdminRoutesTests {
         }
     }
 
+    @Test("an account's summary: its state from the log without personal values, not recorded as a viewing; 404 for no account")
+    func summary() async throws {
+        try await ServerFixture().withServer(configuration: try configuration()) { api, store in
+            let (_, accountId) = try await api.signup("ada@example.org")
+            try await store.accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any)
+            try await store.requestPasswordReset(userId: "ada@example.org")
+            let (_, goneId) = try await api.signup("gone@example.org")
+            try await store.delete(goneId)
+            try await store.waitUntilCaughtUp()
+
+            let summary = try await api.send(.get, "/admin/api/accounts/\(accountId)", headers: basic())
+            #expect(summary.status == 200)
+            #expect(summary.body["accountId"] as? String == accountId && summary.body["deleted"] as? Bool == false)
+            #expect(summary.body["anonymous"] as? Bool == false && summary.body["applied"] as? Bool == true)
+            #expect(summary.body["version"] as? Int == Int(try await store.log.streamVersion(accountId) ?? 0))
+            #expect(summary.body["failedLogins"] as? Int == 1 && summary.body["lastFailedLogin"] is String)
+            #expect(summary.body["openSessions"] as? Int == 1 && summary.body["openPasswordResets"] as? Int == 1)
+            #expect(!summary.text.contains("ada@example.org"))
+
+            let gone = try await api.send(.get, "/admin/api/accounts/\(goneId)", headers: basic())
+            #expect(gone.body["deleted"] as? Bool == true && gone.body["openSessions"] as? Int == 0)
+            #expect(gone.body["lastFailedLogin"] == nil)
+            for missing in ["nobody", "%24admin"] {
+                let refused = try await api.send(.get, "/admin/api/accounts/\(missing)", headers: basic())
+                #expect(refused.status == 404 && refused.problemType == "urn:spezi-account-store:problem:no-such-account")
+            }
+            #expect(try await api.send(.get, "/admin/api/accounts/\(accountId)").status == 401)
+            #expect(try await api.send(.delete, "/admin/api/accounts/\(accountId)", headers: basic()).headers[.allow] == "GET")
+            // No personal values were shown, so nothing was recorded.
+            #expect(try await store.log.readStream(AccountStore.adminStream, from: 1, limit: 10).isEmpty)
+        }
+    }
+
     @Test("activity per hour: signups, deletions and failed logins land in the current hour's point")
     func activity() async throws {
         try await ServerFixture().withServer(configuration: try configuration()) { api, store in

@@ -61,12 +61,26 @@ struct RouteFallbackTests {
     @Test("the route table's matching: `:name` takes one segment, methods in registration order, none for other paths")
     func matching() {
         let middleware = RouteFallbackMiddleware<ServerRequestContext>(routes: [
-            (.get, "/a/:id/b"), (.post, "/a/:id/b"), (.get, "/a/:id/b"), (.delete, "/a")
+            RoutePattern(method: .get, path: "/a/:id/b"), RoutePattern(method: .post, path: "/a/:id/b"),
+            RoutePattern(method: .get, path: "/a/:id/b"), RoutePattern(method: .delete, path: "/a")
         ])
         #expect(middleware.methods(for: "/a/42/b") == ["GET", "POST"])
         #expect(middleware.methods(for: "/a/") == ["DELETE"])
         #expect(middleware.methods(for: "/a/42") == [])
         #expect(middleware.methods(for: "/a/42/b/c") == [])
+    }
+
+    @Test("one list of routes, both tables' in registration order, feeds the 405 answers and the OpenAPI operations (`:x` as `{x}`)")
+    func derivedLists() {
+        let patterns = AccountRoutes.operationTable.map(\.pattern) + AdminRoutes.table.map(\.pattern)
+        #expect(AccountServer.routePatterns == patterns)
+        #expect(AccountServer.operations.map(\.method) == patterns.map(\.method.rawValue))
+        #expect(AccountServer.operations.contains { $0 == ("GET", "/admin/api/accounts/{id}/history") })
+        #expect(RoutePattern(method: .get, path: "/a/:first/b/:second").openAPIPath == "/a/{first}/b/{second}")
+        #expect(RoutePattern(method: .get, path: "/admin/").openAPIPath == "/admin/")
+        let middleware = RouteFallbackMiddleware<ServerRequestContext>(routes: AccountServer.routePatterns)
+        #expect(middleware.methods(for: "/v1/account") == ["GET", "PATCH", "DELETE"])
+        #expect(middleware.methods(for: "/admin/api/session") == ["POST", "DELETE"])
     }
 
     @Test("a file missing from the resource bundle is an error naming it and the bundle")

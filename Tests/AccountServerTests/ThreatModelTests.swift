@@ -223,7 +223,7 @@ struct ThreatModelTests {
             let (_, accountId) = try await server.signup("owner@example.org", source: "127.0.0.9")
             let forged = "\(accountId).\(String(repeating: "B", count: 43))"
             #expect(try await send(server, "DELETE", "/v1/account", token: forged, headers: ["Idempotency-Key": "k"]).status == 401)
-            #expect(try await server.store.details(of: accountId) != nil)
+            #expect(try server.store.details(of: accountId) != nil)
         },
         "streams": Spend(
             configure: { configuration, _ in configuration.connections.streamsPerSession = 1 },

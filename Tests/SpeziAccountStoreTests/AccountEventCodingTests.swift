@@ -27,7 +27,10 @@ struct AccountEventCodingTests {
         .accountDeleted, .loginSucceeded, .loginFailed(reason: "wrongPassword"), .loggedOut,
         .passwordResetRequested(tokenHash: String(repeating: "ab", count: 32), expiresAtMicros: 1_800_000_600_000_000),
         .sessionStarted(sessionHash: String(repeating: "cd", count: 32), expiresAtMicros: 1_800_086_400_000_000),
-        .sessionEnded(sessionHash: String(repeating: "cd", count: 32), reason: "password-changed")
+        .sessionEnded(sessionHash: String(repeating: "cd", count: 32), reason: "password-changed"),
+        .externalDetailsModified(modified: ["biography": Data(#""ü ß""#.utf8)], removed: ["x"]),
+        .externalDetailsErased,
+        .passwordRehashed(passwordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

@@ -186,7 +186,7 @@ struct AccountStoreTests {
         }
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         let last = try await store.log.readStream(created.accountId).suffix(2).map(\.type)
-        #expect(last == ["account.password-changed", "auth.login-succeeded"])
+        #expect(last == ["account.password-rehashed", "auth.login-succeeded"])
         let state = try await #require(try store.accounts.load(created.accountId))
         #expect(state.passwordHash?.contains("ln=11") == true)
         await store.close()

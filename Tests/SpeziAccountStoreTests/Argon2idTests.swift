@@ -82,22 +82,34 @@ struct Argon2idTests {
         }
     }
 
-    @Test("a store that moves from scrypt to Argon2id rehashes each password at its next login, once")
+    @Test(
+        "a store that moves from scrypt to Argon2id rehashes each password at its next login, once: no change of the owner's"
+    )
     func storeRehashesOnLogin() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
         var store = try await fixture.open()
         let created = try await store.signup(leland())
         #expect(try await store.accounts.load(created.accountId)?.passwordHash?.hasPrefix("$scrypt$") == true)
+        try await store.requestPasswordReset(userId: "lelandstanford@stanford.edu")
+        let before = try #require(try await store.accounts.load(created.accountId))
         await store.close()
 
         store = try await fixture.open { $0.passwordHashing = .argon2id(Argon2idParameters(memoryKiB: 64, iterations: 1, parallelism: 1)) }
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         let types = try await store.log.readStream(created.accountId).map(\.type)
-        #expect(types == ["account.created", "account.password-changed", "auth.login-succeeded", "auth.login-succeeded"])
-        let hash = try #require(try await store.accounts.load(created.accountId)?.passwordHash)
+        #expect(
+            types == [
+                "account.created", "auth.password-reset-requested", "account.password-rehashed", "auth.login-succeeded", "auth.login-succeeded"
+            ])
+        let state = try #require(try await store.accounts.load(created.accountId))
+        let hash = try #require(state.passwordHash)
         #expect(hash.hasPrefix("$argon2id$v=19$m=64,t=1,p=1$"))
+        // The same password: the reset request stays open, no change is counted, the details did not change.
+        #expect(state.resetTokens == before.resetTokens && state.resetTokens.count == 1)
+        #expect(state.changeBudget == before.changeBudget && state.updatedAt == before.updatedAt)
+        #expect(try store.details(of: created.accountId) != nil)
         await #expect(throws: AccountServiceError.wrongCredentials) {
             _ = try await store.login(userId: "lelandstanford@stanford.edu", password: "wrong one")
         }

@@ -117,6 +117,45 @@ struct StoreTransferTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.contains(".restoring-") })
     }
 
+    @Test("an import record of a known type whose payload does not decode is an error naming its line, and nothing is imported")
+    func undecodableRecordNamesItsLine() async throws {
+        let fixture = StoreFixture()
+        let target = StoreFixture()
+        defer {
+            fixture.cleanup()
+            target.cleanup()
+        }
+        let store = try await fixture.open { $0.cryptoShredding = false }
+        for index in 0..<3 { try await store.signup(leland(userId: "decode-\(index)@example.org")) }
+        let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
+        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: exportURL)
+        _ = try await LogTransfer.export(store.log, to: handle)
+        try handle.close()
+        await store.close()
+
+        // Line 2, an `account.created`, gets a user id cut short: it took no claim before, silently.
+        var lines = try String(contentsOf: exportURL, encoding: .utf8).split(separator: "\n").map(String.init)
+        var record = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        #expect(record["type"] as? String == "account.created")
+        record["payload"] = Data([1, 5, 0x61]).base64EncodedString()
+        lines[1] = String(decoding: try JSONSerialization.data(withJSONObject: record), as: UTF8.self)
+        let damaged = fixture.directory.appendingPathComponent("damaged.jsonl")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: damaged)
+
+        let error = await #expect(throws: LogTransferError.self) {
+            _ = try await LogTransfer.importLog(from: damaged, into: target.directory.path, vault: nil)
+        }
+        guard case let .undecodable(line, position, type, reason) = error else {
+            Issue.record("expected an undecodable record, got \(String(describing: error))")
+            return
+        }
+        #expect(line == "line 2" && position == 2 && type == "account.created")
+        #expect(reason == PayloadDecodingError.lengthOutOfRange(field: "userId", length: 5, offset: 1).description)
+        #expect(error?.description.hasPrefix("line 2: the account.created record at position 2 does not decode") == true)
+        #expect(!FileManager.default.fileExists(atPath: target.directory.path))
+    }
+
     @Test("an import that fails on a tampered line leaves no store behind; importing the intact export then works")
     func importIsAllOrNothing() async throws {
         let fixture = StoreFixture()

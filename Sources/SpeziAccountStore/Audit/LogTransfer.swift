@@ -68,6 +68,9 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The user id the record at `position` gives `account` normalizes to the user id of `holder`
     /// (``UserIdNormalization``), and the claims of both forms, current and older, are taken.
     case userIdCollision(position: UInt64, account: String, holder: String)
+    /// The account event at `position` (from `line`, or the place it was read from) does not
+    /// decode: nothing is imported, rather than an account that silently takes no user id.
+    case undecodable(line: String, position: UInt64, type: String, reason: String)
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -83,6 +86,8 @@ public enum LogTransferError: Error, Sendable, Equatable, CustomStringConvertibl
         case let .userIdCollision(position, account, holder):
             "position \(position): the user id of account \(account) normalizes to that of account \(holder) "
                 + "(see accountctl verify): change one of them in the exported store first"
+        case let .undecodable(line, position, type, reason):
+            "\(line): the \(type) record at position \(position) does not decode: \(reason)"
         }
     }
 }
@@ -158,8 +163,9 @@ public enum LogTransfer {
     ///   - progress: Called with the number of records imported so far.
     /// - Returns: The number of records imported.
     /// - Throws: ``LogTransferError`` for a line that is not an exported record, records out of order,
-    ///   a chain hash that differs, a sealed record whose key `vaultFile` lacks, colliding user ids, a
-    ///   folder that is not empty or a PostgreSQL log that holds records;
+    ///   an account event that does not decode, a chain hash that differs, a sealed record whose key
+    ///   `vaultFile` lacks, colliding user ids, a folder that is not empty or a PostgreSQL log that
+    ///   holds records;
     ///   ``AccountStoreError/unsupportedLogLocation(_:)`` for a log location that is neither a
     ///   `postgres://` URL nor nil; and file, log or key-vault errors met on the way. `directory`
     ///   and the target log are left as they were.

@@ -65,7 +65,7 @@ enum StoreBuilder {
             if record.payload.first == Sealing.version, try !vault.hasSlot(record.stream) {
                 throw LogTransferError.missingKey(position: record.position, account: record.stream)
             }
-            let (claims, releases) = try claimBook.changes(record, accounts: accounts)
+            let (claims, releases) = try claimBook.changes(record, origin: origin, accounts: accounts)
             let metadata = EventMetadata(
                 actor: record.actor, correlationID: record.correlationID, causationID: record.causationID, extra: record.extra)
             let proposed = ProposedEvent(
@@ -134,25 +134,41 @@ enum StoreBuilder {
         private var skeletonOwners: [String: String] = [:]
 
         /// The claims a record takes and releases (user ids, keyed by the new store's vault).
-        mutating func changes(_ record: ExportedRecord, accounts: AccountLog) throws -> (claims: Set<String>, releases: Set<String>) {
-            let event = record.payload.withUnsafeBytes {
-                try? AccountEvent.decode(type: record.type, payload: $0, accountId: record.stream, vault: accounts.vault)
+        ///
+        /// A record of a type this build does not know (the audit stream's `admin.*`, a newer
+        /// build's event) takes none; one of a known type must decode.
+        ///
+        /// - Throws: ``LogTransferError/undecodable(line:position:type:reason:)`` naming `origin` for
+        ///   an account event that does not decode, or ``LogTransferError/userIdCollision(position:account:holder:)``.
+        mutating func changes(
+            _ record: ExportedRecord, origin: String, accounts: AccountLog
+        ) throws -> (claims: Set<String>, releases: Set<String>) {
+            guard let kind = AccountEvent.Kind(name: record.type) else { return ([], []) }
+            let event: AccountEvent
+            do {
+                event = try record.payload.withUnsafeBytes {
+                    try AccountEvent.decode(kind, payload: $0, accountId: record.stream, vault: accounts.vault)
+                }
+            } catch {
+                throw LogTransferError.undecodable(line: origin, position: record.position, type: record.type, reason: "\(error)")
             }
             let stream = record.stream
-            switch event {
-            case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _):
-                guard !userId.isEmpty else { return ([], []) }
+            // A redacted event (its account's key was destroyed) sets no user id.
+            switch kind.declaration.userIdClaim {
+            case .none:
+                return ([], [])
+            case .takes:
+                guard let userId = event.userIdSet, !userId.isEmpty else { return ([], []) }
                 let taken = try take(userId, for: stream, at: record.position, accounts: accounts)
                 return (Set([taken] + takeSkeleton(userId, for: stream, accounts: accounts)), [])
-            case let .userIdChanged(_, new):
+            case .moves:
+                guard let new = event.userIdSet else { return ([], []) }
                 let released = Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream))
                 let taken = Set(
                     [try take(new, for: stream, at: record.position, accounts: accounts)] + takeSkeleton(new, for: stream, accounts: accounts))
                 return (taken, released.subtracting(taken))
-            case .accountDeleted:
+            case .releases:
                 return ([], Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream)))
-            default:
-                return ([], [])
             }
         }
 

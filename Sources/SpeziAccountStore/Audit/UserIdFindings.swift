@@ -15,7 +15,7 @@ public struct UserIdFinding: Sendable, Equatable, CustomStringConvertible {
         /// Two or more live accounts whose user ids normalize the same.
         case collision
         /// Two or more live accounts whose user ids look alike (the same confusable skeleton,
-        /// ``UserIdNormalization/skeleton(_:)``) without normalizing the same: created before the
+        /// ``UserIdNormalization/skeletons(_:)``) without normalizing the same: created before the
         /// store checked look-alikes, or under another version of Unicode's confusables data.
         case lookAlike
         /// A live account whose user id the current rule refuses.

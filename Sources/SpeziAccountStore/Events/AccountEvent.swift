@@ -17,6 +17,10 @@ public typealias EncodedAccountValues = [String: Data]
 /// Each case has a stable type name (``typeName``) and a schema version (``schemaVersion``); both
 /// are written into the log record, and the payload layout of every case is documented in
 /// FORMAT.md. Plaintext passwords never appear here: only ``PasswordHasher`` strings.
+///
+/// Each case has a ``Kind``, and each kind one entry in the event catalogue
+/// (``Kind/declaration``): its name, schema version, payload fields and what it does to the
+/// account, from which the lists and the decoding here are derived.
 public enum AccountEvent: Sendable, Equatable {
     /// A signup (or an anonymous sign-in, when `isAnonymous`).
     case accountCreated(userId: String, passwordHash: String?, isAnonymous: Bool, values: EncodedAccountValues)
@@ -50,58 +54,61 @@ public enum AccountEvent: Sendable, Equatable {
     case externalDetailsModified(modified: EncodedAccountValues, removed: [String])
     /// The storage provider's record of the account was deleted: all its external values are gone.
     case externalDetailsErased
+    /// The store replaced the stored hash of the password with one of the configured algorithm
+    /// and parameters, at a successful login: the password is the same, so unlike
+    /// ``passwordChanged(passwordHash:)`` it is no change of the owner's (no change budget spent,
+    /// open reset requests kept).
+    case passwordRehashed(passwordHash: String)
     /// An event of this type whose personal data can no longer be read: the account was deleted
     /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
     case redacted(type: String)
 
-    /// Every event type name this version writes, with its current schema version.
-    public static let currentSchemaVersions: [String: UInt32] = [
-        "account.created": 1,
-        "account.anonymous-upgraded": 1,
-        "account.details-modified": 1,
-        "account.password-changed": 1,
-        "account.userid-changed": 1,
-        "account.deleted": 1,
-        "auth.login-succeeded": 1,
-        "auth.login-failed": 1,
-        "auth.logged-out": 1,
-        "auth.password-reset-requested": 1,
-        "auth.session-started": 1,
-        "auth.session-ended": 1,
-        "external.details-modified": 1,
-        "external.details-erased": 1
-    ]
+    /// Every event type name this version writes, with its current schema version (from the
+    /// catalogue, ``Kind/declaration``).
+    public static let currentSchemaVersions: [String: UInt32] = Dictionary(
+        uniqueKeysWithValues: Kind.allCases.map { ($0.name, $0.declaration.schemaVersion) })
 
-    /// The stable type name written to the log.
-    public var typeName: String {
+    /// The event's kind; for a redacted event, the kind its type name names (nil for a type this
+    /// version does not know).
+    public var kind: Kind? {
         switch self {
-        case .accountCreated: "account.created"
-        case .anonymousAccountUpgraded: "account.anonymous-upgraded"
-        case .detailsModified: "account.details-modified"
-        case .passwordChanged: "account.password-changed"
-        case .userIdChanged: "account.userid-changed"
-        case .accountDeleted: "account.deleted"
-        case .loginSucceeded: "auth.login-succeeded"
-        case .loginFailed: "auth.login-failed"
-        case .loggedOut: "auth.logged-out"
-        case .passwordResetRequested: "auth.password-reset-requested"
-        case .sessionStarted: "auth.session-started"
-        case .sessionEnded: "auth.session-ended"
-        case .externalDetailsModified: "external.details-modified"
-        case .externalDetailsErased: "external.details-erased"
-        case let .redacted(type): type
+        case .accountCreated: .accountCreated
+        case .anonymousAccountUpgraded: .anonymousAccountUpgraded
+        case .detailsModified: .detailsModified
+        case .passwordChanged: .passwordChanged
+        case .userIdChanged: .userIdChanged
+        case .accountDeleted: .accountDeleted
+        case .loginSucceeded: .loginSucceeded
+        case .loginFailed: .loginFailed
+        case .loggedOut: .loggedOut
+        case .passwordResetRequested: .passwordResetRequested
+        case .sessionStarted: .sessionStarted
+        case .sessionEnded: .sessionEnded
+        case .externalDetailsModified: .externalDetailsModified
+        case .externalDetailsErased: .externalDetailsErased
+        case .passwordRehashed: .passwordRehashed
+        case let .redacted(type): Kind(name: type)
         }
     }
 
+    /// The stable type name written to the log.
+    public var typeName: String {
+        if case let .redacted(type) = self { return type }
+        // Every case but `redacted` has a kind.
+        return kind?.name ?? ""
+    }
+
     /// The event types this version knows, without their payloads: decoding dispatches on it, and a
-    /// projection can match a record's type bytes against it without making a String.
+    /// projection can match a record's type bytes against it without making a String. Each kind
+    /// is declared in the event catalogue (``declaration``).
     public enum Kind: UInt8, CaseIterable, Sendable {
         case accountCreated, anonymousAccountUpgraded, detailsModified, passwordChanged, userIdChanged, accountDeleted
         case loginSucceeded, loginFailed, loggedOut, passwordResetRequested, sessionStarted, sessionEnded
         case externalDetailsModified, externalDetailsErased
+        case passwordRehashed
 
         /// The type name written to the log.
-        public var name: String { Self.names[Int(rawValue)] }
+        public var name: String { declaration.name }
 
         /// The kind of a type name, or nil for one this version does not know.
         ///
@@ -127,28 +134,18 @@ public enum AccountEvent: Sendable, Equatable {
         }
 
         // In case order.
-        private static let names = [
-            "account.created", "account.anonymous-upgraded", "account.details-modified", "account.password-changed",
-            "account.userid-changed", "account.deleted", "auth.login-succeeded", "auth.login-failed", "auth.logged-out",
-            "auth.password-reset-requested", "auth.session-started", "auth.session-ended", "external.details-modified",
-            "external.details-erased"
-        ]
-        private static let nameBytes = names.map { Array($0.utf8) }
+        private static let nameBytes = catalogue.map { Array($0.name.utf8) }
     }
 
     /// Whether the payload holds personal data, so that the store seals it with the account's key.
     public var carriesPersonalData: Bool {
-        switch self {
-        case .accountCreated, .anonymousAccountUpgraded, .detailsModified, .passwordChanged, .userIdChanged, .externalDetailsModified: true
-        case .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted, .sessionEnded,
-            .externalDetailsErased, .redacted:
-            false
-        }
+        if case .redacted = self { return false }
+        return kind?.declaration.carriesPersonalData ?? false
     }
 
     /// The schema version of this event's payload layout.
     public var schemaVersion: UInt32 {
-        Self.currentSchemaVersions[typeName] ?? 1
+        kind?.declaration.schemaVersion ?? 1
     }
 
     /// Whether this event begins an account's state afresh (a signup, or a signup that can no
@@ -163,21 +160,30 @@ public enum AccountEvent: Sendable, Equatable {
     /// Whether this event changes the account's own state (as opposed to an audit-only security
     /// event, or the storage provider's external values, which have their own view).
     public var changesAccountState: Bool {
+        if case .redacted = self { return true }
+        return kind?.declaration.changesAccountState ?? true
+    }
+
+    /// The user id the event sets: a signup's or an upgrade's (empty for an anonymous account), or
+    /// the new one of a user id change; nil for the other events (a redacted one included).
+    var userIdSet: String? {
         switch self {
-        case .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted, .sessionEnded, .externalDetailsModified,
-            .externalDetailsErased:
-            false
-        case .redacted: true
-        default: true
+        case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _): userId
+        case let .userIdChanged(_, new): new
+        case .detailsModified, .passwordChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
+            .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .passwordRehashed, .redacted:
+            nil
         }
     }
 
-    /// Encodes the payload (the type name and schema version travel in the log record).
+    /// Encodes the payload (the type name and schema version travel in the log record), field by
+    /// field as the kind's declaration lists them.
     ///
     /// - Returns: The payload bytes at the current schema version, not sealed; empty for an event
     ///   without fields.
     public func encodedPayload() -> [UInt8] {
-        var writer = PayloadWriter()
+        guard let kind, !isRedacted else { return PayloadWriter().bytes }
+        var writer = PayloadFieldWriter(fields: kind.declaration.fields)
         switch self {
         case let .accountCreated(userId, passwordHash, isAnonymous, values):
             writer.string(userId)
@@ -188,10 +194,10 @@ public enum AccountEvent: Sendable, Equatable {
             writer.string(userId)
             writer.optionalString(passwordHash)
             writer.values(values)
-        case let .detailsModified(modified, removed):
+        case let .detailsModified(modified, removed), let .externalDetailsModified(modified, removed):
             writer.values(modified)
             writer.strings(removed)
-        case let .passwordChanged(passwordHash):
+        case let .passwordChanged(passwordHash), let .passwordRehashed(passwordHash):
             writer.string(passwordHash)
         case let .userIdChanged(old, new):
             writer.string(old)
@@ -207,13 +213,16 @@ public enum AccountEvent: Sendable, Equatable {
         case let .sessionEnded(sessionHash, reason):
             writer.string(sessionHash)
             writer.string(reason)
-        case let .externalDetailsModified(modified, removed):
-            writer.values(modified)
-            writer.strings(removed)
         case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             break
         }
-        return writer.bytes
+        return writer.finish()
+    }
+
+    /// Whether this is ``redacted(type:)``.
+    private var isRedacted: Bool {
+        if case .redacted = self { return true }
+        return false
     }
 
     /// Decodes a payload of the given type name at the current schema version.
@@ -241,50 +250,10 @@ public enum AccountEvent: Sendable, Equatable {
     /// - Throws: ``PayloadDecodingError`` when the payload is cut short, has bytes left over, a length
     ///   beyond the limits, text that is not UTF-8 or an encoding version newer than this code.
     public static func decode(_ kind: Kind, payload: UnsafeRawBufferPointer) throws -> AccountEvent {
-        var reader = try PayloadReader(payload)
-        let event: AccountEvent
-        switch kind {
-        case .accountCreated:
-            event = .accountCreated(
-                userId: try reader.string("userId"),
-                passwordHash: try reader.optionalString("passwordHash"),
-                isAnonymous: try reader.bool("isAnonymous"),
-                values: try reader.values("values")
-            )
-        case .anonymousAccountUpgraded:
-            event = .anonymousAccountUpgraded(
-                userId: try reader.string("userId"),
-                passwordHash: try reader.optionalString("passwordHash"),
-                values: try reader.values("values")
-            )
-        case .detailsModified:
-            event = .detailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
-        case .passwordChanged:
-            event = .passwordChanged(passwordHash: try reader.string("passwordHash"))
-        case .userIdChanged:
-            event = .userIdChanged(old: try reader.string("old"), new: try reader.string("new"))
-        case .accountDeleted:
-            event = .accountDeleted
-        case .loginSucceeded:
-            event = .loginSucceeded
-        case .loginFailed:
-            event = .loginFailed(reason: try reader.string("reason"))
-        case .loggedOut:
-            event = .loggedOut
-        case .passwordResetRequested:
-            event = .passwordResetRequested(
-                tokenHash: try reader.string("tokenHash"), expiresAtMicros: Int64(bitPattern: try reader.varint("expiresAtMicros")))
-        case .sessionStarted:
-            event = .sessionStarted(
-                sessionHash: try reader.string("sessionHash"), expiresAtMicros: Int64(bitPattern: try reader.varint("expiresAtMicros")))
-        case .sessionEnded:
-            event = .sessionEnded(sessionHash: try reader.string("sessionHash"), reason: try reader.string("reason"))
-        case .externalDetailsModified:
-            event = .externalDetailsModified(modified: try reader.values("modified"), removed: try reader.strings("removed"))
-        case .externalDetailsErased:
-            event = .externalDetailsErased
-        }
-        try reader.finish()
+        let declaration = kind.declaration
+        var fields = PayloadFieldReader(try PayloadReader(payload), fields: declaration.fields)
+        let event = try declaration.make(&fields)
+        try fields.finish()
         return event
     }
 

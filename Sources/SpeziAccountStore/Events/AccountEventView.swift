@@ -44,38 +44,25 @@ public struct AccountEventView {
         var removedOffset: Int?
         var valuesOffset = 0
         var valueCount = 0
-        switch kind {
-        case .accountCreated, .anonymousAccountUpgraded:
-            userIdOffset = reader.offset
-            try reader.skipString("userId")
-            if try reader.bool("passwordHash") { try reader.skipString("passwordHash") }
-            if kind == .accountCreated { _ = try reader.bool("isAnonymous") }
-            valuesOffset = reader.offset
-            valueCount = try reader.skipValues("values")
-        case .detailsModified, .externalDetailsModified:
-            valuesOffset = reader.offset
-            valueCount = try reader.skipValues("modified")
-            removedOffset = reader.offset
-            try reader.skipStrings("removed")
-        case .passwordChanged:
-            try reader.skipString("passwordHash")
-        case .userIdChanged:
-            try reader.skipString("old")
-            userIdOffset = reader.offset
-            try reader.skipString("new")
-        case .loginFailed:
-            try reader.skipString("reason")
-        case .passwordResetRequested:
-            try reader.skipString("tokenHash")
-            _ = try reader.varint("expiresAtMicros")
-        case .sessionStarted:
-            try reader.skipString("sessionHash")
-            _ = try reader.varint("expiresAtMicros")
-        case .sessionEnded:
-            try reader.skipString("sessionHash")
-            try reader.skipString("reason")
-        case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased:
-            break
+        // The fields as the catalogue declares them, checked as decoding checks them.
+        for field in kind.declaration.fields {
+            let start = reader.offset
+            switch field.type {
+            case .string: try reader.skipString(field.name)
+            case .optionalString: if try reader.bool(field.name) { try reader.skipString(field.name) }
+            case .bool: _ = try reader.bool(field.name)
+            case .varint: _ = try reader.varint(field.name)
+            case .strings: try reader.skipStrings(field.name)
+            case .values:
+                let count = try reader.skipValues(field.name)
+                if field.role == .values { valueCount = count }
+            }
+            switch field.role {
+            case .userId: userIdOffset = start
+            case .values: valuesOffset = start
+            case .removedIdentifiers: removedOffset = start
+            case nil: break
+            }
         }
         try reader.finish()
         self.kind = kind

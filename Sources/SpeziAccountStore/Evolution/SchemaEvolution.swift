@@ -141,7 +141,8 @@ public struct SchemaEvolution: Sendable {
             return .externalDetailsModified(
                 modified: try upcast(modified, writtenAt: version),
                 removed: upcast(removed: removed, writtenAt: version))
-        default:
+        case .passwordChanged, .userIdChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
+            .sessionStarted, .sessionEnded, .externalDetailsErased, .passwordRehashed, .redacted:
             return event
         }
     }

@@ -43,7 +43,7 @@ public enum UserIdNormalization {
         /// A part of the user id mixes scripts beyond UTS #39's moderately restrictive level: the
         /// part before the last `@` or a label of the domain after it (Latin with Cyrillic or
         /// Greek letters, say). Whole-script look-alikes are caught by the skeleton instead
-        /// (``UserIdNormalization/skeleton(_:)``).
+        /// (``UserIdNormalization/skeletons(_:)``).
         case mixedScript = "userIdMixedScript"
         /// A character carries more than ``UserIdNormalization/maxCombiningMarks`` combining marks
         /// (general categories Mn and Me) in a row.

@@ -33,11 +33,8 @@ struct LookAlikeProjection: Projection {
     var databaseNames: [String] { ["skeletons", "skeleton-of"] }
 
     func apply(_ record: some LogRecord, to state: ProjectionState, batch: inout Void) throws {
-        guard claimsFrom > 0, let kind = record.withTypeBytes({ AccountEvent.Kind(nameBytes: $0) }) else { return }
-        switch kind {
-        case .accountCreated, .anonymousAccountUpgraded, .userIdChanged, .accountDeleted: break
-        default: return
-        }
+        guard claimsFrom > 0, let kind = record.withTypeBytes({ AccountEvent.Kind(nameBytes: $0) }), kind.declaration.userIdClaim != .none
+        else { return }
         let accountId = record.streamID
         let account = Array(accountId.utf8)
         let keysVersion = evolution.currentVersion > 1 ? record.metadata.extra[SchemaEvolution.metadataKey].flatMap(Int.init) ?? 1 : 1
@@ -50,12 +47,7 @@ struct LookAlikeProjection: Projection {
                 _ = try state.delete("skeletons", key: Array(claim))
             }
         }
-        let userId: String
-        switch event {
-        case let .accountCreated(id, _, _, _), let .anonymousAccountUpgraded(id, _, _), let .userIdChanged(_, id): userId = id
-        default: return
-        }
-        guard !userId.isEmpty, record.position <= claimsFrom else { return }
+        guard let userId = event.userIdSet, !userId.isEmpty, record.position <= claimsFrom else { return }
         // Two old accounts that look alike: the first keeps the entry (`accountctl user-ids` names them).
         var held: [[UInt8]] = []
         for claim in skeletonClaims(userId).sorted().map({ Array($0.utf8) }) where try state.get("skeletons", key: claim) == nil {

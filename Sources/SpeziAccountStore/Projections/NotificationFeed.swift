@@ -189,8 +189,8 @@ extension AccountStore {
         case .loggedOut:
             guard let current = try afterState.map(details(from:)) else { return [] }
             return [notification(.disassociatingAccount(current))]
-        case .passwordChanged, .loginFailed, .passwordResetRequested, .sessionStarted, .sessionEnded, .externalDetailsModified,
-            .externalDetailsErased, .redacted:
+        case .passwordChanged, .passwordRehashed, .loginFailed, .passwordResetRequested, .sessionStarted, .sessionEnded,
+            .externalDetailsModified, .externalDetailsErased, .redacted:
             return []
         }
     }

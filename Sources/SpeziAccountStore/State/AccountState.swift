@@ -132,6 +132,10 @@ public struct AccountState: Sendable, Equatable {
         case let .passwordChanged(passwordHash):
             self.passwordHash = passwordHash
             self.resetTokens = [:]
+        case let .passwordRehashed(passwordHash):
+            // The same password in a new hash: the owner changed nothing.
+            self.passwordHash = passwordHash
+            return
         case let .userIdChanged(_, new):
             self.userId = new
         case .accountDeleted:

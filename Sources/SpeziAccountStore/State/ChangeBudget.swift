@@ -101,7 +101,7 @@ public struct ChangeBudget: Sendable, Equatable {
         case .externalDetailsErased:
             0
         case .accountCreated, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted,
-            .sessionEnded, .redacted:
+            .sessionEnded, .passwordRehashed, .redacted:
             nil
         }
     }

@@ -9,8 +9,8 @@ import SpeziAccount
 
 extension AccountStore {
     /// Checks a user id and password. Records the outcome (`auth.login-succeeded` or
-    /// `auth.login-failed`) in the account's stream and rehashes a password stored with weaker
-    /// parameters than the configured ones.
+    /// `auth.login-failed`) in the account's stream and rehashes a password stored with the other
+    /// algorithm or weaker parameters than the configured ones (`account.password-rehashed`).
     ///
     /// Every check is counted before the password is hashed (``AccountStoreOptions/loginThrottling``):
     /// a client that failed too often for this user id is locked out of it for a while, and a user
@@ -63,7 +63,7 @@ extension AccountStore {
         for _ in 0..<options.maxConflictRetries {
             var events: [AccountEvent] = []
             if try hasher.needsRehash(stored) {
-                events.append(.passwordChanged(passwordHash: try await hashPassword(password)))
+                events.append(.passwordRehashed(passwordHash: try await hashPassword(password)))
             }
             events.append(.loginSucceeded)
             events += alsoAppend

@@ -33,6 +33,37 @@ extension AccountStore {
         try await projections.rebuild(name, progress: progress)
     }
 
+    /// Reads the projection `name` (one of ``AccountStoreOptions/additionalProjections``, say) once
+    /// it has applied everything the log held when this was called, so that it shows every
+    /// command that returned before: read-your-writes, as the details cache gives it. The read is
+    /// one transaction of the serving generation (a rebuild that takes over never shows half).
+    ///
+    /// - Parameters:
+    ///   - name: The projection's name.
+    ///   - body: Reads the state (`ProjectionState.get(_:key:)`, `forEach`); it must not keep it
+    ///     beyond the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: The log's `EventLogError` when its last position cannot be read; `ProjectionError`
+    ///   for an unknown name, a projection that failed or does not catch up within
+    ///   `ProjectionStoreOptions.readYourWritesTimeout`; or what `body` throws.
+    public func readProjection<T>(_ name: String, _ body: (ProjectionState) throws -> T) async throws -> T {
+        let head = try await log.lastPosition()
+        try await projections.waitUntilApplied(name, position: head)
+        return try projections.read(name, body)
+    }
+
+    /// Reads the projection `name` as it is now, without waiting for it to catch up with the log
+    /// (see ``readProjection(_:_:)``, which does).
+    ///
+    /// - Parameters:
+    ///   - name: The projection's name.
+    ///   - body: Reads the state; it must not keep it beyond the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: `ProjectionError` for an unknown name, what `body` throws, or a storage error.
+    public func readProjectionNow<T>(_ name: String, _ body: (ProjectionState) throws -> T) throws -> T {
+        try projections.read(name, body)
+    }
+
     /// Returns once the projection `name` has applied the log up to `position`.
     ///
     /// - Parameters:

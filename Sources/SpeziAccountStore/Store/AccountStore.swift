@@ -154,7 +154,7 @@ public final class AccountStore: Sendable {
                     LookAlikeProjection(
                         claimsFrom: skeletonClaimsFrom, evolution: options.evolution, vault: vault,
                         skeletonClaims: { [accounts] in accounts.skeletonClaims(forUserId: $0) })
-                ], options: options.projections)
+                ] + options.additionalProjections, options: options.projections)
         } catch {
             await log.close()
             lock.release()
@@ -262,8 +262,9 @@ public final class AccountStore: Sendable {
         return details
     }
 
-    /// Returns once the details cache and the external view have applied everything the log held
-    /// when this was called: for a node that just opened a shared log, or a tool that reads at once.
+    /// Returns once the details cache, the external view and the additional projections
+    /// (``AccountStoreOptions/additionalProjections``) have applied everything the log held when
+    /// this was called: for a node that just opened a shared log, or a tool that reads at once.
     ///
     /// - Throws: The log's `EventLogError` when its last position cannot be read, or `ProjectionError`
     ///   when a projection has failed, is closed or does not catch up in time.
@@ -271,6 +272,9 @@ public final class AccountStore: Sendable {
         let head = try await log.lastPosition()
         try await projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
         try await projections.waitUntilApplied(ExternalDetailsProjection.projectionName, position: head)
+        for projection in options.additionalProjections {
+            try await projections.waitUntilApplied(projection.name, position: head)
+        }
     }
 
     /// Waits until the details cache has applied `position`: what an operation returns, every read shows.

@@ -67,6 +67,15 @@ public struct AccountStoreOptions: Sendable {
     /// How the store's projections (the details cache, the external-details view) are kept: batch
     /// sizes, the catch-up batch of rebuilds and first builds, the read-your-writes timeout.
     public var projections = ProjectionStoreOptions()
+    /// Read models of the app's own, kept by the store beside its built-in ones (the details
+    /// cache, the external-details view, the look-alike index) and in the same way: each batch
+    /// committed with its checkpoint, rebuilt from the log when its fingerprint changes or when
+    /// asked (``AccountStore/rebuildProjection(_:progress:)``), read with
+    /// ``AccountStore/readProjection(_:_:)`` once it has applied every command that returned
+    /// before. Each needs a name of its own, not one of the built-in ones; a store opened without
+    /// a projection keeps its databases, unused, until it is given it again. See
+    /// <doc:AddingAProjection>.
+    public var additionalProjections: [any Projection] = []
     /// Size limits per operation.
     public var limits = AccountStoreLimits()
     /// How password checks are throttled (see ``LoginThrottling``): by default five failures in a
