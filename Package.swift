@@ -131,12 +131,22 @@ let package = Package(
             name: "SpeziAccount",
             dependencies: ["Spezi", "SpeziAccountMacros", .product(name: "Logging", package: "swift-log")]
         ),
+        // Password hashes (Argon2id with the reference library, scrypt), the key vault of
+        // crypto-shredding and the sealing of personal data: the store's secrets, nothing of accounts.
+        .target(
+            name: "AccountSecurity",
+            dependencies: [
+                "CArgon2", "CChecksum", "BlockingPool", "KeyVaultStorage",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto")
+            ]
+        ),
         // The event-sourced account store: typed events, service, projections on the log.
         .target(
             name: "SpeziAccountStore",
             dependencies: [
+                "AccountSecurity",
                 "CChecksum",
-                "CArgon2",
                 "CUnicodeSecurity",
                 "EventLogProtocol",
                 "EventLog",
@@ -261,6 +271,7 @@ let package = Package(
         .testTarget(
             name: "SpeziAccountStoreTests",
             dependencies: [
+                "AccountSecurity",
                 "TestTiers",
                 "SpeziAccountStore", "EventLog", "LMDB", "SpeziAccount", "Spezi", "crash-test", "timing-check", "SpeziAccountTesting", "accountctl",
                 "CArgon2",

@@ -35,6 +35,7 @@ let package = Package(
         .executableTarget(
             name: "peer-compare",
             dependencies: [
+                .product(name: "EventLogProtocol", package: root),
                 .product(name: "EventLog", package: root),
                 "CRawLMDB",
                 .product(name: "Projections", package: root),
@@ -78,6 +79,7 @@ let package = Package(
         .executableTarget(
             name: "store-rebuild",
             dependencies: [
+                .product(name: "EventLogProtocol", package: root),
                 .product(name: "SpeziAccountStore", package: root),
                 .product(name: "SpeziAccountTesting", package: root),
                 .product(name: "SpeziAccount", package: root),
@@ -91,6 +93,7 @@ let package = Package(
         .executableTarget(
             name: "hot-paths",
             dependencies: [
+                .product(name: "EventLogProtocol", package: root),
                 .product(name: "AccountServer", package: root),
                 .product(name: "EventLog", package: root),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -106,6 +109,7 @@ let package = Package(
         .executableTarget(
             name: "EventLogBenchmarks",
             dependencies: [
+                .product(name: "EventLogProtocol", package: root),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "EventLog", package: root)
             ],

@@ -5,6 +5,7 @@
 
 import BlockingPool
 import DequeModule
+import EventLogProtocol
 import Foundation
 internal import LMDB
 import LogRecordFormat

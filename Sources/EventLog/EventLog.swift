@@ -3,10 +3,10 @@
 // SPDX-License-Identifier: MIT
 //
 
-@_exported import EventLogProtocol
+public import EventLogProtocol
 import Foundation
 internal import LMDB
-@_exported import LogRecordFormat
+public import LogRecordFormat
 import Logging
 import Synchronization
 

@@ -4,6 +4,7 @@
 //
 
 internal import CChecksum
+import EventLogProtocol
 import Foundation
 internal import LMDB
 import LogRecordFormat

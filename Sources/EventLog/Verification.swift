@@ -5,6 +5,7 @@
 
 import BlockingPool
 internal import CChecksum
+import EventLogProtocol
 import Foundation
 internal import LMDB
 import LogRecordFormat

@@ -84,7 +84,7 @@ extension UUID {
     /// `/dev/urandom` for every id.
     ///
     /// - Returns: a new random UUID.
-    public static func random() -> UUID {
+    package static func random() -> UUID {
         var bytes = (RandomWords.next(), RandomWords.next())
         return withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = (raw[6] & 0x0F) | 0x40
@@ -102,7 +102,7 @@ extension UUID {
     /// proposed, which its record's timestamp shows anyway.
     ///
     /// - Returns: a new version-7 UUID, ordered by the time it was made.
-    public static func timeOrdered() -> UUID {
+    package static func timeOrdered() -> UUID {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         let nanoseconds = UInt64(max(time.tv_sec, 0)) * 1_000_000_000 + UInt64(max(time.tv_nsec, 0))
@@ -114,6 +114,22 @@ extension UUID {
         var bytes = (high.bigEndian, low.bigEndian)
         return withUnsafeBytes(of: &bytes) { UUID(uuid: $0.load(as: uuid_t.self)) }
     }
+}
+
+/// New event ids, for a writer of its own (the log's own ``ProposedEvent`` takes a time-ordered
+/// one by default). Kept off Foundation's `UUID`, so that this package adds nothing to a type that
+/// is not its own.
+public enum EventIDs {
+    /// A time-ordered (version 7, RFC 9562) UUID: ids made one after another sort in the order
+    /// they were made, which keeps the log's event-id index appending near its end.
+    ///
+    /// - Returns: a new version-7 UUID.
+    public static func timeOrdered() -> UUID { UUID.timeOrdered() }
+
+    /// A random (version 4) UUID from the system's secure generator, read 4 KiB at a time.
+    ///
+    /// - Returns: a new version-4 UUID.
+    public static func random() -> UUID { UUID.random() }
 }
 
 /// An event to append.
@@ -138,7 +154,9 @@ public struct ProposedEvent: Sendable, Hashable {
     ///   - schemaVersion: the version of the payload's schema.
     ///   - metadata: who caused the event and why.
     ///   - payload: the encoded event.
-    public init(eventID: UUID = .timeOrdered(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data) {
+    public init(
+        eventID: UUID = EventIDs.timeOrdered(), type: String, schemaVersion: UInt32 = 1, metadata: EventMetadata = EventMetadata(), payload: Data
+    ) {
         self.eventID = eventID
         self.type = type
         self.schemaVersion = schemaVersion

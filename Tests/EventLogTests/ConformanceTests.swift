@@ -5,6 +5,7 @@
 
 import EventLog
 import EventLogConformance
+import EventLogProtocol
 import Foundation
 import LMDB
 import TestSupport

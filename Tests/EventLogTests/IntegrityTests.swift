@@ -4,8 +4,10 @@
 //
 
 import EventLog
+import EventLogProtocol
 import Foundation
 import LMDB
+import LogRecordFormat
 import Synchronization
 import TestSupport
 import TestTiers

@@ -5,6 +5,7 @@
 
 import Dispatch
 import EventLog
+import EventLogProtocol
 import Foundation
 import LMDB
 import Projections

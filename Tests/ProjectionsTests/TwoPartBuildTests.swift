@@ -4,6 +4,7 @@
 //
 
 import EventLog
+import EventLogProtocol
 import Foundation
 import LMDB
 import Projections

@@ -9,6 +9,7 @@ import SpeziAccount
 import Synchronization
 import Testing
 
+@testable import AccountSecurity
 @testable import SpeziAccountStore
 
 @Suite("Argon2id password hashes")

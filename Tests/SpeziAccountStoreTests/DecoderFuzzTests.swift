@@ -4,10 +4,13 @@
 //
 
 import Crypto
+import EventLogProtocol
 import Foundation
+import LogRecordFormat
 import TestSupport
 import Testing
 
+@testable import AccountSecurity
 @testable import EventLog
 @testable import SpeziAccountStore
 

@@ -5,6 +5,7 @@
 
 import Testing
 
+@testable import AccountSecurity
 @testable import SpeziAccountStore
 
 @Suite("Password hashing")

@@ -13,6 +13,7 @@
 //        log-crash-child <log path> hold-reader     (opens a read transaction and waits to be killed)
 
 import EventLog
+import EventLogProtocol
 import Foundation
 import LMDB
 

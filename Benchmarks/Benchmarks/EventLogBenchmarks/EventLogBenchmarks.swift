@@ -4,6 +4,7 @@
 //
 // ordo-one/benchmark suites for the event log: `swift package benchmark` from this folder.
 
+import EventLogProtocol
 import Benchmark
 import EventLog
 import Foundation

@@ -30,6 +30,7 @@
 // `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
 // (callgrind 3.19 crashes there): async work runs in a task the main thread waits for.
 
+import EventLogProtocol
 import Dispatch
 import EventLog
 import Foundation
@@ -276,7 +277,7 @@ func run() throws -> (count: Int, checksum: Int) {
                         var written = 0
                         for index in 0..<perWriter {
                             var event = batch[writer * perWriter + index]
-                            event.eventID = .timeOrdered()
+                            event.eventID = EventIDs.timeOrdered()
                             written += try await log.append(event, to: "writer-\(writer)").positions.count
                         }
                         return written

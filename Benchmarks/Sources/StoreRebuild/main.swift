@@ -10,6 +10,7 @@
 //   store-rebuild write DIR ACCOUNTS EVENTS   (phase 1: fill a store; internal)
 //   store-rebuild rebuild DIR                 (phase 2: time both rebuilds; internal)
 
+import EventLogProtocol
 import EventLog
 import Foundation
 import Projections

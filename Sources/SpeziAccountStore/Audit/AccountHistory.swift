@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import EventLogProtocol
 import Foundation
 
 /// One event of an account's stream, as an audit trail shows it: when, where in the log, what, by

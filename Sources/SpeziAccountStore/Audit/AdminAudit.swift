@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import EventLogProtocol
 import Foundation
 
 /// Something an administrator did that the audit trail keeps: who looked at which account, who

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import Foundation
 
 /// Account values as they travel in events: each value encoded (JSON) under its key's stable identifier.

@@ -3,7 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import AccountSecurity
+import EventLogProtocol
 import Foundation
 import Spezi
 import SpeziAccount

@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLog
+import EventLogProtocol
 import Foundation
 import SpeziAccount
 

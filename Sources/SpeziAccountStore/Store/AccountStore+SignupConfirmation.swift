@@ -3,8 +3,9 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import Crypto
-import EventLog
+import EventLogProtocol
 import Foundation
 import SpeziAccount
 

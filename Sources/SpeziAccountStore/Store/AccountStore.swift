@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import Crypto
 import EventLogProtocol
 import Foundation

@@ -4,6 +4,7 @@
 //
 
 import EventLog
+import EventLogProtocol
 import Foundation
 
 /// Where a store's event log lives, read from ``AccountStoreOptions/logLocation``; opening a store

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 internal import BlockingPool
 import EventLogProtocol
 import Foundation

@@ -3,8 +3,9 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 internal import BlockingPool
-import EventLog
+import EventLogProtocol
 import Foundation
 import KeyVaultStorage
 import Logging

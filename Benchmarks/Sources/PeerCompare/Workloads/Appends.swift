@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import EventLogProtocol
 import EventLog
 import Foundation
 
@@ -97,7 +98,7 @@ enum AppendWorkloads {
                                 for index in 0..<perWriter {
                                     // A fresh default (time-ordered) id, as the account store's appends get.
                                     var event = events[writer * perWriter + index]
-                                    event.eventID = .timeOrdered()
+                                    event.eventID = EventIDs.timeOrdered()
                                     _ = try await log.append(event, to: "writer-\(writer)")
                                 }
                             }

@@ -22,34 +22,34 @@ import KeyVaultStorage
 /// Several processes share the file. Slots are only ever appended at the end or rewritten in
 /// place, each with one `pwrite` followed by `fdatasync`, under an exclusive `flock`; readers of
 /// slots another process may be writing hold a shared one.
-struct VaultFile {
-    enum SlotState: UInt8 {
+package struct VaultFile {
+    package enum SlotState: UInt8 {
         case live = 1
         case shredded = 2
         case shredding = 3
     }
 
     /// One parsed slot.
-    struct Slot {
+    package struct Slot {
         var state: SlotState
         var accountId: String
         var key: SymmetricKey?
     }
 
-    static let headerSize = KeyVaultLayout.headerSize
-    static let slotSize = KeyVaultLayout.slotSize
-    static let maxAccountIdBytes = 88
-    static let magic = Array("SPZVAULT".utf8)
-    static let idRange = 48..<64
+    package static let headerSize = KeyVaultLayout.headerSize
+    package static let slotSize = KeyVaultLayout.slotSize
+    package static let maxAccountIdBytes = 88
+    package static let magic = Array("SPZVAULT".utf8)
+    package static let idRange = 48..<64
 
-    let path: String
-    let descriptor: Int32
+    package let path: String
+    package let descriptor: Int32
 
     // MARK: Locks
 
     /// Runs `body` holding the file's `flock` (shared or exclusive); another process's lock makes
     /// it wait. The lock belongs to this open file, so two vaults open in one process exclude each other too.
-    func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
+    package func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
         while flock(descriptor, exclusive ? LOCK_EX : LOCK_SH) != 0 {
             guard errno == EINTR else { throw KeyVaultError.io(path: path, operation: "flock", errno: errno) }
         }
@@ -60,14 +60,14 @@ struct VaultFile {
     // MARK: Reading
 
     /// The file's size in bytes.
-    func size() throws -> Int {
+    package func size() throws -> Int {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw KeyVaultError.io(path: path, operation: "stat", errno: errno) }
         return Int(status.st_size)
     }
 
     /// `count` bytes at `offset` (fewer at the end of the file).
-    func read(at offset: Int, count: Int) throws -> [UInt8] {
+    package func read(at offset: Int, count: Int) throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
@@ -83,7 +83,7 @@ struct VaultFile {
     }
 
     /// The claim secret and vault id of a header, or an error saying why it is not one.
-    static func parseHeader(_ bytes: [UInt8], path: String) throws -> (secret: SymmetricKey, id: [UInt8]) {
+    package static func parseHeader(_ bytes: [UInt8], path: String) throws -> (secret: SymmetricKey, id: [UInt8]) {
         guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else {
             throw KeyVaultError.notAVault(path: path, reason: "no SPZVAULT header")
         }
@@ -95,7 +95,7 @@ struct VaultFile {
 
     /// The slots in `bytes` (whole slots only), numbered from `first`. An all-zero slot was never
     /// written (nil); a slot whose checksum fails is damaged.
-    static func parseSlots(_ bytes: [UInt8], first: Int, path: String) throws -> [Slot?] {
+    package static func parseSlots(_ bytes: [UInt8], first: Int, path: String) throws -> [Slot?] {
         let count = bytes.count / slotSize
         return try (0..<count).map { index in
             let raw = Array(bytes[(index * slotSize)..<((index + 1) * slotSize)])
@@ -103,7 +103,7 @@ struct VaultFile {
         }
     }
 
-    static func parseSlot(_ raw: [UInt8], number: Int, path: String) throws -> Slot? {
+    package static func parseSlot(_ raw: [UInt8], number: Int, path: String) throws -> Slot? {
         if raw.allSatisfy({ $0 == 0 }) { return nil }
         guard raw.count == slotSize, checksum(raw) == uint32(raw, at: 4), let state = SlotState(rawValue: raw[0]),
             Int(raw[1]) <= maxAccountIdBytes
@@ -115,14 +115,14 @@ struct VaultFile {
     }
 
     /// The slot numbered `number`, read from the file now.
-    func readSlot(_ number: Int) throws -> Slot? {
+    package func readSlot(_ number: Int) throws -> Slot? {
         try Self.parseSlot(read(at: Self.headerSize + number * Self.slotSize, count: Self.slotSize), number: number, path: path)
     }
 
     // MARK: Writing
 
     /// Writes `bytes` at `offset` and flushes them before returning.
-    func write(_ bytes: [UInt8], at offset: Int) throws {
+    package func write(_ bytes: [UInt8], at offset: Int) throws {
         var done = 0
         while done < bytes.count {
             let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + done, bytes.count - done, off_t(offset + done)) }
@@ -136,11 +136,11 @@ struct VaultFile {
         guard fdatasync(descriptor) == 0 else { throw KeyVaultError.io(path: path, operation: "fdatasync", errno: errno) }
     }
 
-    func write(slot number: Int, state: SlotState, key: [UInt8], accountId: [UInt8]) throws {
+    package func write(slot number: Int, state: SlotState, key: [UInt8], accountId: [UInt8]) throws {
         try write(Self.slotBytes(state: state, key: key, accountId: accountId), at: Self.headerSize + number * Self.slotSize)
     }
 
-    static func slotBytes(state: SlotState, key: [UInt8], accountId: [UInt8]) -> [UInt8] {
+    package static func slotBytes(state: SlotState, key: [UInt8], accountId: [UInt8]) -> [UInt8] {
         var bytes = [state.rawValue, UInt8(accountId.count), 0, 0, 0, 0, 0, 0] + key + accountId
         bytes += [UInt8](repeating: 0, count: slotSize - bytes.count)
         bytes.replaceSubrange(4..<8, with: bigEndian(checksum(bytes)))
@@ -148,7 +148,7 @@ struct VaultFile {
     }
 
     /// A new header with a fresh claim secret and vault id.
-    static func newHeader() -> [UInt8] {
+    package static func newHeader() -> [UInt8] {
         var header = magic + bigEndian(UInt32(1)) + bigEndian(UInt32(slotSize))
         header += SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         header += SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
@@ -158,7 +158,7 @@ struct VaultFile {
     /// Creates the vault file at `path` with a new header, atomically: it is written and flushed
     /// under a temporary name and linked into place, so a concurrent opener sees either no vault or
     /// a whole one. Returns false when another process created it first.
-    static func create(at path: String) throws -> Bool {
+    package static func create(at path: String) throws -> Bool {
         let temporary = path + ".new-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeyVaultError.cannotOpen(path: temporary, errno: errno) }
@@ -172,22 +172,30 @@ struct VaultFile {
             throw KeyVaultError.io(path: path, operation: "link", errno: errno)
         }
         // Make the new name itself durable.
-        StoreFolders.syncFolder(URL(fileURLWithPath: path).deletingLastPathComponent())
+        Self.syncFolder(URL(fileURLWithPath: path).deletingLastPathComponent())
         return true
+    }
+
+    /// Flushes a folder, so that a name made in it is durable.
+    package static func syncFolder(_ folder: URL) {
+        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
     }
 
     // MARK: Integers and checksums
 
-    static func checksum(_ slot: [UInt8]) -> UInt32 {
+    package static func checksum(_ slot: [UInt8]) -> UInt32 {
         let covered = Array(slot[0..<4]) + Array(slot[8..<slotSize])
         return covered.withUnsafeBytes { cchecksum_crc32c(0, $0.baseAddress, $0.count) }
     }
 
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
+    package static func bigEndian(_ value: UInt32) -> [UInt8] {
         [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
     }
 
-    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    package static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
     }
 }

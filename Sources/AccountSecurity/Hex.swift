@@ -24,14 +24,14 @@ package func hexString(_ bytes: UnsafeRawBufferPointer) -> String {
 extension Sequence<UInt8> {
     /// The bytes as lowercase hexadecimal, two digits each.
     package var hexString: String {
-        if let text = withContiguousStorageIfAvailable({ SpeziAccountStore.hexString(UnsafeRawBufferPointer($0)) }) { return text }
-        return Array(self).withUnsafeBytes { SpeziAccountStore.hexString($0) }
+        if let text = withContiguousStorageIfAvailable({ AccountSecurity.hexString(UnsafeRawBufferPointer($0)) }) { return text }
+        return Array(self).withUnsafeBytes { AccountSecurity.hexString($0) }
     }
 }
 
 extension Digest {
     /// The digest as lowercase hexadecimal, read in place.
     package var hexString: String {
-        withUnsafeBytes { SpeziAccountStore.hexString($0) }
+        withUnsafeBytes { AccountSecurity.hexString($0) }
     }
 }

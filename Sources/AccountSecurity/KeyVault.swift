@@ -5,7 +5,6 @@
 
 internal import BlockingPool
 import Crypto
-import EventLog
 import Foundation
 import KeyVaultStorage
 import Synchronization
@@ -53,23 +52,23 @@ public enum KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
 /// from memory under a lock of their own, never held across storage access, so a flush holds up
 /// only other writers.
 public final class KeyVault: Sendable {
-    typealias SlotState = VaultFile.SlotState
+    package typealias SlotState = VaultFile.SlotState
 
-    struct Entry {
+    package struct Entry {
         var slot: Int
         var state: SlotState
         var key: SymmetricKey?
     }
 
-    struct Cache {
+    package struct Cache {
         var byAccount: [String: Entry] = [:]
         /// Slots read from the file so far (the file may have more, added by other processes).
         var slotCount = 0
     }
 
-    static let headerSize = VaultFile.headerSize
-    static let slotSize = VaultFile.slotSize
-    static let maxAccountIdBytes = VaultFile.maxAccountIdBytes
+    package static let headerSize = VaultFile.headerSize
+    package static let slotSize = VaultFile.slotSize
+    package static let maxAccountIdBytes = VaultFile.maxAccountIdBytes
 
     /// Where the vault is: the path of the vault file, or the PostgreSQL location of its tables.
     public let path: String
@@ -79,10 +78,10 @@ public final class KeyVault: Sendable {
     /// without revealing the secret.
     public let fingerprint: String
     /// True when no other process had the vault open when this one opened it.
-    var openedAlone: Bool { storage.openedAlone }
-    let storage: any KeyVaultStorage
+    package var openedAlone: Bool { storage.openedAlone }
+    package let storage: any KeyVaultStorage
     /// The secret that keys user-id claims (HMAC-SHA256).
-    let claimSecret: SymmetricKey
+    package let claimSecret: SymmetricKey
     private let cache: Mutex<Cache>
     /// Held while this process uses the storage (see `withFile`).
     private let fileAccess = Mutex(())
@@ -217,13 +216,13 @@ public final class KeyVault: Sendable {
     }
 
     /// The account's key if this process has seen it already (no file access), or nil.
-    func knownKey(for accountId: String) -> SymmetricKey? {
+    package func knownKey(for accountId: String) -> SymmetricKey? {
         cache.withLock { $0.byAccount[accountId]?.key }
     }
 
     /// Runs a vault call that may write and flush the file on the vault's own thread, so that the
     /// flush never holds a thread of Swift's cooperative pool.
-    func offPool<T: Sendable>(_ body: @escaping @Sendable (KeyVault) throws -> T) async throws -> T {
+    package func offPool<T: Sendable>(_ body: @escaping @Sendable (KeyVault) throws -> T) async throws -> T {
         try await BlockingPool.vault.run { [self] in try body(self) }
     }
 
@@ -295,7 +294,7 @@ public final class KeyVault: Sendable {
 
     /// Marks the key as about to be destroyed (before the deletion is appended), so that a crash in
     /// between is finished at the next open by ``finishShredding(isDeleted:)``.
-    func markShredding(_ accountId: String) throws {
+    package func markShredding(_ accountId: String) throws {
         try change(accountId, from: [.live], to: .shredding)
     }
 
@@ -311,7 +310,7 @@ public final class KeyVault: Sendable {
     }
 
     /// Takes back a mark of ``markShredding(_:)`` (the deletion was not appended).
-    func cancelShredding(_ accountId: String) throws {
+    package func cancelShredding(_ accountId: String) throws {
         try change(accountId, from: [.shredding], to: .live)
     }
 
@@ -337,7 +336,7 @@ public final class KeyVault: Sendable {
     /// destroys it). `deletions` says, for each account ``pendingShreds()`` listed, whether its
     /// deletion is in the log. Returns the accounts shredded.
     @discardableResult
-    func finishShredding(_ deletions: [String: Bool]) throws -> [String] {
+    package func finishShredding(_ deletions: [String: Bool]) throws -> [String] {
         var shredded: [String] = []
         for (accountId, isDeleted) in deletions.sorted(by: { $0.key < $1.key }) {
             if isDeleted {
@@ -352,7 +351,7 @@ public final class KeyVault: Sendable {
 
     /// The accounts marked for shredding (read again from the file): their deletions may not have
     /// reached the log. ``finishShredding(_:)`` settles them.
-    func pendingShreds() throws -> [String] {
+    package func pendingShreds() throws -> [String] {
         try withFile(exclusive: false) { try refresh() }
         return cache.withLock { $0.byAccount.filter { $0.value.state == .shredding }.map(\.key) }
     }
@@ -379,6 +378,6 @@ public final class KeyVault: Sendable {
 
     // The layout helpers some tests and the details projection use.
 
-    static func bigEndian(_ value: UInt32) -> [UInt8] { VaultFile.bigEndian(value) }
-    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 { VaultFile.uint32(bytes, at: offset) }
+    package static func bigEndian(_ value: UInt32) -> [UInt8] { VaultFile.bigEndian(value) }
+    package static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 { VaultFile.uint32(bytes, at: offset) }
 }

@@ -3,7 +3,9 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import EventLog
+import EventLogProtocol
 import Foundation
 
 /// Builds a new store from a stream of records (an export, or another store's log) in a folder
@@ -237,9 +239,6 @@ enum StoreFolders {
     }
 
     static func syncFolder(_ folder: URL) {
-        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
+        VaultFile.syncFolder(folder)
     }
 }

@@ -3,8 +3,10 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 internal import BlockingPool
 import EventLog
+import EventLogProtocol
 import Foundation
 
 /// What a backup or restore copied.

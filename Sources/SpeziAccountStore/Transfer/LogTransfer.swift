@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import EventLogProtocol
 import Foundation
 import Synchronization

@@ -50,7 +50,7 @@ public struct Argon2idParameters: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Within what the library accepts and what a server can afford (at most 4 GiB, 64 passes, 16 lanes).
-    var isInRange: Bool {
+    package var isInRange: Bool {
         (1...16).contains(parallelism) && (8 * parallelism...(4 << 20)).contains(memoryKiB) && (1...64).contains(iterations)
     }
 }
@@ -76,11 +76,11 @@ public enum PasswordAlgorithm: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Argon2id through libargon2: raw derivation, and the PHC string around it.
-enum Argon2id {
+package enum Argon2id {
     /// The Argon2 version this writes and accepts (0x13 = 19).
-    static let version = 19
+    package static let version = 19
 
-    static func derive(_ password: String, salt: [UInt8], parameters: Argon2idParameters, keyLength: Int) throws -> [UInt8] {
+    package static func derive(_ password: String, salt: [UInt8], parameters: Argon2idParameters, keyLength: Int) throws -> [UInt8] {
         guard parameters.isInRange else { throw PasswordHashingError.invalidArgon2Parameters(parameters) }
         var key = [UInt8](repeating: 0, count: keyLength)
         let password = Array(password.utf8)
@@ -94,12 +94,12 @@ enum Argon2id {
     }
 
     /// `$argon2id$v=19$m=…,t=…,p=…$<salt>$<key>`, base64 without padding.
-    static func format(parameters: Argon2idParameters, salt: String, key: String) -> String {
+    package static func format(parameters: Argon2idParameters, salt: String, key: String) -> String {
         "$argon2id$v=\(version)$\(parameters)$\(salt)$\(key)"
     }
 
     /// The parameters of a stored string's fields (after the leading empty one and `argon2id`).
-    static func parameters(version: Substring, costs: Substring) throws -> Argon2idParameters {
+    package static func parameters(version: Substring, costs: Substring) throws -> Argon2idParameters {
         guard version == "v=\(Self.version)" else { throw PasswordHashingError.malformedHash("unsupported Argon2 version '\(version)'") }
         var values: [String: Int] = [:]
         for pair in costs.split(separator: ",") {

@@ -239,13 +239,13 @@ public struct PasswordHasher: Sendable {
 
     // MARK: - Internals
 
-    struct Parsed {
+    package struct Parsed {
         let algorithm: PasswordAlgorithm
         let salt: [UInt8]
         let key: [UInt8]
     }
 
-    static func parse(_ stored: String) throws -> Parsed {
+    package static func parse(_ stored: String) throws -> Parsed {
         let fields = stored.split(separator: "$", omittingEmptySubsequences: false)
         if fields.count == 6, fields[0].isEmpty, fields[1] == "argon2id" {
             let parameters = try Argon2id.parameters(version: fields[2], costs: fields[3])
@@ -276,13 +276,13 @@ public struct PasswordHasher: Sendable {
         return Parsed(algorithm: .scrypt(parameters), salt: salt, key: key)
     }
 
-    static func checkRange(_ parameters: ScryptParameters) throws {
+    package static func checkRange(_ parameters: ScryptParameters) throws {
         guard (1...24).contains(parameters.logN), (1...32).contains(parameters.blockSize), (1...16).contains(parameters.parallelism) else {
             throw PasswordHashingError.invalidParameters(parameters)
         }
     }
 
-    static func derive(_ password: String, salt: [UInt8], parameters: ScryptParameters) throws -> [UInt8] {
+    package static func derive(_ password: String, salt: [UInt8], parameters: ScryptParameters) throws -> [UInt8] {
         do {
             let key = try KDF.Scrypt.deriveKey(
                 from: Array(password.utf8),
@@ -298,7 +298,7 @@ public struct PasswordHasher: Sendable {
         }
     }
 
-    static func format(parameters: ScryptParameters, salt: [UInt8], key: [UInt8]) -> String {
+    package static func format(parameters: ScryptParameters, salt: [UInt8], key: [UInt8]) -> String {
         "$scrypt$\(parameters)$\(encodeBase64(salt))$\(encodeBase64(key))"
     }
 
@@ -313,7 +313,7 @@ public struct PasswordHasher: Sendable {
         return difference == 0
     }
 
-    static func encodeBase64(_ bytes: [UInt8]) -> String {
+    package static func encodeBase64(_ bytes: [UInt8]) -> String {
         var string = Data(bytes).base64EncodedString()
         while string.hasSuffix("=") {
             string.removeLast()

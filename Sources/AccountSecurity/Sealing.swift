@@ -12,30 +12,30 @@ import Foundation
 /// nonce, the ciphertext, a 16-byte tag. The associated data binds the bytes to their place: the
 /// account id, a zero byte, and the event type (or `state` / `external` for projection values), so
 /// sealed bytes copied to another account or event type do not open.
-enum Sealing {
-    static let version: UInt8 = 2
+package enum Sealing {
+    package static let version: UInt8 = 2
 
-    enum Failure: Error, CustomStringConvertible {
+    package enum Failure: Error, CustomStringConvertible {
         case damaged(String)
-        var description: String {
+        package var description: String {
             switch self {
             case let .damaged(reason): "sealed data does not open: \(reason)"
             }
         }
     }
 
-    static func associatedData(_ accountId: String, _ label: String) -> [UInt8] {
+    package static func associatedData(_ accountId: String, _ label: String) -> [UInt8] {
         Array(accountId.utf8) + [0] + Array(label.utf8)
     }
 
-    static func isSealed(_ bytes: UnsafeRawBufferPointer) -> Bool { bytes.first == version }
+    package static func isSealed(_ bytes: UnsafeRawBufferPointer) -> Bool { bytes.first == version }
 
-    static func seal(_ plaintext: [UInt8], key: SymmetricKey, accountId: String, label: String) throws -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], key: SymmetricKey, accountId: String, label: String) throws -> [UInt8] {
         let box = try ChaChaPoly.seal(plaintext, using: key, authenticating: associatedData(accountId, label))
         return [version] + Array(box.nonce) + Array(box.ciphertext) + Array(box.tag)
     }
 
-    static func open(_ sealed: UnsafeRawBufferPointer, key: SymmetricKey, accountId: String, label: String) throws -> [UInt8] {
+    package static func open(_ sealed: UnsafeRawBufferPointer, key: SymmetricKey, accountId: String, label: String) throws -> [UInt8] {
         guard sealed.count >= 1 + 12 + 16, sealed.first == version else { throw Failure.damaged("too short or not sealed") }
         do {
             let box = try ChaChaPoly.SealedBox(combined: Data(sealed[1...]))

@@ -12,16 +12,16 @@ import KeyVaultStorage
 /// whether another process has the vault open. Reads and writes go through ``VaultFile``: slots
 /// are appended or rewritten in place, each write flushed with `fdatasync` before it returns.
 // Unchecked Sendable: its properties never change after init; `VaultFile` takes the vault's lock for every read and write.
-final class FileVaultStorage: KeyVaultStorage, @unchecked Sendable {
-    let file: VaultFile
-    let openedAlone: Bool
+package final class FileVaultStorage: KeyVaultStorage, @unchecked Sendable {
+    package let file: VaultFile
+    package let openedAlone: Bool
     private let usersDescriptor: Int32
 
-    var location: String { file.path }
+    package var location: String { file.path }
 
     /// Opens the vault file at `path`, creating it (with a new claim secret and id) when it is
     /// missing and `create` is true.
-    init(path: String, create: Bool) throws {
+    package init(path: String, create: Bool) throws {
         let fileManager = FileManager.default
         if !fileManager.fileExists(atPath: path) {
             guard create else { throw KeyVaultError.missing(path: path) }
@@ -47,19 +47,19 @@ final class FileVaultStorage: KeyVaultStorage, @unchecked Sendable {
         close(usersDescriptor)
     }
 
-    func readHeader() throws -> [UInt8] {
+    package func readHeader() throws -> [UInt8] {
         try file.read(at: 0, count: VaultFile.headerSize)
     }
 
-    func writeHeaderID(_ id: [UInt8]) throws {
+    package func writeHeaderID(_ id: [UInt8]) throws {
         try file.write(id, at: VaultFile.idRange.lowerBound)
     }
 
-    func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
+    package func withLock<T>(exclusive: Bool, _ body: () throws -> T) throws -> T {
         try file.withLock(exclusive: exclusive, body)
     }
 
-    func readSlots(from first: Int) throws -> [UInt8] {
+    package func readSlots(from first: Int) throws -> [UInt8] {
         let start = VaultFile.headerSize + first * VaultFile.slotSize
         // A slot cut short by a crash during its first write was never used: it is not counted.
         let whole = max(try file.size() - start, 0) / VaultFile.slotSize
@@ -67,16 +67,16 @@ final class FileVaultStorage: KeyVaultStorage, @unchecked Sendable {
         return try file.read(at: start, count: whole * VaultFile.slotSize)
     }
 
-    func readSlot(_ number: Int) throws -> [UInt8] {
+    package func readSlot(_ number: Int) throws -> [UInt8] {
         let bytes = try file.read(at: VaultFile.headerSize + number * VaultFile.slotSize, count: VaultFile.slotSize)
         return bytes.count == VaultFile.slotSize ? bytes : [UInt8](repeating: 0, count: VaultFile.slotSize)
     }
 
-    func writeSlots(_ bytes: [UInt8], at first: Int) throws {
+    package func writeSlots(_ bytes: [UInt8], at first: Int) throws {
         try file.write(bytes, at: VaultFile.headerSize + first * VaultFile.slotSize)
     }
 
-    func release() {
+    package func release() {
         _ = flock(usersDescriptor, LOCK_UN)
     }
 }
