@@ -8,11 +8,32 @@ import Foundation
 import SpeziAccountStore
 import TestSupport
 
+/// What the power-loss undos changed on disk over the rounds, measured on the files' bytes
+/// (`PowerLoss.Outcome`).
+struct PowerLossTally {
+    var rounds = 0
+    /// The rounds whose undo changed at least one byte.
+    var roundsChanged = 0
+    /// Files whose bytes the undo changed, counted once per round.
+    var filesChanged = 0
+    var bytesChanged = 0
+    /// The writes the shim journaled (what it recorded, not what the undo changed).
+    var journaledWrites = 0
+
+    mutating func add(_ outcome: PowerLoss.Outcome) {
+        rounds += 1
+        if outcome.bytesChanged > 0 { roundsChanged += 1 }
+        filesChanged += outcome.filesChanged
+        bytesChanged += outcome.bytesChanged
+        journaledWrites += outcome.journaledWrites
+    }
+}
+
 /// What the rounds found.
 struct CrashSummary {
     var crashes = 0
-    /// With power loss: the unflushed writes undone after the kills.
-    var writesUndone: Int?
+    /// With power loss: what the undos after the kills changed on disk.
+    var powerLoss: PowerLossTally?
     var acknowledged = 0
     var lost = 0
     var mismatches = 0
@@ -44,7 +65,11 @@ struct CrashSummary {
             "mismatches: \(mismatches)",
             "log records: \(records), accounts: \(accounts)"
         ]
-        if let writesUndone { lines.insert("unflushed writes undone (power loss): \(writesUndone)", at: 1) }
+        if let powerLoss {
+            lines.insert(
+                "bytes rolled back (power loss): \(powerLoss.bytesChanged) in \(powerLoss.filesChanged) files, in \(powerLoss.roundsChanged) of \(powerLoss.rounds) rounds (\(powerLoss.journaledWrites) writes journaled)",
+                at: 1)
+        }
         lines.append("kills after an acknowledgement: \(killsAfterAcknowledgement) (waits for one in vain: \(acknowledgementWaitsInVain))")
         lines.append(
             "deletions checked shredded: \(deletionsCheckedShredded); accounts killed between deletion and key destruction: \(killedBeforeShredding)")
@@ -54,6 +79,16 @@ struct CrashSummary {
         }
         lines += problems.prefix(20).map { "problem: \($0)" }
         return lines.joined(separator: "\n")
+    }
+
+    /// Why the run failed, or nil. A power-loss run fails when its undos never changed a byte
+    /// (the undo is broken, or the shim did not load: nothing was cut).
+    var failure: String? {
+        if let powerLoss, powerLoss.bytesChanged == 0 {
+            return "no power cut changed a byte on disk in \(powerLoss.rounds) rounds: the undo is broken or the shim did not load"
+        }
+        if lost > 0 || mismatches > 0 { return "\(lost) lost, \(mismatches) mismatches" }
+        return nil
     }
 }
 
@@ -172,7 +207,8 @@ struct CrashHarness {
         if childEnvironment != nil {
             // The ack file is the clients' memory, not the store's: it is not watched and keeps all.
             let outcome = try PowerLoss.strike(directory)
-            summary.writesUndone = (summary.writesUndone ?? 0) + outcome.writesUndone
+            summary.powerLoss = summary.powerLoss ?? PowerLossTally()
+            summary.powerLoss?.add(outcome)
         }
     }
 
