@@ -70,6 +70,26 @@ struct CrashTestTests {
         expectKillsMidWork(result.output, crashes: 12)
     }
 
+    @Test(
+        "the control: 3 power cuts under a store that does not flush lose acknowledged operations, and the check reports them (exit status 0 only then)"
+    )
+    func controlNoFlush() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try await runTool("crash-test", ["--crashes", "3", "--control-no-flush", "--store", directory.path])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(count("crashes", in: result.output) == 3)
+        // Every round waits for an acknowledgement before its kill clock starts, and the log was
+        // never flushed: each cut takes acknowledged operations with it.
+        #expect(number("kills after an acknowledgement", in: result.output) == 3, "\(result.output)")
+        #expect((count("operations acknowledged", in: result.output) ?? 0) > 0, "\(result.output)")
+        #expect((count("lost", in: result.output) ?? 0) > 0, "\(result.output)")
+        #expect(result.output.contains("is not in the log"), "\(result.output)")
+        #expect((number("control run (the store did not flush)", in: result.output) ?? 0) > 0, "\(result.output)")
+        #expect(result.output.contains("acknowledged operations not in the log, as expected"), "\(result.output)")
+        #expect((number("bytes rolled back (power loss)", in: result.output) ?? 0) > 0, "\(result.output)")
+    }
+
     @Test("the check can fail: an acknowledgement with no event behind it counts as lost, exit status 1")
     func detectsLoss() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")

@@ -34,8 +34,14 @@ struct CrashSummary {
     var crashes = 0
     /// With power loss: what the undos after the kills changed on disk.
     var powerLoss: PowerLossTally?
+    /// The control run: the store did not flush, and the check must see losses.
+    var control = false
     var acknowledged = 0
+    /// Everything found lost: acknowledged operations not in the log, and what the log's
+    /// operations must have left (a deleted account's destroyed key, a readable account).
     var lost = 0
+    /// The acknowledged operations whose events are not in the log.
+    var notInLog = 0
     var mismatches = 0
     var records: UInt64 = 0
     var accounts = 0
@@ -70,6 +76,12 @@ struct CrashSummary {
                 "bytes rolled back (power loss): \(powerLoss.bytesChanged) in \(powerLoss.filesChanged) files, in \(powerLoss.roundsChanged) of \(powerLoss.rounds) rounds (\(powerLoss.journaledWrites) writes journaled)",
                 at: 1)
         }
+        if control {
+            lines.append(
+                notInLog > 0
+                    ? "control run (the store did not flush): \(notInLog) of \(acknowledged) acknowledged operations not in the log, as expected"
+                    : "control run (the store did not flush): every acknowledged operation is in the log; the check cannot see losses")
+        }
         lines.append("kills after an acknowledgement: \(killsAfterAcknowledgement) (waits for one in vain: \(acknowledgementWaitsInVain))")
         lines.append(
             "deletions checked shredded: \(deletionsCheckedShredded); accounts killed between deletion and key destruction: \(killedBeforeShredding)")
@@ -82,11 +94,14 @@ struct CrashSummary {
     }
 
     /// Why the run failed, or nil. A power-loss run fails when its undos never changed a byte
-    /// (the undo is broken, or the shim did not load: nothing was cut).
+    /// (the undo is broken, or the shim did not load: nothing was cut); the control run fails
+    /// unless it saw acknowledged operations lost (its mismatches are expected: the projections
+    /// flush, the log does not).
     var failure: String? {
         if let powerLoss, powerLoss.bytesChanged == 0 {
             return "no power cut changed a byte on disk in \(powerLoss.rounds) rounds: the undo is broken or the shim did not load"
         }
+        if control { return notInLog > 0 ? nil : "the control run lost nothing: the check cannot see lost writes" }
         if lost > 0 || mismatches > 0 { return "\(lost) lost, \(mismatches) mismatches" }
         return nil
     }
@@ -103,6 +118,8 @@ struct CrashHarness {
     /// Writer processes, and whether a rebuilding process runs beside them.
     let processes: Int
     let rebuilder: Bool
+    /// The control run: the workload's store does not flush (`sync: .relaxed`), under the power-loss shim.
+    let noFlush: Bool
     /// Records per transaction of the rebuilding process.
     var rebuildChunk = 512
     /// The rebuilding process's file of chunks read in two parts, a line each, in the store folder.
@@ -113,10 +130,16 @@ struct CrashHarness {
     private var logged: Set<String> = []
     private var readUpTo: UInt64 = 0
 
-    init(directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false, processes: Int = 1, rebuilder: Bool = false) throws {
+    /// With `controlNoFlush`, power losses are simulated whatever `powerLoss` says.
+    init(
+        directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false, controlNoFlush: Bool = false, processes: Int = 1,
+        rebuilder: Bool = false
+    ) throws {
         self.processes = processes
         self.rebuilder = rebuilder
-        self.childEnvironment = powerLoss ? try FaultShim.environment(["IOFAULT_FILES": "data.mdb,vault", "IOFAULT_POWER_LOSS": "1"]) : nil
+        self.noFlush = controlNoFlush
+        self.childEnvironment =
+            powerLoss || controlNoFlush ? try FaultShim.environment(["IOFAULT_FILES": "data.mdb,vault", "IOFAULT_POWER_LOSS": "1"]) : nil
         self.directory = directory
         self.writers = writers
         self.seed = seed
@@ -128,6 +151,7 @@ struct CrashHarness {
 
     mutating func run(crashes: Int, progress: (Int, CrashSummary) -> Void) async throws -> CrashSummary {
         var summary = CrashSummary()
+        summary.control = noFlush
         for round in 1...max(crashes, 1) {
             try await crashOnce(round: round, summary: &summary)
             try await check(&summary, rebuild: round == crashes)
@@ -143,7 +167,8 @@ struct CrashHarness {
     /// that can take all of the delay, so these rounds make sure that kills also land in the middle
     /// of the work.
     /// Likewise, with a rebuilder reading chunks in two parts, every other round starts the delays
-    /// once it has written such a chunk.
+    /// once it has written such a chunk. In the control run every round waits for an
+    /// acknowledgement: each cut then comes after acknowledged writes that were not flushed.
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let acknowledgedBefore = Self.fileSize(ackPath(0))
@@ -160,12 +185,12 @@ struct CrashHarness {
                     [
                         "child", "--store", directory, "--acks", ackPath(slot), "--seed", "\(childSeed)", "--writers", "\(writers)",
                         "--slot", "\(slot)", "--slots", "\(processes)"
-                    ]))
+                    ] + (noFlush ? ["--no-flush"] : [])))
         }
         if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory, "--chunk", "\(rebuildChunk)"])) }
         let single = children.count == 1
         var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
-        if round % 3 == 0 {
+        if round % 3 == 0 || noFlush {
             try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process)
             if Self.fileSize(ackPath(0)) <= acknowledgedBefore { summary.acknowledgementWaitsInVain += 1 }
         }
@@ -273,6 +298,7 @@ struct CrashHarness {
         readUpTo = head
         let lost = acks.filter { !logged.contains($0.correlation) }
         summary.lost = lost.count
+        summary.notInLog = lost.count
         summary.problems += lost.prefix(5).map { "acknowledged \($0.kind) \($0.correlation) of \($0.account) is not in the log" }
 
         let report = try await store.log.verify()

@@ -31,7 +31,9 @@ struct CrashTest: AsyncParsableCommand {
             rebuilder, with --rebuild-chunk 8192 or more, reads chunks in two parts at once (on two \
             threads) during the rounds; every other round starts its kill clock once it has written \
             one. With --power-loss the undo's effect is measured on the files' bytes, and a run whose \
-            cuts never changed a byte fails. Exit status 0: nothing lost, no mismatch; 1 otherwise.
+            cuts never changed a byte fails. --control-no-flush is the control: its store does not \
+            flush, and it passes only if the check reports acknowledged operations lost. Exit status \
+            0: nothing lost, no mismatch; 1 otherwise.
             """,
         subcommands: [Run.self, Child.self, RebuildChild.self],
         defaultSubcommand: Run.self
@@ -78,13 +80,22 @@ struct CrashTest: AsyncParsableCommand {
             ))
         var powerLoss = false
 
+        @Flag(
+            help: ArgumentHelp(
+                "The control run: cut the power under a store that does not flush, and expect losses.",
+                discussion:
+                    "As --power-loss, but the workload's store appends without flushing (sync: .relaxed), and every round waits for an acknowledged operation before its kill clock starts. Each cut then takes acknowledged operations with it, and the run passes (exit status 0) only if the check reports them lost: it shows that the check can see lost writes. Mismatches between the details cache and the log are expected here and do not fail it."
+            ))
+        var controlNoFlush = false
+
         func run() async throws {
             let directory = store ?? FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)").path
             defer { if store == nil { try? FileManager.default.removeItem(atPath: directory) } }
             guard processes >= 1 else { throw ValidationError("--processes must be at least 1") }
             guard rebuildChunk >= 1, preload >= 0 else { throw ValidationError("--rebuild-chunk must be at least 1, --preload at least 0") }
             var harness = try CrashHarness(
-                directory: directory, writers: writers, seed: seed, powerLoss: powerLoss, processes: processes, rebuilder: rebuilder)
+                directory: directory, writers: writers, seed: seed, powerLoss: powerLoss, controlNoFlush: controlNoFlush, processes: processes,
+                rebuilder: rebuilder)
             harness.rebuildChunk = rebuildChunk
             if preload > 0 {
                 print("preloading \(preload) records")
@@ -116,11 +127,16 @@ struct CrashTest: AsyncParsableCommand {
         @Option var slots = 1
         /// A shared log (a `postgres://` URL): the store folder keeps this node's projections only.
         @Option var log: String?
+        /// The control run's store: appends are not flushed.
+        @Flag var noFlush = false
 
         func run() async throws {
             exitWhenOrphaned()
             do {
-                try await ChildWorkload(directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots, log: log).run()
+                try await ChildWorkload(
+                    directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots, log: log,
+                    sync: noFlush ? .relaxed : .durable
+                ).run()
             } catch {
                 FileHandle.standardError.write(Data("crash-test child: \(error)\n".utf8))
                 throw ExitCode(3)
