@@ -8,7 +8,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Crash safety")
+@Suite("Crash safety", .timeLimit(.minutes(5)))
 struct CrashTests {
     struct Ack: Hashable {
         let position: UInt64

@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 /// A real full disk: a 4 MiB tmpfs, mounted for the test (needs root, as in CI here).
-@Suite("A full disk")
+@Suite("A full disk", .timeLimit(.minutes(3)))
 struct FullDiskTests {
     /// Whether this process may mount a tmpfs; checked once by trying.
     static let mountable: Bool = {

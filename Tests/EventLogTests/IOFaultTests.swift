@@ -10,7 +10,7 @@ import Testing
 
 /// I/O errors and power loss, injected into a real child process by the LD_PRELOAD shim in
 /// Tools/io-fault-shim, on real LMDB files.
-@Suite("I/O faults and power loss", .serialized)
+@Suite("I/O faults and power loss", .serialized, .timeLimit(.minutes(5)))
 struct IOFaultTests {
     /// Every acknowledged append is in the reopened log at its position, and the chain verifies.
     private func expectSurvivors(_ acknowledged: [CrashTests.Ack], in path: String, _ context: String) throws {

@@ -8,10 +8,12 @@ import TestSupport
 import Testing
 
 /// Runs a built executable of this package (they sit next to the test bundle), its standard
-/// error merged into its output.
-func runTool(_ name: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+/// error merged into its output. A run still going after `timeLimit` is killed (status 9), so
+/// that a hang fails the test with what the tool printed; the tool's own progress deadline
+/// (`--progress-limit`, 60 s) should end it long before.
+func runTool(_ name: String, _ arguments: [String], timeLimit: Duration = .seconds(240)) async throws -> (status: Int32, output: String) {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
-    let run = try await runProgram(executable, arguments, errorsToOutput: true)
+    let run = try await runProgram(executable, arguments, errorsToOutput: true, timeLimit: timeLimit)
     return (run.status, run.output)
 }
 
@@ -33,7 +35,7 @@ func expectKillsMidWork(_ output: String, crashes: Int) {
     #expect(number("waits for one in vain", in: output) == 0, "\(output)")
 }
 
-@Suite("crash-test, the store's kill-and-check tool (a short run; the README runs hundreds)")
+@Suite("crash-test, the store's kill-and-check tool (a short run; the README runs hundreds)", .timeLimit(.minutes(5)))
 struct CrashTestTests {
     @Test("15 SIGKILLs of a signup/modify/delete workload: nothing acknowledged lost, no mismatch")
     func shortRun() async throws {
@@ -90,6 +92,21 @@ struct CrashTestTests {
         #expect((number("bytes rolled back (power loss)", in: result.output) ?? 0) > 0, "\(result.output)")
     }
 
+    @Test("a child that acknowledges nothing stops the run within the progress limit, with an error naming it (exit status 2)")
+    func stalledChild() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let started = ContinuousClock.now
+        // The children stop before they open the store; the third round waits for an acknowledgement.
+        let result = try await runTool(
+            "crash-test", ["--crashes", "3", "--stalling-children", "--progress-limit", "10", "--store", directory.path], timeLimit: .seconds(120))
+        #expect(result.status == 2, "\(result.output)")
+        #expect(
+            result.output.contains("no progress for 10 s: round 3: writer process 0 (pid ") && result.output.contains("acknowledged nothing"),
+            "\(result.output)")
+        #expect(ContinuousClock.now - started < .seconds(90))
+    }
+
     @Test("the check can fail: an acknowledgement with no event behind it counts as lost, exit status 1")
     func detectsLoss() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)")
@@ -103,7 +120,7 @@ struct CrashTestTests {
     }
 }
 
-@Suite("crash-test with several processes on one store")
+@Suite("crash-test with several processes on one store", .timeLimit(.minutes(10)))
 struct MultiProcessCrashTests {
     @Test("3 writer processes and a rebuilding process, each killed at random, 8 rounds: nothing acknowledged lost, no mismatch")
     func severalProcesses() async throws {

@@ -32,8 +32,10 @@ struct CrashTest: AsyncParsableCommand {
             threads) during the rounds; every other round starts its kill clock once it has written \
             one. With --power-loss the undo's effect is measured on the files' bytes, and a run whose \
             cuts never changed a byte fails. --control-no-flush is the control: its store does not \
-            flush, and it passes only if the check reports acknowledged operations lost. Exit status \
-            0: nothing lost, no mismatch; 1 otherwise.
+            flush, and it passes only if the check reports acknowledged operations lost. A step of a \
+            round that makes no progress for --progress-limit seconds (a child that acknowledges \
+            nothing, a check that waits) stops the run with an error naming it. Exit status 0: \
+            nothing lost, no mismatch; 1 otherwise; 2 when a round stopped making progress.
             """,
         subcommands: [Run.self, Child.self, RebuildChild.self],
         defaultSubcommand: Run.self
@@ -88,15 +90,26 @@ struct CrashTest: AsyncParsableCommand {
             ))
         var controlNoFlush = false
 
+        @Option(
+            help:
+                "Seconds a step of a round may go without progress (an acknowledged operation, a record checked) before the run stops with exit status 2."
+        )
+        var progressLimit = 60
+
+        @Flag(help: .hidden)
+        var stallingChildren = false
+
         func run() async throws {
             let directory = store ?? FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)").path
             defer { if store == nil { try? FileManager.default.removeItem(atPath: directory) } }
             guard processes >= 1 else { throw ValidationError("--processes must be at least 1") }
             guard rebuildChunk >= 1, preload >= 0 else { throw ValidationError("--rebuild-chunk must be at least 1, --preload at least 0") }
+            guard progressLimit >= 1 else { throw ValidationError("--progress-limit must be at least 1") }
             var harness = try CrashHarness(
                 directory: directory, writers: writers, seed: seed, powerLoss: powerLoss, controlNoFlush: controlNoFlush, processes: processes,
-                rebuilder: rebuilder)
+                rebuilder: rebuilder, progressLimit: .seconds(progressLimit))
             harness.rebuildChunk = rebuildChunk
+            harness.stallingChildren = stallingChildren
             if preload > 0 {
                 print("preloading \(preload) records")
                 try await harness.preload(records: preload)
@@ -129,9 +142,12 @@ struct CrashTest: AsyncParsableCommand {
         @Option var log: String?
         /// The control run's store: appends are not flushed.
         @Flag var noFlush = false
+        /// Test only: stop before opening the store, as a child that hangs would.
+        @Flag var stall = false
 
         func run() async throws {
             exitWhenOrphaned()
+            if stall { while true { try await Task.sleep(for: .seconds(3_600)) } }
             do {
                 try await ChildWorkload(
                     directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots, log: log,
