@@ -80,10 +80,14 @@ extension ProjectionStore {
         }
     }
 
-    /// Hands reads over to a rebuilt generation once it has reached the serving one.
-    func takeOverIfCaughtUp(_ name: String) throws {
+    /// Hands reads over to a rebuilt generation once it has reached the serving one or, when the
+    /// serving one has applied records the log no longer holds (`logHead`, see
+    /// `logHeadBehindServing`), the end of the log: waiting for the lost records would never end.
+    func takeOverIfCaughtUp(_ name: String, logHead: UInt64?) throws {
         let pair = state.withLock { state -> (Generation, Generation)? in
-            guard let active = state.active[name], let building = state.building[name], building.checkpoint >= active.checkpoint else { return nil }
+            guard let active = state.active[name], let building = state.building[name],
+                building.checkpoint >= min(active.checkpoint, logHead ?? .max)
+            else { return nil }
             return (active, building)
         }
         guard let (old, new) = pair else { return }

@@ -120,9 +120,25 @@ extension ProjectionStore {
             // beside it (a first build: that generation takes over once built).
             if !firstBuildsByStream(name), try await advance(name, building: false, upTo: last) { worked = true }
             if try await advance(name, building: true, upTo: last) { worked = true }
-            try await worker.run { [self] in try takeOverIfCaughtUp(name) }
+            let logHead = try await logHeadBehindServing(name, last: last)
+            try await worker.run { [self] in try takeOverIfCaughtUp(name, logHead: logHead) }
         }
         return worked
+    }
+
+    /// The log's head, while `name` is rebuilt and its serving generation has applied records past
+    /// it; nil otherwise. The log lost those records: a power cut took appends a relaxed log had
+    /// not flushed, or a failover went to a standby that had not received them. The head is asked
+    /// again after the checkpoint is read: a log that loses nothing has reached it by then (another
+    /// process may have advanced the checkpoint past `last`, read before it).
+    private func logHeadBehindServing(_ name: String, last: UInt64) async throws -> UInt64? {
+        let serving = state.withLock { state -> UInt64? in
+            guard state.building[name] != nil, let active = state.active[name], active.checkpoint > last else { return nil }
+            return active.checkpoint
+        }
+        guard let serving else { return nil }
+        let head = try await log.lastPosition()
+        return head < serving ? head : nil
     }
 
     /// Applies up to one batch of records to a generation; true when it applied any.

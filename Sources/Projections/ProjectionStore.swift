@@ -41,7 +41,8 @@ public struct ProjectionStoreOptions: Sendable {
 /// commits each batch's state together with its checkpoint. A rebuild (asked for, or because the
 /// projection's fingerprint changed) is blue/green: a new generation is built from position 1 beside
 /// the serving one, which keeps receiving new records and serving reads, and takes over in one
-/// transaction once it has caught up.
+/// transaction once it has caught up (or, if the log lost records the serving one had applied, once
+/// it has reached the end of the log).
 public final class ProjectionStore: Sendable {
     struct State {
         var active: [String: Generation] = [:]

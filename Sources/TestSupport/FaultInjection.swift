@@ -67,14 +67,19 @@ public enum FaultShim {
 
 /// What a power loss leaves on disk: undoes the writes the shim journaled as not yet flushed.
 public enum PowerLoss {
-    /// What a strike took away.
+    /// What a strike changed on disk, measured on the files' bytes before and after the undo, not
+    /// taken from the journals: an undo that wrote nothing back, or wrote back what was already
+    /// there, changes nothing.
     public struct Outcome: Sendable {
-        /// Files rolled back.
-        public var files = 0
-        /// Writes undone.
-        public var writesUndone = 0
-        /// Bytes put back.
-        public var bytesUndone = 0
+        /// The journals read: watched files written to since their last flush.
+        public var journals = 0
+        /// The writes the journals held (what the shim recorded, not what the undo changed).
+        public var journaledWrites = 0
+        /// The files whose bytes after the undo differ from their bytes before it.
+        public var filesChanged = 0
+        /// The bytes that differ: in the ranges written back, plus those the truncation removed
+        /// (or added).
+        public var bytesChanged = 0
         /// Nothing undone yet.
         public init() {}
     }
@@ -102,18 +107,69 @@ public enum PowerLoss {
                 cursor += 24 + length
             }
             try FileManager.default.removeItem(atPath: journalPath)
+            outcome.journals += 1
+            outcome.journaledWrites += records.count
             guard let first = records.first else { continue }
             let file = try FileHandle(forUpdating: URL(fileURLWithPath: dataPath))
+            defer { try? file.close() }
+            let sizeBefore = try file.seekToEnd()
+            let sizeAfter = first.sizeBefore
+            // The ranges the undo writes back, within the part of the file it keeps: their bytes
+            // are compared. The rest of a range lies in the part the truncation removes.
+            let kept = min(sizeBefore, sizeAfter)
+            let ranges = merged(records.map { ($0.offset, $0.offset + UInt64($0.bytes.count)) }, below: kept)
+            let before = try ranges.map { try read(file, $0) }
             for record in records.reversed() where !record.bytes.isEmpty {
                 try file.seek(toOffset: record.offset)
                 try file.write(contentsOf: record.bytes)
-                outcome.bytesUndone += record.bytes.count
             }
-            try file.truncate(atOffset: first.sizeBefore)
-            try file.close()
-            outcome.files += 1
-            outcome.writesUndone += records.count
+            try file.truncate(atOffset: sizeAfter)
+            var changed = Int(max(sizeBefore, sizeAfter) - kept)
+            for (range, old) in zip(ranges, before) {
+                let new = try read(file, range)
+                changed += differing(old, new)
+            }
+            outcome.bytesChanged += changed
+            if changed > 0 { outcome.filesChanged += 1 }
         }
         return outcome
+    }
+
+    /// The ranges, cut off at `limit`, sorted and with overlapping or adjacent ones joined.
+    private static func merged(_ ranges: [(UInt64, UInt64)], below limit: UInt64) -> [Range<UInt64>] {
+        var result: [Range<UInt64>] = []
+        for (start, end) in ranges.map({ ($0.0, min($0.1, limit)) }).filter({ $0.0 < $0.1 }).sorted(by: { $0.0 < $1.0 }) {
+            if let last = result.last, start <= last.upperBound {
+                result[result.count - 1] = last.lowerBound..<max(last.upperBound, end)
+            } else {
+                result.append(start..<end)
+            }
+        }
+        return result
+    }
+
+    /// How many bytes of `a` and `b` differ (a byte one of them lacks counts too).
+    private static func differing(_ a: Data, _ b: Data) -> Int {
+        a.withUnsafeBytes { a in
+            b.withUnsafeBytes { b in
+                var count = abs(a.count - b.count)
+                var start = 0
+                let common = min(a.count, b.count)
+                while start < common {
+                    // Page by page: most pages the undo writes back differ, and equal ones are skipped whole.
+                    let end = min(start + 4_096, common)
+                    if memcmp(a.baseAddress! + start, b.baseAddress! + start, end - start) != 0 {
+                        for index in start..<end where a[index] != b[index] { count += 1 }
+                    }
+                    start = end
+                }
+                return count
+            }
+        }
+    }
+
+    private static func read(_ file: FileHandle, _ range: Range<UInt64>) throws -> Data {
+        try file.seek(toOffset: range.lowerBound)
+        return try file.read(upToCount: Int(range.count)) ?? Data()
     }
 }

@@ -11,7 +11,7 @@ import Testing
 /// Real I/O faults in the key vault (`keys/vault`), injected by the fault shim into an
 /// `accountctl` process: the command fails with a clear error, the log holds nothing of it, and
 /// the store works again once the fault is gone.
-@Suite("I/O faults in the key vault", .serialized, .integration)
+@Suite("I/O faults in the key vault", .serialized, .timeLimit(.minutes(3)), .integration)
 struct VaultFaultTests {
     @Test(
         "a signup whose new key cannot be flushed (EIO) or written (ENOSPC) fails cleanly; the log holds nothing of it; the next signup works",

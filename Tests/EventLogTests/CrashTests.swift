@@ -9,7 +9,7 @@ import TestSupport
 import TestTiers
 import Testing
 
-@Suite("Crash safety", .integration)
+@Suite("Crash safety", .timeLimit(.minutes(5)), .integration)
 struct CrashTests {
     struct Ack: Hashable {
         let position: UInt64

@@ -11,7 +11,7 @@ import TestTiers
 import Testing
 
 /// A real full disk: a 4 MiB tmpfs, mounted for the test (needs root, as in CI here).
-@Suite("A full disk", .integration)
+@Suite("A full disk", .timeLimit(.minutes(3)), .integration)
 struct FullDiskTests {
     /// Whether this process may mount a tmpfs; checked once by trying.
     static let mountable: Bool = {

@@ -25,7 +25,7 @@ struct RestartTally: Sendable {
     var successesAfterFailure = 0
 }
 
-@Suite("The PostgreSQL server crashes and restarts under a workload", .integration)
+@Suite("The PostgreSQL server crashes and restarts under a workload", .timeLimit(.minutes(5)), .integration)
 struct ServerRestartTests {
     @Test(
         "pg_ctl stop -m immediate mid-workload: appends fail with a clear error while it is down and succeed after; nothing acknowledged is lost; a subscription resumes without gap or repeat"

@@ -25,7 +25,7 @@ struct BulkyProjection: Projection {
 
 /// The projections on a real full disk (a tmpfs mounted for the test; root, as in CI): the
 /// storage failure comes from the file system, not from a thrown test error.
-@Suite("Projections on a full disk", .serialized, .integration)
+@Suite("Projections on a full disk", .serialized, .timeLimit(.minutes(3)), .integration)
 struct FullDiskProjectionTests {
     private static func run(_ arguments: String...) -> Bool {
         let process = ChildProcess()

@@ -232,6 +232,55 @@ struct ProjectionStoreTests {
         await #expect(throws: ProjectionError.unknownProjection("nope")) { try await store.waitUntilApplied("nope", position: 1) }
         await store.close()
     }
+
+    @Test(
+        "the log lost records the serving generation applied (a power cut after relaxed appends): a rebuild takes over at the log's end, and new records are applied",
+        .timeLimit(.minutes(2)))
+    func rebuildAfterLostRecords() async throws {
+        let fixture = Fixture()
+        defer { fixture.cleanup() }
+        // The log's files as a power cut leaves them: 100 records flushed, the 200 after them lost.
+        var log = try fixture.openLog()
+        try await append(log, 100, stream: { "s\($0 % 2)" })
+        await log.close()
+        let flushed = fixture.directory.appendingPathComponent("log-at-its-flush").path
+        try FileManager.default.copyItem(atPath: fixture.logPath, toPath: flushed)
+        log = try fixture.openLog()
+        try await append(log, 200, stream: { "s\($0 % 2)" })
+        var store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
+        try await store.waitUntilApplied("stream-counts", position: 300)
+        await store.close()
+        await log.close()
+        try FileManager.default.removeItem(atPath: fixture.logPath)
+        try FileManager.default.moveItem(atPath: flushed, toPath: fixture.logPath)
+
+        log = try fixture.openLog()
+        defer { log.close() }
+        store = try ProjectionStore(path: fixture.projectionsPath, log: log, projections: [StreamCounts()])
+        #expect(try await store.status().first?.checkpoint == 300, "the serving generation is ahead of the log")
+        // The rebuild used to wait for its generation to reach position 300, which the log no
+        // longer has: for ever. A deadline turns such a wait into a failure.
+        let reopened = store
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await reopened.rebuild("stream-counts") }
+            group.addTask {
+                try await Task.sleep(for: .seconds(30))
+                throw TestFailure(message: "the rebuild did not take over within 30 s")
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+        let status = try #require(try await store.status().first)
+        #expect(status.generation == 2 && status.checkpoint == 100 && status.rebuilding == nil, "\(status)")
+        #expect(try StreamCounts.count("s0", in: store) == 50)
+        #expect(try StreamCounts.count("s1", in: store) == 50)
+        // Appended where the lost records were, and applied.
+        let appended = try await log.append(ProposedEvent(type: "t", payload: Data()), to: "s0")
+        try await store.waitUntilApplied("stream-counts", position: appended.positions.upperBound)
+        #expect(appended.positions.upperBound == 101)
+        #expect(try StreamCounts.count("s0", in: store) == 51)
+        await store.close()
+    }
 }
 
 /// 5,000 records over five streams in `log`, and a store of ``GatedCounts`` in batches of 250

@@ -42,9 +42,11 @@ struct ChildWorkload {
     var slots = 1
     /// A shared log URL, or nil for the store's own.
     var log: String?
+    /// How the store flushes its appends.
+    var sync: Durability = .durable
 
     func run() async throws -> Never {
-        let store = try await openStore(directory, log: log)
+        let store = try await openStore(directory, log: log, sync: sync)
         let acks = try AckFile(path: ackPath)
         // The live accounts as the harness found them after the last round (not this process's
         // cache, which may already show accounts another process of this round created).

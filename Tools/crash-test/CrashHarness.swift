@@ -8,13 +8,40 @@ import Foundation
 import SpeziAccountStore
 import TestSupport
 
+/// What the power-loss undos changed on disk over the rounds, measured on the files' bytes
+/// (`PowerLoss.Outcome`).
+struct PowerLossTally {
+    var rounds = 0
+    /// The rounds whose undo changed at least one byte.
+    var roundsChanged = 0
+    /// Files whose bytes the undo changed, counted once per round.
+    var filesChanged = 0
+    var bytesChanged = 0
+    /// The writes the shim journaled (what it recorded, not what the undo changed).
+    var journaledWrites = 0
+
+    mutating func add(_ outcome: PowerLoss.Outcome) {
+        rounds += 1
+        if outcome.bytesChanged > 0 { roundsChanged += 1 }
+        filesChanged += outcome.filesChanged
+        bytesChanged += outcome.bytesChanged
+        journaledWrites += outcome.journaledWrites
+    }
+}
+
 /// What the rounds found.
 struct CrashSummary {
     var crashes = 0
-    /// With power loss: the unflushed writes undone after the kills.
-    var writesUndone: Int?
+    /// With power loss: what the undos after the kills changed on disk.
+    var powerLoss: PowerLossTally?
+    /// The control run: the store did not flush, and the check must see losses.
+    var control = false
     var acknowledged = 0
+    /// Everything found lost: acknowledged operations not in the log, and what the log's
+    /// operations must have left (a deleted account's destroyed key, a readable account).
     var lost = 0
+    /// The acknowledged operations whose events are not in the log.
+    var notInLog = 0
     var mismatches = 0
     var records: UInt64 = 0
     var accounts = 0
@@ -27,7 +54,7 @@ struct CrashSummary {
     /// Kills of a writer process that landed after it acknowledged an operation in that round (in
     /// the middle of its work, not while it opened the store).
     var killsAfterAcknowledgement = 0
-    /// The rounds that waited for a first acknowledgement in vain (60 s, or the workload ended).
+    /// The rounds that waited for a first acknowledgement in vain: the workload ended before it.
     var acknowledgementWaitsInVain = 0
     /// Deletions in the log whose key was checked destroyed after the reopen.
     var deletionsCheckedShredded = 0
@@ -44,7 +71,17 @@ struct CrashSummary {
             "mismatches: \(mismatches)",
             "log records: \(records), accounts: \(accounts)"
         ]
-        if let writesUndone { lines.insert("unflushed writes undone (power loss): \(writesUndone)", at: 1) }
+        if let powerLoss {
+            lines.insert(
+                "bytes rolled back (power loss): \(powerLoss.bytesChanged) in \(powerLoss.filesChanged) files, in \(powerLoss.roundsChanged) of \(powerLoss.rounds) rounds (\(powerLoss.journaledWrites) writes journaled)",
+                at: 1)
+        }
+        if control {
+            lines.append(
+                notInLog > 0
+                    ? "control run (the store did not flush): \(notInLog) of \(acknowledged) acknowledged operations not in the log, as expected"
+                    : "control run (the store did not flush): every acknowledged operation is in the log; the check cannot see losses")
+        }
         lines.append("kills after an acknowledgement: \(killsAfterAcknowledgement) (waits for one in vain: \(acknowledgementWaitsInVain))")
         lines.append(
             "deletions checked shredded: \(deletionsCheckedShredded); accounts killed between deletion and key destruction: \(killedBeforeShredding)")
@@ -54,6 +91,19 @@ struct CrashSummary {
         }
         lines += problems.prefix(20).map { "problem: \($0)" }
         return lines.joined(separator: "\n")
+    }
+
+    /// Why the run failed, or nil. A power-loss run fails when its undos never changed a byte
+    /// (the undo is broken, or the shim did not load: nothing was cut); the control run fails
+    /// unless it saw acknowledged operations lost (its mismatches are expected: the projections
+    /// flush, the log does not).
+    var failure: String? {
+        if let powerLoss, powerLoss.bytesChanged == 0 {
+            return "no power cut changed a byte on disk in \(powerLoss.rounds) rounds: the undo is broken or the shim did not load"
+        }
+        if control { return notInLog > 0 ? nil : "the control run lost nothing: the check cannot see lost writes" }
+        if lost > 0 || mismatches > 0 { return "\(lost) lost, \(mismatches) mismatches" }
+        return nil
     }
 }
 
@@ -68,6 +118,12 @@ struct CrashHarness {
     /// Writer processes, and whether a rebuilding process runs beside them.
     let processes: Int
     let rebuilder: Bool
+    /// The control run: the workload's store does not flush (`sync: .relaxed`), under the power-loss shim.
+    let noFlush: Bool
+    /// Ends the run when a round makes no progress for its limit.
+    let watchdog: ProgressWatchdog
+    /// Test only: the writer processes stop before they open the store.
+    var stallingChildren = false
     /// Records per transaction of the rebuilding process.
     var rebuildChunk = 512
     /// The rebuilding process's file of chunks read in two parts, a line each, in the store folder.
@@ -78,10 +134,18 @@ struct CrashHarness {
     private var logged: Set<String> = []
     private var readUpTo: UInt64 = 0
 
-    init(directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false, processes: Int = 1, rebuilder: Bool = false) throws {
+    /// With `controlNoFlush`, power losses are simulated whatever `powerLoss` says. `progressLimit`
+    /// is how long a step of a round may go without progress (see ``ProgressWatchdog``).
+    init(
+        directory: String, writers: Int, seed: UInt64, powerLoss: Bool = false, controlNoFlush: Bool = false, processes: Int = 1,
+        rebuilder: Bool = false, progressLimit: Duration = .seconds(60)
+    ) throws {
         self.processes = processes
         self.rebuilder = rebuilder
-        self.childEnvironment = powerLoss ? try FaultShim.environment(["IOFAULT_FILES": "data.mdb,vault", "IOFAULT_POWER_LOSS": "1"]) : nil
+        self.noFlush = controlNoFlush
+        self.watchdog = ProgressWatchdog(limit: progressLimit)
+        self.childEnvironment =
+            powerLoss || controlNoFlush ? try FaultShim.environment(["IOFAULT_FILES": "data.mdb,vault", "IOFAULT_POWER_LOSS": "1"]) : nil
         self.directory = directory
         self.writers = writers
         self.seed = seed
@@ -93,11 +157,13 @@ struct CrashHarness {
 
     mutating func run(crashes: Int, progress: (Int, CrashSummary) -> Void) async throws -> CrashSummary {
         var summary = CrashSummary()
+        summary.control = noFlush
         for round in 1...max(crashes, 1) {
             try await crashOnce(round: round, summary: &summary)
-            try await check(&summary, rebuild: round == crashes)
+            try await check(&summary, round: round, rebuild: round == crashes)
             progress(round, summary)
         }
+        watchdog.end()
         return summary
     }
 
@@ -108,7 +174,8 @@ struct CrashHarness {
     /// that can take all of the delay, so these rounds make sure that kills also land in the middle
     /// of the work.
     /// Likewise, with a rebuilder reading chunks in two parts, every other round starts the delays
-    /// once it has written such a chunk.
+    /// once it has written such a chunk. In the control run every round waits for an
+    /// acknowledgement: each cut then comes after acknowledged writes that were not flushed.
     private mutating func crashOnce(round: Int, summary: inout CrashSummary) async throws {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let acknowledgedBefore = Self.fileSize(ackPath(0))
@@ -125,12 +192,17 @@ struct CrashHarness {
                     [
                         "child", "--store", directory, "--acks", ackPath(slot), "--seed", "\(childSeed)", "--writers", "\(writers)",
                         "--slot", "\(slot)", "--slots", "\(processes)"
-                    ]))
+                    ] + (noFlush ? ["--no-flush"] : []) + (stallingChildren ? ["--stall"] : [])))
         }
         if rebuilder { children.append(try start(executable, ["rebuild-child", "--store", directory, "--chunk", "\(rebuildChunk)"])) }
+        watchdog.watch(children: children.map(\.process.processIdentifier))
+        let names = children.indices.map { index in
+            "\(index < processes ? "writer process \(index)" : "the rebuild process") (pid \(children[index].process.processIdentifier))"
+        }
         let single = children.count == 1
         var delays = children.map { _ in single ? 20 + Int(random.next() % 231) : 100 + Int(random.next() % 501) }
-        if round % 3 == 0 {
+        if round % 3 == 0 || noFlush {
+            watchdog.begin("round \(round): \(names[0]) acknowledged nothing")
             try await waitForAcknowledgement(beyond: acknowledgedBefore, of: children[0].process)
             if Self.fileSize(ackPath(0)) <= acknowledgedBefore { summary.acknowledgementWaitsInVain += 1 }
         }
@@ -139,6 +211,7 @@ struct CrashHarness {
             // As with a single process: every other round starts the delays once the rebuilder read
             // a chunk in two parts, so that kills also land among those, not only in its start.
             let path = directory + "/" + Self.twoPartChunksFile
+            watchdog.begin("round \(round): \(names[names.count - 1]) read no chunk in two parts")
             try await waitForLine(beyond: chunksBefore, in: path, of: children[children.count - 1].process)
             if Self.fileSize(path) > chunksBefore {
                 summary.roundsAfterTwoPartChunk += 1
@@ -146,6 +219,7 @@ struct CrashHarness {
                 summary.twoPartWaitsInVain += 1
             }
         }
+        watchdog.begin("round \(round): killing the children")
         var elapsed = 0
         while let next = delays.enumerated().filter({ $0.element >= 0 }).min(by: { $0.element < $1.element }) {
             try await Task.sleep(for: .milliseconds(next.element - elapsed))
@@ -156,8 +230,9 @@ struct CrashHarness {
             kill(children[next.offset].process.processIdentifier, SIGKILL)
             delays[next.offset] = -1
         }
-        for (process, errors) in children {
-            process.waitUntilExit()
+        for (index, (process, errors)) in children.enumerated() {
+            watchdog.begin("round \(round): \(names[index]) did not end after its SIGKILL")
+            try await offThePool { process.waitUntilExit() }
             if process.terminationReason == .exit {
                 let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 summary.mismatches += 1
@@ -171,21 +246,23 @@ struct CrashHarness {
         }
         if childEnvironment != nil {
             // The ack file is the clients' memory, not the store's: it is not watched and keeps all.
+            watchdog.begin("round \(round): undoing the unflushed writes")
             let outcome = try PowerLoss.strike(directory)
-            summary.writesUndone = (summary.writesUndone ?? 0) + outcome.writesUndone
+            summary.powerLoss = summary.powerLoss ?? PowerLossTally()
+            summary.powerLoss?.add(outcome)
         }
     }
 
-    /// Waits until the workload's ack file grew past `size` (it acknowledged an operation), for at
-    /// most 60 s, or until the workload ended by itself (the caller reports that).
+    /// Waits until the workload's ack file grew past `size` (it acknowledged an operation), or until
+    /// the workload ended by itself (the caller reports that). The watchdog ends a wait that makes
+    /// no progress.
     private func waitForAcknowledgement(beyond size: UInt64, of process: Process) async throws {
         try await waitForLine(beyond: size, in: ackPath(0), of: process)
     }
 
-    /// Waits until the file at `path` grew past `size`, for at most 60 s, or until `process` ended.
+    /// Waits until the file at `path` grew past `size`, or until `process` ended.
     private func waitForLine(beyond size: UInt64, in path: String, of process: Process) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while Self.fileSize(path) <= size, process.isRunning, ContinuousClock.now < deadline {
+        while Self.fileSize(path) <= size, process.isRunning {
             try await Task.sleep(for: .milliseconds(2))
         }
     }
@@ -208,7 +285,9 @@ struct CrashHarness {
     }
 
     /// Reopens the store and checks it against the acknowledgements and a replay of the log.
-    private mutating func check(_ summary: inout CrashSummary, rebuild: Bool) async throws {
+    private mutating func check(_ summary: inout CrashSummary, round: Int, rebuild: Bool) async throws {
+        watchdog.watch(children: [])
+        watchdog.begin("round \(round): the check: reading the acknowledgements and the key vault")
         let acks = readAcks()
         summary.acknowledged = acks.count
         let signedUp = Set(acks.filter { $0.kind == "signup" }.map(\.account))
@@ -222,13 +301,16 @@ struct CrashHarness {
             vault.release()
         }
         summary.killedBeforeShredding += marked.count
+        watchdog.begin("round \(round): the check: opening the store")
         let store = try await openStore(directory)
         let head = try await store.log.lastPosition()
         summary.records = head
 
         // Every acknowledged operation left its events (found by their correlation ids).
+        watchdog.begin("round \(round): the check: reading the log")
         var next = readUpTo + 1
         while true {
+            watchdog.progressed()
             let batch = try await store.log.read(from: next, limit: 4_096)
             guard let last = batch.last else { break }
             for record in batch { if let id = record.metadata.correlationID { logged.insert(id) } }
@@ -237,24 +319,30 @@ struct CrashHarness {
         readUpTo = head
         let lost = acks.filter { !logged.contains($0.correlation) }
         summary.lost = lost.count
+        summary.notInLog = lost.count
         summary.problems += lost.prefix(5).map { "acknowledged \($0.kind) \($0.correlation) of \($0.account) is not in the log" }
 
+        watchdog.begin("round \(round): the check: verifying the log")
         let report = try await store.log.verify()
         if !report.isIntact {
             summary.mismatches += 1
             summary.problems.append("verify: \(report.problem.map(String.init(describing:)) ?? "?")")
         }
 
+        watchdog.begin("round \(round): the check: waiting for the details cache to reach position \(head)")
         try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: head)
         if rebuild {
-            try await store.projections.rebuild(AccountDetailsProjection.projectionName)
+            watchdog.begin("round \(round): the check: rebuilding the details cache")
+            try await store.projections.rebuild(AccountDetailsProjection.projectionName) { [watchdog] _, _ in watchdog.progressed() }
         }
+        watchdog.begin("round \(round): the check: comparing the details cache with the log")
         var userIds: [String: String] = [:]
         var accounts = 0
         var live = ""
         var cachedStates: [AccountState] = []
         try store.forEachCachedAccount { cachedStates.append($0) }
         for cached in cachedStates {
+            watchdog.progressed()
             accounts += 1
             if !cached.isDeleted { live += "\(cached.accountId) \(cached.userId)\n" }
             let folded = try await store.accounts.load(cached.accountId)
@@ -306,6 +394,7 @@ struct CrashHarness {
         summary.problems += unreadable.prefix(5).map { "acknowledged account \($0) is missing or unreadable" }
         summary.accounts = accounts
         try Data(live.utf8).write(to: URL(fileURLWithPath: directory + "/live.txt"), options: .atomic)
+        watchdog.begin("round \(round): the check: closing the store")
         await store.close()
     }
 

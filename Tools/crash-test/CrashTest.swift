@@ -30,7 +30,12 @@ struct CrashTest: AsyncParsableCommand {
             after 100–600 ms (in every third round counted from the first acknowledged operation). --preload N writes about N records before the first round, so that the \
             rebuilder, with --rebuild-chunk 8192 or more, reads chunks in two parts at once (on two \
             threads) during the rounds; every other round starts its kill clock once it has written \
-            one. Exit status 0: nothing lost, no mismatch; 1 otherwise.
+            one. With --power-loss the undo's effect is measured on the files' bytes, and a run whose \
+            cuts never changed a byte fails. --control-no-flush is the control: its store does not \
+            flush, and it passes only if the check reports acknowledged operations lost. A step of a \
+            round that makes no progress for --progress-limit seconds (a child that acknowledges \
+            nothing, a check that waits) stops the run with an error naming it. Exit status 0: \
+            nothing lost, no mismatch; 1 otherwise; 2 when a round stopped making progress.
             """,
         subcommands: [Run.self, Child.self, RebuildChild.self],
         defaultSubcommand: Run.self
@@ -77,14 +82,34 @@ struct CrashTest: AsyncParsableCommand {
             ))
         var powerLoss = false
 
+        @Flag(
+            help: ArgumentHelp(
+                "The control run: cut the power under a store that does not flush, and expect losses.",
+                discussion:
+                    "As --power-loss, but the workload's store appends without flushing (sync: .relaxed), and every round waits for an acknowledged operation before its kill clock starts. Each cut then takes acknowledged operations with it, and the run passes (exit status 0) only if the check reports them lost: it shows that the check can see lost writes. Mismatches between the details cache and the log are expected here and do not fail it."
+            ))
+        var controlNoFlush = false
+
+        @Option(
+            help:
+                "Seconds a step of a round may go without progress (an acknowledged operation, a record checked) before the run stops with exit status 2."
+        )
+        var progressLimit = 60
+
+        @Flag(help: .hidden)
+        var stallingChildren = false
+
         func run() async throws {
             let directory = store ?? FileManager.default.temporaryDirectory.appendingPathComponent("crash-test-\(UUID().uuidString)").path
             defer { if store == nil { try? FileManager.default.removeItem(atPath: directory) } }
             guard processes >= 1 else { throw ValidationError("--processes must be at least 1") }
             guard rebuildChunk >= 1, preload >= 0 else { throw ValidationError("--rebuild-chunk must be at least 1, --preload at least 0") }
+            guard progressLimit >= 1 else { throw ValidationError("--progress-limit must be at least 1") }
             var harness = try CrashHarness(
-                directory: directory, writers: writers, seed: seed, powerLoss: powerLoss, processes: processes, rebuilder: rebuilder)
+                directory: directory, writers: writers, seed: seed, powerLoss: powerLoss, controlNoFlush: controlNoFlush, processes: processes,
+                rebuilder: rebuilder, progressLimit: .seconds(progressLimit))
             harness.rebuildChunk = rebuildChunk
+            harness.stallingChildren = stallingChildren
             if preload > 0 {
                 print("preloading \(preload) records")
                 try await harness.preload(records: preload)
@@ -95,7 +120,10 @@ struct CrashTest: AsyncParsableCommand {
                 }
             }
             print(summary.report)
-            if summary.lost > 0 || summary.mismatches > 0 { throw ExitCode(1) }
+            if let failure = summary.failure {
+                print("failed: \(failure)")
+                throw ExitCode(1)
+            }
         }
     }
 
@@ -112,11 +140,19 @@ struct CrashTest: AsyncParsableCommand {
         @Option var slots = 1
         /// A shared log (a `postgres://` URL): the store folder keeps this node's projections only.
         @Option var log: String?
+        /// The control run's store: appends are not flushed.
+        @Flag var noFlush = false
+        /// Test only: stop before opening the store, as a child that hangs would.
+        @Flag var stall = false
 
         func run() async throws {
             exitWhenOrphaned()
+            if stall { while true { try await Task.sleep(for: .seconds(3_600)) } }
             do {
-                try await ChildWorkload(directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots, log: log).run()
+                try await ChildWorkload(
+                    directory: store, ackPath: acks, seed: seed, writers: writers, slot: slot, slots: slots, log: log,
+                    sync: noFlush ? .relaxed : .durable
+                ).run()
             } catch {
                 FileHandle.standardError.write(Data("crash-test child: \(error)\n".utf8))
                 throw ExitCode(3)

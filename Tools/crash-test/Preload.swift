@@ -15,6 +15,7 @@ extension CrashHarness {
     /// equals the fold of each stream, the claims point back). A long log makes a rebuild's
     /// chunks large enough to be read in two parts.
     func preload(records: Int) async throws {
+        watchdog.begin("the preload: writing records")
         let store = try await openStore(directory, sync: .relaxed)
         let target = UInt64(records)
         do {
@@ -26,6 +27,7 @@ extension CrashHarness {
                         while true {
                             // The log's length is asked every 16 steps: a few records more than asked for is fine.
                             if step % 16 == 0, try await store.log.lastPosition() >= target { break }
+                            watchdog.progressed()
                             step += 1
                             if accounts.count < 4 || step % 10 == 0 {
                                 var details = AccountDetails()
