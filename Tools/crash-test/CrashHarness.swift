@@ -183,7 +183,7 @@ struct CrashHarness {
         // landed after an acknowledgement of this round.
         let acknowledgedAtStart = (0..<processes).map { Self.fileSize(ackPath($0)) }
         let chunksBefore = Self.fileSize(directory + "/" + Self.twoPartChunksFile)
-        var children: [(process: Process, errors: Pipe)] = []
+        var children: [(process: ChildProcess, errors: Pipe)] = []
         for slot in 0..<processes {
             let childSeed = processes == 1 ? seed &+ UInt64(round) : seed &+ UInt64(round) &* 1_000 &+ UInt64(slot)
             children.append(
@@ -256,12 +256,12 @@ struct CrashHarness {
     /// Waits until the workload's ack file grew past `size` (it acknowledged an operation), or until
     /// the workload ended by itself (the caller reports that). The watchdog ends a wait that makes
     /// no progress.
-    private func waitForAcknowledgement(beyond size: UInt64, of process: Process) async throws {
+    private func waitForAcknowledgement(beyond size: UInt64, of process: ChildProcess) async throws {
         try await waitForLine(beyond: size, in: ackPath(0), of: process)
     }
 
     /// Waits until the file at `path` grew past `size`, or until `process` ended.
-    private func waitForLine(beyond size: UInt64, in path: String, of process: Process) async throws {
+    private func waitForLine(beyond size: UInt64, in path: String, of process: ChildProcess) async throws {
         while Self.fileSize(path) <= size, process.isRunning {
             try await Task.sleep(for: .milliseconds(2))
         }
@@ -273,8 +273,8 @@ struct CrashHarness {
         return stat(path, &status) == 0 ? UInt64(status.st_size) : 0
     }
 
-    private func start(_ executable: URL, _ arguments: [String]) throws -> (Process, Pipe) {
-        let process = Process()
+    private func start(_ executable: URL, _ arguments: [String]) throws -> (ChildProcess, Pipe) {
+        let process = ChildProcess()
         process.executableURL = executable
         process.arguments = arguments
         if let childEnvironment { process.environment = childEnvironment }

@@ -4,9 +4,9 @@
 //
 // ordo-one/benchmark suites for the event log: `swift package benchmark` from this folder.
 
-import EventLogProtocol
 import Benchmark
 import EventLog
+import EventLogProtocol
 import Foundation
 
 private func temporaryLog(durable: Bool) throws -> EventLog {

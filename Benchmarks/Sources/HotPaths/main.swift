@@ -30,9 +30,9 @@
 // `details` also write `projections` beside it). The main thread never parks in `dispatchMain`
 // (callgrind 3.19 crashes there): async work runs in a task the main thread waits for.
 
-import EventLogProtocol
 import Dispatch
 import EventLog
+import EventLogProtocol
 import Foundation
 import Projections
 import SpeziAccountStore

@@ -3,8 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLogProtocol
 import EventLog
+import EventLogProtocol
 import Foundation
 import GRDB
 import SpeziAccountStore

@@ -10,8 +10,8 @@
 //   store-rebuild write DIR ACCOUNTS EVENTS   (phase 1: fill a store; internal)
 //   store-rebuild rebuild DIR                 (phase 2: time both rebuilds; internal)
 
-import EventLogProtocol
 import EventLog
+import EventLogProtocol
 import Foundation
 import Projections
 import SpeziAccount

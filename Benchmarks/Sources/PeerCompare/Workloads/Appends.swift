@@ -3,8 +3,8 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLogProtocol
 import EventLog
+import EventLogProtocol
 import Foundation
 
 /// The log-only append workloads: no details table on any side.

@@ -3,10 +3,10 @@
 // SPDX-License-Identifier: MIT
 //
 
-import EventLogProtocol
 import CRawLMDB
 import Crypto
 import EventLog
+import EventLogProtocol
 import Foundation
 import LogRecordFormat
 
