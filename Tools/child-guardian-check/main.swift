@@ -44,6 +44,12 @@ try ChildGuardian.shared.get().register(cleanup: "touch \(ChildGuardian.quoted(m
 if arguments.contains("--postgres") {
     let server = try await PostgresServer.start(name: "guardian")
     say("postgres \(server.directory.path)")
+    // The postmaster's pid, read now: once this process is killed, the guardian may delete the
+    // folder (and the pid file in it) before the test could read it.
+    let pidFile = server.directory.appendingPathComponent("data/postmaster.pid").path
+    if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8))?.split(separator: "\n").first {
+        say("postmaster \(pid)")
+    }
 }
 say("ready")
 while true { sleep(60) }
