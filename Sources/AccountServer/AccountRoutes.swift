@@ -17,7 +17,10 @@ import SpeziAccountStore
 struct AccountRoutes: Sendable {
     let store: AccountStore
     let configuration: AccountServerConfiguration
-    let logger: Logger
+    /// The server's logger; in the copy a route's handler gets, the request's `context.logger`.
+    var logger: Logger
+    /// The request's id (``RequestIdentity``) in the copy a route's handler gets; nil otherwise.
+    var requestID: String?
     let limiter = RateLimiter()
     let streams: StreamSlots
     let devices: DeviceCookies
@@ -86,12 +89,16 @@ struct AccountRoutes: Sendable {
             let group = collection.group().add(middleware: JSONBodyMiddleware<Context>())
             for kind in operation.limits {
                 group.add(
-                    middleware: ClientRateLimitMiddleware<Context>(kind: kind, limits: configuration.rateLimits, limiter: limiter, logger: logger))
+                    middleware: ClientRateLimitMiddleware<Context>(kind: kind, limits: configuration.rateLimits, limiter: limiter))
             }
             if operation.access == .session { group.add(middleware: AccountSessionAuthenticator<Context>(store: store)) }
             group.on(RouterPath(operation.path), method: operation.method) { request, context in
                 var request = request
-                return try await operation.answer(self, &request, RouteContext(context))
+                // The handler logs with the request's logger, and its events carry the request's id.
+                var routes = self
+                routes.logger = context.logger
+                routes.requestID = context.requestID
+                return try await operation.answer(routes, &request, RouteContext(context))
             }
         }
         return collection
@@ -436,13 +443,14 @@ struct AccountRoutes: Sendable {
         return buffer
     }
 
-    /// The request's id (its `X-Request-ID`, if any) goes into the events it appends; the client
+    /// The client's `X-Request-ID`, if it sent one, else the request's own id
+    /// (``RequestIdentity``), goes into the events it appends as their correlation id; the client
     /// is what the store's login throttle counts under.
     func context(
         _ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil, device: String? = nil
     ) -> AccountStore.Context {
         AccountStore.Context(
-            actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) },
+            actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[RequestIdentity.header].map { String($0.prefix(128)) } ?? requestID,
             client: client, idempotencyKey: idempotencyKey, device: device)
     }
 

@@ -33,6 +33,7 @@ extension AccountServer {
     public func mount<Parent: RequestContext>(on router: some RouterMethods<Parent>, at path: RouterPath = "") throws {
         _ = try ServerResources.bundled.get()
         let group = router.group(path, context: MountedAccountContext<Parent>.self)
+            .add(middleware: RequestIdentityMiddleware(trustedProxies: configuration.trustedProxies))
         addAPI(to: group, resolver: ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardedHeader))
     }
 
@@ -43,7 +44,7 @@ extension AccountServer {
         _ = router.add(middleware: ClientAddressMiddleware<Context>(resolver: resolver))
         _ = router.add(
             middleware: ProblemMiddleware<Context>(
-                maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() }, logger: logger,
+                maxBodyBytes: configuration.maxBodyBytes, now: { [store = routes.store] in store.now() },
                 receipts: routes.receipts))
         router.addRoutes(routes.collection(context: Context.self))
     }

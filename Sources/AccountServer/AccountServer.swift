@@ -109,8 +109,10 @@ public struct AccountServer: Service {
     package func makeApplication(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let resources = try ServerResources.bundled.get()
         let router = Router(context: ServerRequestContext.self)
-        // Outermost: one access-log line for every request, with the answer the others gave.
-        router.add(middleware: AccessLogMiddleware<ServerRequestContext>(logger: logger))
+        // Outermost: the request's id, in `context.logger` and the answer; then one access-log
+        // line for every request, with the answer the others gave.
+        router.add(middleware: RequestIdentityMiddleware<ServerRequestContext>(trustedProxies: configuration.trustedProxies))
+        router.add(middleware: AccessLogMiddleware<ServerRequestContext>())
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
         // What no route answers: 405 with Allow for a known path, else 404, as problem details.
@@ -126,7 +128,7 @@ public struct AccountServer: Service {
                 deviceKey: { try await store.derivedKey(purpose: "admin-device-cookie v1") })
             let attempts = AdminAttempts(
                 limiter: RateLimiter(name: "admin"), perClient: configuration.rateLimits.adminAttemptsPerClient,
-                overall: configuration.rateLimits.adminAttemptsOverall, sessions: sessions, logger: logger)
+                overall: configuration.rateLimits.adminAttemptsOverall, sessions: sessions)
             AdminRoutes(
                 store: store, sessions: sessions, console: AdminConsole(resources), attempts: attempts, heartbeat: configuration.heartbeat,
                 logger: logger

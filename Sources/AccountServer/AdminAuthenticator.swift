@@ -41,14 +41,13 @@ struct AdminAuthenticator: AuthenticatorMiddleware {
 
     let sessions: AdminSessions
     let attempts: AdminAttempts
-    let logger: Logger
 
     func authenticate(request: Request, context: Context) async throws -> SignedInAdmin? {
         if let name = sessions.session(of: request, now: Date()) { return SignedInAdmin(name: name) }
         guard AdminSessions.presentsBasic(request) else { return nil }
-        try await attempts.admit(request, client: context.client)
+        try await attempts.admit(request, client: context.client, logger: context.logger)
         guard let name = sessions.basic(request) else {
-            logger.notice("admin credential refused", metadata: ["client": "\(context.client)"])
+            context.logger.notice("admin credential refused", metadata: ["client": "\(context.client)"])
             return nil
         }
         return SignedInAdmin(name: name)
@@ -65,10 +64,10 @@ struct AdminAttempts: Sendable {
     let perClient: RateLimit
     let overall: RateLimit
     let sessions: AdminSessions
-    let logger: Logger
 
-    /// Counts one presentation of the credential, or throws 429 `rate-limited` beyond a limit.
-    func admit(_ request: Request, client: String) async throws {
+    /// Counts one presentation of the credential, or throws 429 `rate-limited` beyond a limit
+    /// (the server-wide one logged with `logger`, the request's).
+    func admit(_ request: Request, client: String, logger: Logger) async throws {
         if let wait = limiter.take("admin-client:\(client)", limit: perClient) {
             throw Problem("rate-limited", .tooManyRequests, "Too many requests: wait before trying again.", retryAfter: wait)
         }
@@ -107,9 +106,8 @@ struct AdminRequiredMiddleware: RouterMiddleware {
 struct AdminProblemMiddleware: RouterMiddleware {
     typealias Context = AdminRequestContext
 
-    let logger: Logger
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let logger = context.logger
         var response: Response
         do {
             response = try await next(request, context)

@@ -34,9 +34,8 @@ struct AdminRequestGuard: RouterMiddleware {
 
     static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
 
-    let logger: Logger
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let logger = context.logger
         let route = context.endpointPath ?? "admin"
         let unsafe = ![.get, .head, .options].contains(request.method)
         if !Self.isSameOrigin(request),

@@ -25,7 +25,10 @@ struct AdminRoutes: Sendable {
     let console: AdminConsole
     let attempts: AdminAttempts
     let heartbeat: Duration
-    let logger: Logger
+    /// The server's logger; in the copy a route's handler gets, the request's `context.logger`.
+    var logger: Logger
+    /// The request's id (``RequestIdentity``) in the copy a route's handler gets; nil otherwise.
+    var requestID: String?
     let jobs = AdminJobs()
 
     /// One route of the console: ``Route/Access/open`` for the page and signing in and out, a
@@ -60,16 +63,19 @@ struct AdminRoutes: Sendable {
     /// ``AdminAuthenticator`` and ``AdminRequiredMiddleware``.
     func register(on router: Router<ServerRequestContext>) {
         let console = router.group(context: AdminRequestContext.self)
-            .add(middleware: AdminRequestGuard(logger: logger))
-            .add(middleware: AdminProblemMiddleware(logger: logger))
+            .add(middleware: AdminRequestGuard())
+            .add(middleware: AdminProblemMiddleware())
         let signedIn = console.group()
-            .add(middleware: AdminAuthenticator(sessions: sessions, attempts: attempts, logger: logger))
+            .add(middleware: AdminAuthenticator(sessions: sessions, attempts: attempts))
             .add(middleware: AdminRequiredMiddleware())
         for route in Self.table {
             let group = route.access == .open ? console : signedIn
             group.on(RouterPath(route.path), method: route.method) { request, context in
                 var request = request
-                return try await route.answer(self, &request, context)
+                var routes = self
+                routes.logger = context.logger
+                routes.requestID = context.requestID
+                return try await route.answer(routes, &request, context)
             }
         }
     }
@@ -87,7 +93,7 @@ struct AdminRoutes: Sendable {
     /// `POST /admin/api/session` with `{"name", "password"}` (JSON): a session cookie, or 401.
     /// Every try counts towards the client's limit.
     private func signIn(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
-        try await attempts.admit(request, client: context.client)
+        try await attempts.admit(request, client: context.client, logger: context.logger)
         // The guard has refused other content types; a body needs this one.
         guard request.headers[.contentType] != nil else {
             throw Problem("unsupported-media-type", .unsupportedMediaType, "Admin requests with a body take application/json.")
@@ -244,8 +250,9 @@ struct AdminRoutes: Sendable {
         ).response()
     }
 
+    /// The client's `X-Request-ID`, else the request's own id (``RequestIdentity``).
     private func correlation(_ request: Request) -> String? {
-        request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) }
+        request.headers[RequestIdentity.header].map { String($0.prefix(128)) } ?? requestID
     }
 }
 

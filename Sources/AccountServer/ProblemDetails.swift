@@ -27,7 +27,21 @@ struct Problem: Error, Encodable {
         self.retryAfter = retryAfter
     }
 
-    enum CodingKeys: String, CodingKey { case type, title, status, detail }
+    enum CodingKeys: String, CodingKey { case type, title, status, detail, instance, requestId }
+
+    /// The members of RFC 9457, and the id of the request (``RequestIdentity``) twice: as the
+    /// problem's `instance` (a URN) and as `requestId`.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(title, forKey: .title)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(detail, forKey: .detail)
+        if let requestID = RequestIdentity.current {
+            try container.encode("urn:spezi-account-store:request:\(requestID)", forKey: .instance)
+            try container.encode(requestID, forKey: .requestId)
+        }
+    }
 
     static func malformed(_ detail: String) -> Problem {
         Problem("malformed-request", .badRequest, "The request body is not what this operation takes.", detail: detail)

@@ -17,11 +17,11 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 
     let maxBodyBytes: Int
     let now: @Sendable () -> Date
-    let logger: Logger
     /// Makes the receipt a `202 accepted` answer carries; nil: none.
     var receipts: PositionReceipts?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let logger = context.logger
         do {
             return try await next(request, context)
         } catch let error as any HTTPResponseError where error.status != .contentTooLarge {
@@ -39,11 +39,11 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             return AccountRoutes.accepted(position: position, receipt: receipt)
         } catch {
-            return answer(error, route: "\(request.method) \(context.endpointPath ?? "unmatched")")
+            return answer(error, route: "\(request.method) \(context.endpointPath ?? "unmatched")", logger: logger)
         }
     }
 
-    func answer(_ error: any Error, route: String) -> Response {
+    func answer(_ error: any Error, route: String, logger: Logger) -> Response {
         switch error {
         case let error as any HTTPResponseError where error.status == .contentTooLarge:
             // The body passed maxBodyBytes while it was collected.
@@ -69,11 +69,11 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 
 /// One line per request: its method, its route (the pattern, `/admin/api/accounts/:id/history`,
 /// never the path: no ids, no tokens), the status and the time taken. Outermost, so that it sees
-/// the answer every other middleware gave, 404s and 405s included.
+/// the answer every other middleware gave, 404s and 405s included. It logs with `context.logger`,
+/// so its line carries the request's id (``RequestIdentityMiddleware`` runs before it).
 struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
-    let logger: Logger
-
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let logger = context.logger
         let start = ContinuousClock.now
         let response = try await next(request, context)
         let elapsed = ContinuousClock.now - start

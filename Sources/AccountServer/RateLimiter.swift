@@ -177,18 +177,16 @@ struct ClientRateLimitMiddleware<Context: AccountRequestContext>: RouterMiddlewa
     let kind: Kind
     let limit: RateLimit
     let limiter: RateLimiter
-    let logger: Logger
 
-    init(kind: Kind, limits: RateLimits, limiter: RateLimiter, logger: Logger) {
+    init(kind: Kind, limits: RateLimits, limiter: RateLimiter) {
         self.kind = kind
         self.limit = kind.limit(in: limits)
         self.limiter = limiter
-        self.logger = logger
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let wait = limiter.take("\(kind.rawValue):\(context.client)", limit: limit) {
-            logger.notice("rate limited", metadata: ["limit": "\(kind.rawValue)"])
+            context.logger.notice("rate limited", metadata: ["limit": "\(kind.rawValue)"])
             return Problem.rateLimited(retryAfter: wait).response()
         }
         return try await next(request, context)

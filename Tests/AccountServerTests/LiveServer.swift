@@ -45,7 +45,7 @@ struct LiveServer {
     /// Runs `body` against a live server; stops it and removes the store after.
     static func with(
         configuration: AccountServerConfiguration = AccountServerConfiguration(), realHashing: Bool = true,
-        tweaks: StoreTweaks = StoreTweaks(),
+        tweaks: StoreTweaks = StoreTweaks(), logger: Logger? = nil,
         _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
         let fixture = ServerFixture()
@@ -70,8 +70,13 @@ struct LiveServer {
         }
         var configuration = configuration
         configuration.port = 0
-        var logger = Logger(label: "live-server-test")
-        logger.logLevel = .warning
+        let logger =
+            logger
+            ?? {
+                var logger = Logger(label: "live-server-test")
+                logger.logLevel = .warning
+                return logger
+            }()
         let server = AccountServer(store: store, configuration: configuration, logger: logger)
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let group = ServiceGroup(
