@@ -37,7 +37,7 @@ enum RequestIdentity {
     static func traceID(fromTraceparent value: String) -> String? {
         let parts = value.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count >= 4, parts[0].utf8.count == 2, parts[1].utf8.count == 32, parts[2].utf8.count == 16, parts[3].utf8.count == 2,
-            parts.allSatisfy({ $0.utf8.allSatisfy(isLowerHex) }), parts[0] != "ff"
+            parts[0..<4].allSatisfy({ $0.utf8.allSatisfy(isLowerHex) }), parts[0] != "ff"
         else { return nil }
         // Version 00 has exactly four parts; later versions may append some.
         if parts[0] == "00" && parts.count != 4 { return nil }

@@ -254,3 +254,21 @@ enum RawHTTP {
         return recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT)) <= 0
     }
 }
+
+/// `text` without the members that name the request (`instance` and `requestId` of a problem
+/// document): two answers that must not tell their requests apart are compared this way, the
+/// request's own id being random and different for each.
+func withoutRequestID(_ text: String) -> String {
+    text.replacing(/"instance":"urn:spezi-account-store:request:[0-9a-f]{32}",?/, with: "")
+        .replacing(/"requestId":"[0-9a-f]{32}",?/, with: "")
+}
+
+extension RawHTTP.Answer {
+    /// The body without the request's id (``withoutRequestID(_:)``).
+    var comparableBody: String { withoutRequestID(body) }
+}
+
+extension APIResponse {
+    /// The text without the request's id (``withoutRequestID(_:)``).
+    var comparableText: String { withoutRequestID(text) }
+}

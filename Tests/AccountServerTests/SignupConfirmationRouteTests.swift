@@ -39,7 +39,7 @@ struct SignupConfirmationRouteTests {
             let free = try await api.send(.post, "/v1/accounts", json: signupJSON("free@example.org"))
             let taken = try await api.send(.post, "/v1/accounts", json: signupJSON("taken@example.org"))
             #expect(free.status == 202 && taken.status == 202)
-            #expect(free.text == taken.text && free.body["status"] as? String == "confirmation-sent")
+            #expect(free.comparableText == taken.comparableText && free.body["status"] as? String == "confirmation-sent")
             #expect(free.token == nil && taken.token == nil)
             #expect(try await store.log.lastPosition() == head)
 
@@ -63,7 +63,7 @@ struct SignupConfirmationRouteTests {
             let replay = try await api.send(.post, "/v1/accounts/confirm", json: #"{"token":"\#(token)"}"#)
             #expect(replay.status == 400 && replay.problemType == "urn:spezi-account-store:problem:invalid-signup-token")
             let forged = try await api.send(.post, "/v1/accounts/confirm", json: #"{"token":"AAAA"}"#)
-            #expect(forged.status == 400 && forged.text == replay.text)
+            #expect(forged.status == 400 && forged.comparableText == replay.comparableText)
             // Invalid details are refused before any message, as for a direct signup.
             let invalid = try await api.send(.post, "/v1/accounts", json: #"{"userId":"x@example.org"}"#)
             #expect(invalid.status == 422)
