@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.0.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
@@ -242,7 +243,10 @@ let package = Package(
             dependencies: [
                 "SpeziAccountStore", "AccountStorePostgres", "EventLogProtocol", "Projections", "SpeziAccount", "AccountServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // `serve --metrics-token-file`: the metrics backend; only the tool links it.
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus")
             ],
             path: "Tools/accountctl"
         ),

@@ -34,6 +34,7 @@ install_store_dependencies() {
 # The API fuzzer's version (PyPI), pinned so that runs are comparable.
 SCHEMATHESIS_VERSION="4.32.5"
 SELENIUM_VERSION="4.51.0"
+PROMETHEUS_CLIENT_VERSION="0.26.0"
 
 install_test_dependencies() {
     install_store_dependencies
@@ -65,6 +66,13 @@ install_test_dependencies() {
     fi
     # The console's JavaScript is checked with node --check (WebAssetCheckTests).
     command -v node >/dev/null 2>&1 || apt_install nodejs
+    # The metrics test parses /metrics with Prometheus' own Python client's text-format parser.
+    if ! python3 -c "import prometheus_client" 2>/dev/null; then
+        if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+        echo "==> installing prometheus-client $PROMETHEUS_CLIENT_VERSION"
+        python3 -m pip install --quiet "prometheus-client==$PROMETHEUS_CLIENT_VERSION" \
+            || python3 -m pip install --quiet --break-system-packages "prometheus-client==$PROMETHEUS_CLIENT_VERSION"
+    fi
     # The format test reads logs with Python's lmdb package, as FORMAT.md promises anyone can.
     if ! python3 -c "import lmdb" 2>/dev/null; then
         if ! command -v pip3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi

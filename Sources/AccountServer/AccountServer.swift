@@ -53,6 +53,9 @@ public struct AccountServerConfiguration: Sendable {
     /// Whether the admin session cookie is marked `Secure` (sent over HTTPS only): set it when
     /// the console is reached through HTTPS (a TLS proxy). Off by default, for plain-HTTP loopback.
     public var secureCookies = false
+    /// `GET /metrics` for a scraper with its bearer token (see <doc:Metrics>); nil (the default):
+    /// no such route.
+    public var metrics: MetricsEndpoint?
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}
@@ -115,12 +118,19 @@ public struct AccountServer: Service {
         router.add(middleware: AccessLogMiddleware<ServerRequestContext>())
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
+        // Requests by route, method and status, and their durations (Hummingbird's metrics, fed to
+        // whatever metrics backend the process bootstrapped): only HTTP's own methods reach it.
+        router.add(middleware: KnownMethodsMiddleware<ServerRequestContext>())
+        router.add(middleware: MetricsMiddleware<ServerRequestContext>())
         // What no route answers: 405 with Allow for a known path, else 404, as problem details.
         router.add(middleware: RouteFallbackMiddleware<ServerRequestContext>(routes: Self.routePatterns))
         // Then who the client is, for every limit (trusted proxies, IPv6 /64), and innermost
         // problem details for what a route throws; then the routes.
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardedHeader)
         addAPI(to: router, resolver: resolver)
+        if let metrics = configuration.metrics {
+            MetricsRoute(endpoint: metrics, attempts: configuration.rateLimits.adminAttemptsPerClient).register(on: router)
+        }
         if let admin = configuration.admin {
             let store = routes.store
             let sessions = AdminSessions(

@@ -7,6 +7,8 @@ import AccountServer
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 import SpeziAccountStore
 
@@ -85,6 +87,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Enable the audit console API under /admin/api/: a file whose first line is name:password (12+ characters).")
     var adminCredentialFile: String?
 
+    @Option(
+        help:
+            "Serve GET /metrics (Prometheus' text format) to a scraper that sends the token in this file's first line (16+ characters) as a bearer token."
+    )
+    var metricsTokenFile: String?
+
     @Flag(help: "Mark the admin session cookie Secure (sent over HTTPS only): for a console reached through a TLS proxy.")
     var secureCookies = false
 
@@ -122,6 +130,7 @@ struct Serve: AsyncParsableCommand {
             } catch {
                 throw ToolError.input("--admin-credential-file: \(error)")
             }
+            let metrics = try metricsTokenFile.map(Self.metricsEndpoint(tokenFile:))
             try await global.withStore(
                 creating: true,
                 adjusting: { options in
@@ -147,6 +156,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.confirmsSignups = signups != nil
                 configuration.admin = admin
                 configuration.secureCookies = secureCookies
+                configuration.metrics = metrics
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
                 let group = ServiceGroup(
@@ -155,6 +165,24 @@ struct Serve: AsyncParsableCommand {
                 try await group.run()
             }
         }
+    }
+
+    /// The metrics endpoint of `--metrics-token-file`: bootstraps swift-metrics with a Prometheus
+    /// registry (once for the process) and renders that registry.
+    static func metricsEndpoint(tokenFile: String) throws -> MetricsEndpoint {
+        let text: String
+        do {
+            text = try String(contentsOfFile: tokenFile, encoding: .utf8)
+        } catch {
+            throw ToolError.input("--metrics-token-file: cannot read \(tokenFile): \(error.localizedDescription)")
+        }
+        let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard token.count >= 16, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw ToolError.input("--metrics-token-file: the token (the file's first line) needs 16 or more printable ASCII characters")
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return MetricsEndpoint(bearerToken: token) { registry.emitToBuffer() }
     }
 }
 
