@@ -118,12 +118,12 @@ public struct AccountServer: Service {
         router.add(middleware: AccessLogMiddleware<ServerRequestContext>())
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
+        // What no route answers: 405 with Allow for a known path, else 404, as problem details.
+        router.add(middleware: RouteFallbackMiddleware<ServerRequestContext>(routes: Self.routePatterns))
         // Requests by route, method and status, and their durations (Hummingbird's metrics, fed to
         // whatever metrics backend the process bootstrapped): only HTTP's own methods reach it.
         router.add(middleware: KnownMethodsMiddleware<ServerRequestContext>())
         router.add(middleware: MetricsMiddleware<ServerRequestContext>())
-        // What no route answers: 405 with Allow for a known path, else 404, as problem details.
-        router.add(middleware: RouteFallbackMiddleware<ServerRequestContext>(routes: Self.routePatterns))
         // Then who the client is, for every limit (trusted proxies, IPv6 /64), and innermost
         // problem details for what a route throws; then the routes.
         let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardedHeader)

@@ -153,6 +153,15 @@ struct LogStateBody: Encodable {
     let projections: [ProjectionBody]
 }
 
+/// A page of the log for a follower (`GET /admin/api/log/records`).
+struct LogRecordsBody: Encodable {
+    let records: [AdminTail.Entry]
+    /// The position to ask after next time: the last record's, or `after` when there was none.
+    let next: UInt64
+    /// The log's last position when the page was read.
+    let head: UInt64
+}
+
 /// One entry of the audit stream.
 struct AuditEntryBody: Encodable {
     let position: UInt64

@@ -46,6 +46,7 @@ struct AdminRoutes: Sendable {
         },
         AdminRoute(.get, "/admin/api/activity", access: .session) { routes, request, _ in try await routes.activity(request) },
         AdminRoute(.get, "/admin/api/log", access: .session) { routes, _, _ in try await routes.logState() },
+        AdminRoute(.get, "/admin/api/log/records", access: .session) { routes, request, _ in try await routes.records(request) },
         AdminRoute(.post, "/admin/api/verify", access: .session) { routes, request, context in try routes.verify(request, context.admin) },
         AdminRoute(.post, "/admin/api/projections/:name/rebuild", access: .session) { routes, request, context in
             try await routes.rebuild(request, context)
@@ -248,6 +249,24 @@ struct AdminRoutes: Sendable {
             store: store, after: after, backlog: 20, heartbeat: heartbeat, lifetime: sessions.validity,
             stillSignedIn: { !bySession || sessions.isStillValid(request, now: Date()) }, logger: logger
         ).response()
+    }
+
+    /// `GET /admin/api/log/records?after=N&limit=M`: the records after position `N` (0: from the
+    /// start), at most `M` (1–1,000, 500 by default), each as the tail sends it (no payload, so
+    /// no personal data), with `next`, the position to ask after next time (a follower's
+    /// checkpoint), and the log's `head`.
+    private func records(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        guard let after = UInt64(query.get("after").map { String($0) } ?? "0") else {
+            throw Problem.malformed("after must be a log position (0 or more)")
+        }
+        guard let limit = Int(query.get("limit").map { String($0) } ?? "500"), (1...1_000).contains(limit) else {
+            throw Problem.malformed("limit must be between 1 and 1000")
+        }
+        let head = try await store.log.lastPosition()
+        let records = after >= head ? [] : try await store.log.read(from: after + 1, limit: limit)
+        return try AccountRoutes.json(
+            LogRecordsBody(records: records.map(AdminTail.Entry.init), next: records.last?.position ?? min(after, head), head: head))
     }
 
     /// The client's `X-Request-ID`, else the request's own id (``RequestIdentity``).

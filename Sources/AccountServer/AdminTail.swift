@@ -35,12 +35,18 @@ struct AdminTail: Sendable {
         let time: String
         let type: String
         let stream: String
+        /// The record's version in its stream.
+        let version: UInt64
+        /// The event's id (a follower's deduplication key).
+        let id: String
 
         init(_ record: RecordedEvent) {
             position = record.position
             time = JSONCoding.timestamp(record.timestamp)
             type = record.type
             stream = record.streamID
+            version = record.streamVersion
+            id = record.eventID.uuidString.lowercased()
         }
     }
 

@@ -79,16 +79,15 @@ struct MetricsRoute: Sendable {
     }
 }
 
-/// Answers 501 for a method outside HTTP's registered ones, before the metrics middleware sees
-/// the request: the metrics label requests by method, and a client making up methods would
-/// otherwise make up a new series with each one (memory held for the process's life).
+/// Refuses a method outside HTTP's registered ones before the metrics middleware sees the
+/// request, as no route takes it (``RouteFallbackMiddleware`` answers 405 with `Allow`, or 404):
+/// the metrics label requests by method, and every such method would otherwise be a series of
+/// its own, held for the process's life.
 struct KnownMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
     static var known: Set<HTTPRequest.Method> { [.get, .head, .post, .put, .delete, .patch, .options, .trace, .connect] }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard Self.known.contains(request.method) else {
-            return Problem("method-not-implemented", .notImplemented, "The server does not know this method.").response()
-        }
+        guard Self.known.contains(request.method) else { throw HTTPError(.notFound) }
         return try await next(request, context)
     }
 }
