@@ -450,7 +450,8 @@ struct AccountRoutes: Sendable {
         _ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil, device: String? = nil
     ) -> AccountStore.Context {
         AccountStore.Context(
-            actor: actor.map { "account:\($0)" } ?? "http", correlationID: request.headers[RequestIdentity.header].map { String($0.prefix(128)) } ?? requestID,
+            actor: actor.map { "account:\($0)" } ?? "http",
+            correlationID: request.headers[RequestIdentity.header].map { String($0.prefix(128)) } ?? requestID,
             client: client, idempotencyKey: idempotencyKey, device: device)
     }
 

@@ -6,8 +6,8 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
-import NIOHTTP1
 import NIOFoundationCompat
+import NIOHTTP1
 import TestSupport
 import TestTiers
 import Testing
