@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
         // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
@@ -177,7 +179,7 @@ let package = Package(
         .target(
             name: "AccountServer",
             dependencies: [
-                "SpeziAccountStore", "SpeziAccount", "EventLogProtocol", "Projections",
+                "SpeziAccountStore", "SpeziAccount", "EventLogProtocol", "Projections", "IdentityTokens",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -190,6 +192,19 @@ let package = Package(
             // Served as they are: the OpenAPI document and the audit console's page, style sheet
             // and script (checked by Tests/Browser/check_web_assets.py).
             resources: [.copy("openapi.yaml"), .copy("Console")]
+        ),
+        // Verifies OpenID Connect identity tokens (Sign in with Apple, Google, any provider with a
+        // JWKS): jwt-kit for the signatures, AsyncHTTPClient for the key sets. Only the server links
+        // it; the store keeps the links as events and never imports jwt-kit.
+        .target(
+            name: "IdentityTokens",
+            dependencies: [
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio")
+            ]
         ),
         // An `AccountService` for apps that talks to an account server: AsyncHTTPClient on Linux,
         // URLSession elsewhere, behind a small transport protocol.
@@ -242,6 +257,7 @@ let package = Package(
             name: "accountctl",
             dependencies: [
                 "SpeziAccountStore", "AccountStorePostgres", "EventLogProtocol", "Projections", "SpeziAccount", "AccountServer",
+                "IdentityTokens",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // `serve --metrics-token-file`: the metrics backend; only the tool links it.
@@ -288,9 +304,13 @@ let package = Package(
             dependencies: [
                 "TestTiers",
                 "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi", "EventLog",
-                "EventLogProtocol",
+                "EventLogProtocol", "IdentityTokens",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client")
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto")
             ])
     ],
     swiftLanguageModes: [.v6]

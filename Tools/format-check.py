@@ -128,6 +128,8 @@ ACCOUNT_EVENTS = {
     "external.details-modified": [("modified", "values"), ("removed", "strings")],
     "external.details-erased": [],
     "account.password-rehashed": [("passwordHash", "string")],
+    "account.identity-linked": [("issuer", "string"), ("subject", "string")],
+    "account.identity-unlinked": [("issuer", "string"), ("subject", "string")],
 }
 
 

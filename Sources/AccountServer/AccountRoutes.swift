@@ -8,6 +8,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdAuth
+import IdentityTokens
 import Logging
 import SpeziAccount
 import SpeziAccountStore
@@ -25,6 +26,7 @@ struct AccountRoutes: Sendable {
     let streams: StreamSlots
     let devices: DeviceCookies
     let receipts: PositionReceipts
+    let identityTokens: IdentityTokenVerifier
 
     init(store: AccountStore, configuration: AccountServerConfiguration, logger: Logger) {
         self.store = store
@@ -32,6 +34,8 @@ struct AccountRoutes: Sendable {
         self.logger = logger
         self.devices = DeviceCookies(store: store, secure: configuration.secureCookies)
         self.receipts = PositionReceipts(store: store)
+        self.identityTokens = IdentityTokenVerifier(
+            providers: configuration.identityProviders, limits: configuration.identityTokenLimits, logger: logger)
         self.streams = StreamSlots(
             sessionLimit: configuration.connections.streamsPerSession, accountLimit: configuration.connections.streamsPerAccount)
     }
@@ -54,12 +58,21 @@ struct AccountRoutes: Sendable {
         Operation(.post, "/v1/sessions", limits: [.logins, .records], access: .open) { routes, request, context in
             try await routes.login(&request, client: context.client)
         },
+        Operation(.post, "/v1/sessions/identity", limits: [.logins, .records], access: .open) { routes, request, context in
+            try await routes.identitySignIn(&request, client: context.client)
+        },
         Operation(.delete, "/v1/sessions/current", access: .open) { routes, request, _ in try await routes.logout(&request) },
         Operation(.get, "/v1/account", access: .session) { routes, request, context in try routes.details(try context.session(request)) },
         Operation(.patch, "/v1/account", access: .session) { routes, request, context in try await routes.modify(&request, context) },
         Operation(.delete, "/v1/account", access: .session) { routes, request, context in try await routes.delete(&request, context) },
         Operation(.post, "/v1/account/upgrade", limits: [.signups], access: .session) { routes, request, context in
             try await routes.upgrade(&request, try context.session(request), client: context.client)
+        },
+        Operation(.post, "/v1/account/identities", limits: [.logins], access: .session) { routes, request, context in
+            try await routes.linkIdentity(&request, try context.session(request), client: context.client)
+        },
+        Operation(.delete, "/v1/account/identities/:provider", access: .session) { routes, request, context in
+            try await routes.unlinkIdentity(request, try context.session(request))
         },
         Operation(.get, "/v1/account/history", access: .session) { routes, request, context in
             try await routes.history(request, try context.session(request))
@@ -374,7 +387,7 @@ struct AccountRoutes: Sendable {
     }
 
     /// Takes one request from the bucket of `key` under `kind`, or answers 429 with Retry-After.
-    private func limit(_ kind: String, _ key: String, _ limit: RateLimit) throws {
+    func limit(_ kind: String, _ key: String, _ limit: RateLimit) throws {
         guard let wait = limiter.take("\(kind):\(key)", limit: limit) else { return }
         logger.notice("rate limited", metadata: ["limit": "\(kind)"])
         throw Problem.rateLimited(retryAfter: wait)
@@ -410,7 +423,7 @@ struct AccountRoutes: Sendable {
         }
     }
 
-    private func body<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T {
+    func body<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T {
         let buffer = try await collect(&request)
         guard buffer.readableBytes > 0 else { throw Problem.malformed("the body is empty; this operation takes a JSON object") }
         return try JSONCoding.decoder(registry: store.registry).decode(T.self, from: Data(buffer.readableBytesView))

@@ -7,6 +7,7 @@ import Foundation
 import Hummingbird
 import HummingbirdAuth
 import HummingbirdCore
+import IdentityTokens
 import Logging
 import ServiceLifecycle
 import SpeziAccountStore
@@ -56,6 +57,12 @@ public struct AccountServerConfiguration: Sendable {
     /// `GET /metrics` for a scraper with its bearer token (see <doc:Metrics>); nil (the default):
     /// no such route.
     public var metrics: MetricsEndpoint?
+    /// The OpenID Connect providers whose identity tokens sign in (`POST /v1/sessions/identity`)
+    /// and link to accounts (`POST /v1/account/identities`): Sign in with Apple, Google, an
+    /// organization's own. None by default: those routes answer 404 `unknown-identity-provider`.
+    public var identityProviders: [IdentityProviderConfiguration] = []
+    /// The bounds on verifying identity tokens: key-set fetches, their timeout and size, clock skew.
+    public var identityTokenLimits = IdentityTokenLimits()
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}

@@ -125,6 +125,15 @@ struct Problem: Error, Encodable {
             return Problem("invalid-reset-token", .badRequest, "The password reset token is invalid, used or expired.")
         case .invalidSignupToken:
             return Problem("invalid-signup-token", .badRequest, "The signup confirmation token is invalid, used or expired.")
+        case .identityTaken:
+            return Problem("identity-taken", .conflict, "This sign-in is linked to another account.")
+        case .identityOfIssuerLinked:
+            return Problem("identity-of-provider-linked", .conflict, "The account has a sign-in of this provider linked already.")
+        case .identityNotLinked:
+            return Problem("identity-not-linked", .notFound, "The account has no sign-in of this provider linked.")
+        case .lastWayIn:
+            return Problem(
+                "last-way-in", .conflict, "This is the account's only way in; set a password or link another sign-in first.")
         case .keyMismatch, .storeTransfer, .unsupportedLogLocation, .signupConfirmationUnavailable, .committedNotApplied:
             return nil
         }

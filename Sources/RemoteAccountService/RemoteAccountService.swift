@@ -101,6 +101,27 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
         try await signIn(answer)
     }
 
+    /// Signs in with an OpenID Connect identity token (Sign in with Apple, Google, …): the server
+    /// verifies it and signs in the account linked to it, creating one at the first sign-in.
+    ///
+    /// - Parameters:
+    ///   - provider: The provider's id in the server's configuration (`apple`).
+    ///   - identityToken: The token the provider handed the app.
+    ///   - nonce: The nonce the app used, raw (for Sign in with Apple, the one whose SHA-256 it
+    ///     handed to Apple).
+    /// - Throws: ``AccountServerProblem`` for a refused token (`invalid-identity-token`), an unknown
+    ///   provider or a rate limit, or the transport's error.
+    public func signIn(identityProvider provider: String, identityToken: String, nonce: String?) async throws {
+        let body = try APIClient.json(["provider": provider, "identityToken": identityToken, "nonce": nonce])
+        var answer = try await client.call("POST", "/v1/sessions/identity", body: body)
+        if let position = APIClient.acceptedPosition(answer) {
+            // Signed in, the session not shown yet: once the server shows it, sign in again.
+            try await client.waitUntilApplied(position)
+            answer = try await client.call("POST", "/v1/sessions/identity", body: body)
+        }
+        try await signIn(answer)
+    }
+
     /// Creates an account and signs it in; upgrades the signed-in anonymous account instead.
     /// Omitted required keys take their `.default` initial value; while a non-anonymous account is
     /// signed in it throws `AccountServiceError.internalError`, as upstream's services do.

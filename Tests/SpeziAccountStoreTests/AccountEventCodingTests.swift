@@ -30,7 +30,9 @@ struct AccountEventCodingTests {
         .sessionEnded(sessionHash: String(repeating: "cd", count: 32), reason: "password-changed"),
         .externalDetailsModified(modified: ["biography": Data(#""ü ß""#.utf8)], removed: ["x"]),
         .externalDetailsErased,
-        .passwordRehashed(passwordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g")
+        .passwordRehashed(passwordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g"),
+        .identityLinked(issuer: "https://appleid.apple.com", subject: "001234.abcdef0123456789.0042"),
+        .identityUnlinked(issuer: "https://accounts.google.com", subject: "10769150350006150715113082367")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

@@ -62,6 +62,8 @@ struct AccountFormatTests {
             to: id, expectedVersion: .any)
         let anonymous = try await store.signInAnonymously()
         try await store.upgrade(anonymous.accountId, with: leland(userId: "guest@stanford.edu"))
+        try await store.link(LinkedIdentity(issuer: "https://appleid.apple.com", subject: "001234.ab.0042"), to: anonymous.accountId)
+        try await store.unlinkIdentity(issuer: "https://appleid.apple.com", from: anonymous.accountId)
         try await store.delete(id)
         let records = try await store.log.read()
         await store.close()

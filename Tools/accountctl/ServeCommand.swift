@@ -6,6 +6,7 @@
 import AccountServer
 import ArgumentParser
 import Foundation
+import IdentityTokens
 import Logging
 import Metrics
 import Prometheus
@@ -93,6 +94,15 @@ struct Serve: AsyncParsableCommand {
     )
     var metricsTokenFile: String?
 
+    @Option(
+        name: .customLong("identity-provider"),
+        help: ArgumentHelp(
+            "An OpenID Connect provider whose identity tokens sign in: id=NAME,issuer=URL,jwks=URL,client-id=ID (client-id repeatable), "
+                + "optionally email-user-id=true, nonce=raw|sha256-hex, alg=RS256|ES256 (repeatable); preset=apple or preset=google "
+                + "fills issuer, jwks, nonce and alg. Repeat for several providers.",
+            valueName: "spec"))
+    var identityProviders: [String] = []
+
     @Flag(help: "Mark the admin session cookie Secure (sent over HTTPS only): for a console reached through a TLS proxy.")
     var secureCookies = false
 
@@ -115,6 +125,11 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR block")
         }
         guard ForwardedHeader(forwardedHeader) != nil else { throw ValidationError("--forwarded-header \(forwardedHeader) is not a header name") }
+        var ids: Set<String> = []
+        for spec in identityProviders {
+            let provider = try Self.identityProvider(spec)
+            guard ids.insert(provider.id).inserted else { throw ValidationError("--identity-provider \(provider.id) is given twice") }
+        }
     }
 
     func run() async throws {
@@ -156,7 +171,9 @@ struct Serve: AsyncParsableCommand {
                 configuration.confirmsSignups = signups != nil
                 configuration.admin = admin
                 configuration.secureCookies = secureCookies
+<<<<<<< HEAD
                 configuration.metrics = metrics
+                configuration.identityProviders = try identityProviders.map(Self.identityProvider)
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
                 let group = ServiceGroup(
@@ -183,6 +200,47 @@ struct Serve: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         return MetricsEndpoint(bearerToken: token) { registry.emitToBuffer() }
+    }
+}
+
+extension Serve {
+    /// A provider from `--identity-provider`'s `key=value,…` form.
+    static func identityProvider(_ spec: String) throws -> IdentityProviderConfiguration {
+        var fields: [String: [String]] = [:]
+        for part in spec.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2, !pair[1].isEmpty else { throw ValidationError("--identity-provider: \(part) is not key=value") }
+            fields[pair[0], default: []].append(pair[1])
+        }
+        let known: Set = ["id", "issuer", "jwks", "client-id", "email-user-id", "nonce", "alg", "preset"]
+        if let unknown = fields.keys.first(where: { !known.contains($0) }) { throw ValidationError("--identity-provider: unknown key \(unknown)") }
+        let clientIds = fields["client-id"] ?? []
+        var provider: IdentityProviderConfiguration
+        switch fields["preset"]?.last {
+        case "apple": provider = .signInWithApple(clientIds: clientIds)
+        case "google": provider = .google(clientIds: clientIds)
+        case nil: provider = IdentityProviderConfiguration(id: "", issuer: "", jwksURL: "", clientIds: clientIds)
+        case let other?: throw ValidationError("--identity-provider: no preset \(other) (apple, google)")
+        }
+        if let id = fields["id"]?.last { provider.id = id }
+        if let issuer = fields["issuer"]?.last { provider.issuer = issuer }
+        if let jwks = fields["jwks"]?.last { provider.jwksURL = jwks }
+        if let flag = fields["email-user-id"]?.last {
+            guard let value = Bool(flag) else { throw ValidationError("--identity-provider: email-user-id must be true or false") }
+            provider.emailBecomesUserId = value
+        }
+        if let nonce = fields["nonce"]?.last {
+            guard let form = IdentityProviderConfiguration.NonceForm(rawValue: nonce) else {
+                throw ValidationError("--identity-provider: nonce must be raw or sha256-hex")
+            }
+            provider.nonce = form
+        }
+        if let algorithms = fields["alg"] {
+            guard algorithms.allSatisfy(["RS256", "ES256"].contains) else { throw ValidationError("--identity-provider: alg must be RS256 or ES256") }
+            provider.algorithms = Set(algorithms)
+        }
+        if let problem = provider.problem { throw ValidationError("--identity-provider: \(problem)") }
+        return provider
     }
 }
 

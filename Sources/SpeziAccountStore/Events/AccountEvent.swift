@@ -60,6 +60,12 @@ public enum AccountEvent: Sendable, Equatable {
     /// ``passwordChanged(passwordHash:)`` it is no change of the owner's (no change budget spent,
     /// open reset requests kept).
     case passwordRehashed(passwordHash: String)
+    /// A sign-in with an OpenID Connect provider was linked to the account: the provider's issuer
+    /// (`iss`) and the holder's id there (`sub`). The pair belongs to at most one account (a claim,
+    /// as user ids are), and signs that account in.
+    case identityLinked(issuer: String, subject: String)
+    /// A provider identity was unlinked: it no longer signs the account in, and its claim is released.
+    case identityUnlinked(issuer: String, subject: String)
     /// An event of this type whose personal data can no longer be read: the account was deleted
     /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
     case redacted(type: String)
@@ -88,6 +94,8 @@ public enum AccountEvent: Sendable, Equatable {
         case .externalDetailsModified: .externalDetailsModified
         case .externalDetailsErased: .externalDetailsErased
         case .passwordRehashed: .passwordRehashed
+        case .identityLinked: .identityLinked
+        case .identityUnlinked: .identityUnlinked
         case let .redacted(type): Kind(name: type)
         }
     }
@@ -107,6 +115,7 @@ public enum AccountEvent: Sendable, Equatable {
         case loginSucceeded, loginFailed, loggedOut, passwordResetRequested, sessionStarted, sessionEnded
         case externalDetailsModified, externalDetailsErased
         case passwordRehashed
+        case identityLinked, identityUnlinked
 
         /// The type name written to the log.
         public var name: String { declaration.name }
@@ -172,7 +181,8 @@ public enum AccountEvent: Sendable, Equatable {
         case let .accountCreated(userId, _, _, _), let .anonymousAccountUpgraded(userId, _, _): userId
         case let .userIdChanged(_, new): new
         case .detailsModified, .passwordChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
-            .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .passwordRehashed, .redacted:
+            .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .passwordRehashed, .identityLinked,
+            .identityUnlinked, .redacted:
             nil
         }
     }
@@ -214,6 +224,9 @@ public enum AccountEvent: Sendable, Equatable {
         case let .sessionEnded(sessionHash, reason):
             writer.string(sessionHash)
             writer.string(reason)
+        case let .identityLinked(issuer, subject), let .identityUnlinked(issuer, subject):
+            writer.string(issuer)
+            writer.string(subject)
         case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             break
         }

@@ -191,6 +191,15 @@ extension AccountEvent.Kind {
             .init("account.password-rehashed", personalData: true, changesState: true, fields: [.string("passwordHash")]) { fields in
                 .passwordRehashed(passwordHash: try fields.string())
             }
+        case .identityLinked:
+            .init("account.identity-linked", personalData: true, changesState: true, fields: [.string("issuer"), .string("subject")]) { fields in
+                .identityLinked(issuer: try fields.string(), subject: try fields.string())
+            }
+        case .identityUnlinked:
+            .init("account.identity-unlinked", personalData: true, changesState: true, fields: [.string("issuer"), .string("subject")]) {
+                fields in
+                .identityUnlinked(issuer: try fields.string(), subject: try fields.string())
+            }
         }
     }
 }

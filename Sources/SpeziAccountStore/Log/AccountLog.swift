@@ -105,6 +105,35 @@ public struct AccountLog: Sendable {
         skeletonClaims(forUserId: userId).union([claim(forUserId: userId), legacyClaim(forUserId: userId)])
     }
 
+    /// The prefix of identity claims.
+    public static let identityClaimPrefix = "identity:"
+
+    /// The claim that keeps a provider identity on one account: `identity:` and the SHA-256 in hex
+    /// of the issuer's UTF-8 bytes, a NUL byte and the subject's, or with a vault the HMAC-SHA256
+    /// of those bytes under the vault's claim secret (so the claim stays within the log's 500 bytes
+    /// and names no one in the clear).
+    ///
+    /// - Parameters:
+    ///   - issuer: The provider's issuer (`iss`).
+    ///   - subject: The holder's id at the provider (`sub`).
+    /// - Returns: The claim name.
+    public func identityClaim(issuer: String, subject: String) -> String {
+        let bytes = Array(issuer.utf8) + [0] + Array(subject.utf8)
+        guard let vault else { return Self.identityClaimPrefix + SHA256.hash(data: bytes).hexString }
+        return Self.identityClaimPrefix + HMAC<SHA256>.authenticationCode(for: bytes, using: vault.claimSecret).hexString
+    }
+
+    /// The account a provider identity signs in, or nil when none holds its claim.
+    ///
+    /// - Parameters:
+    ///   - issuer: The provider's issuer.
+    ///   - subject: The holder's id at the provider.
+    /// - Returns: The id of the account holding the identity's claim.
+    /// - Throws: The log's `EventLogError` when the claim cannot be looked up.
+    public func accountId(forIssuer issuer: String, subject: String) async throws -> String? {
+        try await log.claimOwner(identityClaim(issuer: issuer, subject: subject))
+    }
+
     private func claim(ofNormalized normalized: String) -> String {
         guard let vault else { return "userid:" + normalized }
         let mac = HMAC<SHA256>.authenticationCode(for: Array(normalized.utf8), using: vault.claimSecret)

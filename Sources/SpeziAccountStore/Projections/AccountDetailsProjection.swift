@@ -16,7 +16,7 @@ public struct AccountDetailsProjection: Projection {
     /// The name the projection is registered under.
     public static let projectionName = "account-details"
     /// Bump when the stored form or the folding changes.
-    static let version = 4
+    static let version = 5
 
     /// The upcasters applied to old events while replaying.
     public let evolution: SchemaEvolution
@@ -175,6 +175,14 @@ public struct AccountDetailsProjection: Projection {
         writer.string(state.userId)
         writer.optionalString(state.passwordHash)
         writer.values(state.values)
+        // Then, when any is linked: the identities (sealed: a subject names a person at its provider).
+        if !state.identities.isEmpty {
+            writer.varint(UInt64(state.identities.count))
+            for identity in state.identities.sorted() {
+                writer.string(identity.issuer)
+                writer.string(identity.subject)
+            }
+        }
         let personal = try Sealing.seal(writer.bytes, key: key, accountId: state.accountId, label: "state")
         let skeleton = state.withoutPersonalData().encoded()
         return [sealedStateMarker] + KeyVault.bigEndian(UInt32(skeleton.count)) + skeleton + personal
@@ -197,6 +205,15 @@ public struct AccountDetailsProjection: Projection {
             state.userId = try reader.string("userId")
             state.passwordHash = try reader.optionalString("passwordHash")
             state.values = try reader.values("values")
+            if !reader.isAtEnd {
+                let count = try reader.varint("identities")
+                guard count <= PayloadReader.maximumFieldLength else {
+                    throw PayloadDecodingError.truncated(field: "identities", offset: reader.offset)
+                }
+                for _ in 0..<count {
+                    state.identities.insert(LinkedIdentity(issuer: try reader.string("issuer"), subject: try reader.string("subject")))
+                }
+            }
             try reader.finish()
         }
         return state

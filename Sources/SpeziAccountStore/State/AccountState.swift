@@ -5,6 +5,29 @@
 
 import Foundation
 
+/// An identity at an OpenID Connect provider (Sign in with Apple, Google, …): the provider's issuer
+/// and the holder's id there. It signs in at most one account (``AccountLog/identityClaim(issuer:subject:)``).
+public struct LinkedIdentity: Sendable, Hashable, Comparable {
+    /// The provider's issuer (`iss`), such as `https://appleid.apple.com`.
+    public let issuer: String
+    /// The holder's stable id at the provider (`sub`).
+    public let subject: String
+
+    /// An identity.
+    ///
+    /// - Parameters:
+    ///   - issuer: The provider's issuer.
+    ///   - subject: The holder's id at the provider.
+    public init(issuer: String, subject: String) {
+        self.issuer = issuer
+        self.subject = subject
+    }
+
+    public static func < (lhs: LinkedIdentity, rhs: LinkedIdentity) -> Bool {
+        (lhs.issuer, lhs.subject) < (rhs.issuer, rhs.subject)
+    }
+}
+
 /// One account as its events leave it: the fold of its stream. The service decides on it (with
 /// the stream version for optimistic concurrency); the details projection stores it per account.
 public struct AccountState: Sendable, Equatable {
@@ -49,6 +72,15 @@ public struct AccountState: Sendable, Equatable {
     /// are checked against. Folded from the stream like everything else, so every process and every
     /// server on the log sees the same counts.
     public internal(set) var changeBudget = ChangeBudget()
+    /// The provider identities linked to the account (`account.identity-linked`, less those
+    /// unlinked since): each signs it in.
+    public internal(set) var identities: Set<LinkedIdentity> = []
+
+    /// How many ways in the account has: its password (with a user id) and each linked identity.
+    /// The store refuses to unlink the last one.
+    public var waysIn: Int {
+        (passwordHash != nil && !userId.isEmpty ? 1 : 0) + identities.count
+    }
 
     /// How many ended sessions ``endedSessions`` keeps.
     public static let endedSessionsKept = 32
@@ -146,6 +178,7 @@ public struct AccountState: Sendable, Equatable {
             self.values = [:]
             self.sessions = [:]
             self.resetTokens = [:]
+            self.identities = []
             // A replay after the key is destroyed reads the changes as redacted and cannot count
             // them: a deleted account's budget is empty either way.
             self.changeBudget = ChangeBudget()
@@ -180,6 +213,10 @@ public struct AccountState: Sendable, Equatable {
             self.failedLogins += 1
             self.lastFailedLogin = time
             return
+        case let .identityLinked(issuer, subject):
+            self.identities.insert(LinkedIdentity(issuer: issuer, subject: subject))
+        case let .identityUnlinked(issuer, subject):
+            self.identities.remove(LinkedIdentity(issuer: issuer, subject: subject))
         case .loggedOut, .externalDetailsModified, .externalDetailsErased, .redacted:
             return
         }
@@ -217,6 +254,7 @@ public struct AccountState: Sendable, Equatable {
         copy.userId = ""
         copy.passwordHash = nil
         copy.values = [:]
+        copy.identities = []
         return copy
     }
 
@@ -248,7 +286,7 @@ public struct AccountState: Sendable, Equatable {
         writer.varint(lastFailedLogin.map { UInt64(bitPattern: Int64(($0.timeIntervalSince1970 * 1_000_000).rounded())) + 1 } ?? 0)
         writer.values(values)
         // Written only when there are sessions or more, so a state without any keeps its earlier form.
-        let hasMore = !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget()
+        let hasMore = !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget() || !identities.isEmpty
         if !sessions.isEmpty || hasMore {
             Self.write(sessions, into: &writer)
         }
@@ -260,6 +298,14 @@ public struct AccountState: Sendable, Equatable {
             writer.varint(UInt64(changeBudget.changesThisHour))
             writer.varint(UInt64(bitPattern: changeBudget.day))
             writer.varint(UInt64(changeBudget.bytesToday))
+        }
+        // Then, when any is linked: the identities, sorted.
+        if !identities.isEmpty {
+            writer.varint(UInt64(identities.count))
+            for identity in identities.sorted() {
+                writer.string(identity.issuer)
+                writer.string(identity.subject)
+            }
         }
         return writer.bytes
     }
@@ -313,6 +359,15 @@ public struct AccountState: Sendable, Equatable {
                 state.changeBudget = ChangeBudget(
                     hour: Int64(bitPattern: try reader.varint("change hour")), changesThisHour: Int(clamping: try reader.varint("changes")),
                     day: Int64(bitPattern: try reader.varint("change day")), bytesToday: Int(clamping: try reader.varint("change bytes")))
+            }
+            if !reader.isAtEnd {
+                let count = try reader.varint("identities")
+                guard count <= PayloadReader.maximumFieldLength else {
+                    throw PayloadDecodingError.truncated(field: "identities", offset: reader.offset)
+                }
+                for _ in 0..<count {
+                    state.identities.insert(LinkedIdentity(issuer: try reader.string("issuer"), subject: try reader.string("subject")))
+                }
             }
             try reader.finish()
             return state

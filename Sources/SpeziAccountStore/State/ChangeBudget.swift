@@ -100,6 +100,8 @@ public struct ChangeBudget: Sendable, Equatable {
             userId.utf8.count + (hash?.utf8.count ?? 0) + valueBytes(values)
         case .externalDetailsErased:
             0
+        case let .identityLinked(issuer, subject), let .identityUnlinked(issuer, subject):
+            issuer.utf8.count + subject.utf8.count
         case .accountCreated, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted,
             .sessionEnded, .passwordRehashed, .redacted:
             nil

@@ -391,7 +391,7 @@ extension AccountStore {
         let position: UInt64?
         do {
             position = try await retrying(accountId, keyed: .delete) { state in
-                let releases: Set<String> = state.userId.isEmpty ? [] : accounts.claims(forUserId: state.userId)
+                let releases = (state.userId.isEmpty ? [] : accounts.claims(forUserId: state.userId)).union(identityClaims(of: state))
                 return (endingSessions(of: state, reason: "account-deleted") + [.accountDeleted], [], releases)
             } context: {
                 context

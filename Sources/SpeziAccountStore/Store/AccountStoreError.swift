@@ -49,6 +49,14 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     /// (`limit` is `changes-per-hour` or `change-bytes-per-day`); nothing was written: try again
     /// after `until`.
     case changeLimitReached(limit: String, until: Date)
+    /// The provider identity is linked to another account already; nothing was written.
+    case identityTaken
+    /// The account has an identity of this issuer linked already (one per provider); nothing was written.
+    case identityOfIssuerLinked(issuer: String)
+    /// The account has no identity of this issuer linked.
+    case identityNotLinked(issuer: String)
+    /// Unlinking would leave the account without a way in (no password and no other identity).
+    case lastWayIn
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -69,6 +77,10 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case .invalidSession: "the session is invalid or has expired: sign in again"
         case .invalidSignupToken: "the signup confirmation link is invalid, used or expired: sign up again"
         case let .signupConfirmationUnavailable(reason): "signups cannot be confirmed on this store: \(reason)"
+        case .identityTaken: "this sign-in is linked to another account"
+        case let .identityOfIssuerLinked(issuer): "the account has a sign-in of \(issuer) linked already; unlink it first"
+        case let .identityNotLinked(issuer): "the account has no sign-in of \(issuer) linked"
+        case .lastWayIn: "this is the account's only way in: set a password or link another sign-in first"
         case let .changeLimitReached(limit, until):
             "the account reached its \(limit) limit; nothing was written; try again after \(ISO8601DateFormatter().string(from: until))"
         }

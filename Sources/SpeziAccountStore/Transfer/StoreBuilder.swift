@@ -134,6 +134,7 @@ enum StoreBuilder {
         private var owners: [String: String] = [:]
         private var heldSkeletons: [String: [String]] = [:]
         private var skeletonOwners: [String: String] = [:]
+        private var heldIdentities: [String: Set<String>] = [:]
 
         /// The claims a record takes and releases (user ids, keyed by the new store's vault).
         ///
@@ -155,19 +156,40 @@ enum StoreBuilder {
                 throw LogTransferError.undecodable(line: origin, position: record.position, type: record.type, reason: "\(error)")
             }
             let stream = record.stream
+            let (claims, releases) = try userIdChanges(event, kind: kind, stream: stream, at: record.position, accounts: accounts)
+            // Provider identities (`account.identity-linked`) hold claims of their own; the deletion releases them.
+            switch event {
+            case let .identityLinked(issuer, subject):
+                let claim = accounts.identityClaim(issuer: issuer, subject: subject)
+                heldIdentities[stream, default: []].insert(claim)
+                return (claims.union([claim]), releases)
+            case let .identityUnlinked(issuer, subject):
+                let claim = accounts.identityClaim(issuer: issuer, subject: subject)
+                heldIdentities[stream]?.remove(claim)
+                return (claims, releases.union([claim]))
+            case .accountDeleted:
+                return (claims, releases.union(heldIdentities.removeValue(forKey: stream) ?? []))
+            default:
+                return (claims, releases)
+            }
+        }
+
+        private mutating func userIdChanges(
+            _ event: AccountEvent, kind: AccountEvent.Kind, stream: String, at position: UInt64, accounts: AccountLog
+        ) throws -> (claims: Set<String>, releases: Set<String>) {
             // A redacted event (its account's key was destroyed) sets no user id.
             switch kind.declaration.userIdClaim {
             case .none:
                 return ([], [])
             case .takes:
                 guard let userId = event.userIdSet, !userId.isEmpty else { return ([], []) }
-                let taken = try take(userId, for: stream, at: record.position, accounts: accounts)
+                let taken = try take(userId, for: stream, at: position, accounts: accounts)
                 return (Set([taken] + takeSkeleton(userId, for: stream, accounts: accounts)), [])
             case .moves:
                 guard let new = event.userIdSet else { return ([], []) }
                 let released = Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream))
                 let taken = Set(
-                    [try take(new, for: stream, at: record.position, accounts: accounts)] + takeSkeleton(new, for: stream, accounts: accounts))
+                    [try take(new, for: stream, at: position, accounts: accounts)] + takeSkeleton(new, for: stream, accounts: accounts))
                 return (taken, released.subtracting(taken))
             case .releases:
                 return ([], Set([release(stream)].compactMap { $0 } + releaseSkeleton(stream)))

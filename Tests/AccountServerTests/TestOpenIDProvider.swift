@@ -1,0 +1,152 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Crypto
+import Foundation
+import Hummingbird
+import JWTKit
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+import Testing
+import _CryptoExtras
+
+/// A throwaway OpenID provider on 127.0.0.1: its own ES256 and RS256 keys (made with swift-crypto),
+/// a JWKS route that counts its fetches and answers with `Cache-Control: max-age`, key rotation,
+/// and tokens signed with jwt-kit.
+final class TestOpenIDProvider: Sendable {
+    /// The claims of a minted token; nil leaves a claim out.
+    struct Claims: JWTPayload {
+        var iss: String?
+        var sub: String?
+        var aud: [String]?
+        var exp: Int?
+        var iat: Int?
+        var nonce: String?
+        var email: String?
+        var emailVerified: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case iss, sub, aud, exp, iat, nonce, email
+            case emailVerified = "email_verified"
+        }
+
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    let issuer = "https://id.provider.test"
+    let clientId = "edu.stanford.spezi.app"
+    let port: Int
+    /// The keys that sign, by key id (published or not).
+    let signers = JWTKeyCollection()
+    /// The JWK objects the JWKS route publishes.
+    private let published = Mutex<[[String: String]]>([])
+    private let fetches = Atomic<Int>(0)
+    /// The `max-age` the JWKS route sends.
+    let maxAge = Mutex(3_600)
+
+    private init(port: Int) {
+        self.port = port
+    }
+
+    var jwksURL: String { "http://127.0.0.1:\(port)/jwks" }
+    /// How often the JWKS route was fetched.
+    var jwksFetches: Int { fetches.load(ordering: .relaxed) }
+
+    /// A new ES256 key (swift-crypto's P-256), able to sign at once; published when `publish` says so.
+    func addES256(kid: String, publish: Bool = true) async {
+        let key = P256.Signing.PrivateKey()
+        let raw = key.publicKey.rawRepresentation
+        await signers.add(ecdsa: try! ES256PrivateKey(backing: key), kid: JWKIdentifier(string: kid))
+        if publish {
+            let jwk = [
+                "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid, "x": Self.base64URL(raw.prefix(32)),
+                "y": Self.base64URL(raw.suffix(32))
+            ]
+            published.withLock { $0.append(jwk) }
+        }
+    }
+
+    /// A new RS256 key (swift-crypto's RSA, 2048 bits), able to sign at once; published when `publish` says so.
+    func addRS256(kid: String, publish: Bool = true) async throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let jwtKey = try Insecure.RSA.PrivateKey(backing: key)
+        await signers.add(rsa: jwtKey, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
+        if publish {
+            let (modulus, exponent) = try jwtKey.publicKey.getKeyPrimitives()
+            let jwk = ["kty": "RSA", "alg": "RS256", "use": "sig", "kid": kid, "n": Self.base64URL(modulus), "e": Self.base64URL(exponent)]
+            published.withLock { $0.append(jwk) }
+        }
+    }
+
+    /// Rotation: the JWKS publishes only the keys of these ids from now on.
+    func publishOnly(_ kids: Set<String>) {
+        published.withLock { keys in keys.removeAll { !kids.contains($0["kid"] ?? "") } }
+    }
+
+    /// Claims that pass every check, for `nonce` (put in the token as given).
+    func goodClaims(sub: String = "001234.test.0001", nonce: String? = "n-0123456789", now: Date = Date()) -> Claims {
+        let seconds = Int(now.timeIntervalSince1970)
+        return Claims(iss: issuer, sub: sub, aud: [clientId], exp: seconds + 600, iat: seconds - 5, nonce: nonce)
+    }
+
+    /// A token of `claims` signed with the key `kid`.
+    func mint(_ claims: Claims, kid: String) async throws -> String {
+        try await signers.sign(claims, kid: JWKIdentifier(string: kid))
+    }
+
+    /// A token whose header says `alg: none`, with no signature.
+    func unsigned(_ claims: Claims, kid: String) throws -> String {
+        let header = Self.base64URL(Data(#"{"alg":"none","kid":"\#(kid)","typ":"JWT"}"#.utf8))
+        return header + "." + Self.base64URL(try JSONEncoder().encode(claims)) + "."
+    }
+
+    static func base64URL(_ data: some DataProtocol) -> String {
+        Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Runs `body` with a provider listening on 127.0.0.1 (a port the system picked); stops it after.
+    static func with(_ body: @Sendable (TestOpenIDProvider) async throws -> Void) async throws {
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        let holder = Mutex<TestOpenIDProvider?>(nil)
+        let router = Router()
+        router.get("/jwks") { _, _ -> Response in
+            guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            provider.fetches.add(1, ordering: .relaxed)
+            let keys = provider.published.withLock { $0 }
+            let body = try JSONSerialization.data(withJSONObject: ["keys": keys], options: [.sortedKeys])
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "public, max-age=\(provider.maxAge.withLock { $0 })"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        }
+        var logger = Logger(label: "test-openid-provider")
+        logger.logLevel = .warning
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in portSink.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [.init(service: app)], logger: logger))
+        let running = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0 else {
+            await group.triggerGracefulShutdown()
+            throw CancellationError()
+        }
+        let provider = TestOpenIDProvider(port: port)
+        holder.withLock { $0 = provider }
+        let outcome: Result<Void, any Error>
+        do {
+            try await body(provider)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        await group.triggerGracefulShutdown()
+        _ = await running.result
+        try outcome.get()
+    }
+}
