@@ -176,7 +176,7 @@ let package = Package(
         .target(
             name: "AccountServer",
             dependencies: [
-                "SpeziAccountStore", "SpeziAccount", "EventLogProtocol", "Projections",
+                "SpeziAccountStore", "AccountSecurity", "SpeziAccount", "EventLogProtocol", "Projections",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -283,7 +283,7 @@ let package = Package(
             name: "AccountServerTests",
             dependencies: [
                 "TestTiers",
-                "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi", "EventLog",
+                "AccountServer", "AccountSecurity", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi", "EventLog",
                 "EventLogProtocol",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client")

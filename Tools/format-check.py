@@ -128,6 +128,12 @@ ACCOUNT_EVENTS = {
     "external.details-modified": [("modified", "values"), ("removed", "strings")],
     "external.details-erased": [],
     "account.password-rehashed": [("passwordHash", "string")],
+    "auth.session-client": [("sessionHash", "string"), ("address", "string"), ("userAgent", "string")],
+    "auth.totp-enrolled": [("secret", "string"), ("algorithm", "string"), ("digits", "varint"), ("period", "varint"), ("recoveryCodeHashes", "strings")],
+    "auth.totp-confirmed": [("step", "varint")],
+    "auth.totp-used": [("step", "varint")],
+    "auth.recovery-code-used": [("codeHash", "string")],
+    "auth.totp-removed": [("reason", "string")],
 }
 
 

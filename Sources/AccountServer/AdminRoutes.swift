@@ -41,6 +41,12 @@ struct AdminRoutes: Sendable {
         AdminRoute(.get, "/admin/api/accounts/:id/history", access: .session) { routes, request, context in
             try await routes.history(request, context)
         },
+        AdminRoute(.get, "/admin/api/accounts/:id/sessions", access: .session) { routes, request, context in
+            try await routes.listSessions(request, context)
+        },
+        AdminRoute(.delete, "/admin/api/accounts/:id/sessions/:sessionId", access: .session) { routes, request, context in
+            try await routes.endSession(request, context)
+        },
         AdminRoute(.get, "/admin/api/activity", access: .session) { routes, request, _ in try await routes.activity(request) },
         AdminRoute(.get, "/admin/api/log", access: .session) { routes, _, _ in try await routes.logState() },
         AdminRoute(.post, "/admin/api/verify", access: .session) { routes, request, context in try routes.verify(request, context.admin) },
@@ -244,7 +250,7 @@ struct AdminRoutes: Sendable {
         ).response()
     }
 
-    private func correlation(_ request: Request) -> String? {
+    func correlation(_ request: Request) -> String? {
         request.headers[.init("X-Request-ID")!].map { String($0.prefix(128)) }
     }
 }

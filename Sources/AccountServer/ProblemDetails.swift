@@ -111,6 +111,15 @@ struct Problem: Error, Encodable {
             return Problem("invalid-reset-token", .badRequest, "The password reset token is invalid, used or expired.")
         case .invalidSignupToken:
             return Problem("invalid-signup-token", .badRequest, "The signup confirmation token is invalid, used or expired.")
+        case .secondFactorRequired:
+            return Problem(
+                "totp-required", .unauthorized, "This account signs in with a second factor: send a current TOTP code or a recovery code as totp.")
+        case .invalidSecondFactor:
+            return Problem("invalid-totp", .forbidden, "The TOTP code or recovery code is wrong, expired or used already.")
+        case .secondFactorNotEnrolled:
+            return Problem("totp-not-enrolled", .conflict, "The account has no TOTP enrolment to confirm or remove.")
+        case .secondFactorEnrolled:
+            return Problem("totp-enrolled", .conflict, "The account has a TOTP second factor already: remove it before enrolling another.")
         case .keyMismatch, .storeTransfer, .unsupportedLogLocation, .signupConfirmationUnavailable, .committedNotApplied:
             return nil
         }

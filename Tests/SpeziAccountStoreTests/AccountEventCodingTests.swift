@@ -30,7 +30,13 @@ struct AccountEventCodingTests {
         .sessionEnded(sessionHash: String(repeating: "cd", count: 32), reason: "password-changed"),
         .externalDetailsModified(modified: ["biography": Data(#""ü ß""#.utf8)], removed: ["x"]),
         .externalDetailsErased,
-        .passwordRehashed(passwordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g")
+        .passwordRehashed(passwordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g"),
+        .sessionClient(sessionHash: String(repeating: "cd", count: 32), address: "2001:db8:1:2::/64", userAgent: "SpeziApp/1.0 (iPhone; ü)"),
+        .totpEnrolled(
+            secret: "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", algorithm: "SHA1", digits: 6, period: 30,
+            recoveryCodeHashes: [String(repeating: "ef", count: 32), String(repeating: "01", count: 32)]),
+        .totpConfirmed(step: 60_000_000), .totpUsed(step: 60_000_001),
+        .recoveryCodeUsed(codeHash: String(repeating: "ef", count: 32)), .totpRemoved(reason: "recovery-code")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

@@ -50,6 +50,23 @@ public struct AccountState: Sendable, Equatable {
     /// server on the log sees the same counts.
     public internal(set) var changeBudget = ChangeBudget()
 
+    /// The account's TOTP second factor, enrolled (confirmed or not), or nil. Holds no secret: the
+    /// secret stays in the sealed `auth.totp-enrolled` event at ``SecondFactor/enrolment``.
+    public internal(set) var secondFactor: SecondFactor?
+
+    /// A TOTP second factor as the account's events leave it.
+    public struct SecondFactor: Sendable, Equatable {
+        /// The stream version of the `auth.totp-enrolled` event that holds the (sealed) secret.
+        public internal(set) var enrolment: UInt64
+        /// Whether a first valid code confirmed it: only then does sign-in ask for a code.
+        public internal(set) var isConfirmed: Bool
+        /// The latest time step whose code was accepted (0: none): codes of it and of earlier steps
+        /// are refused, so a code is accepted at most once.
+        public internal(set) var lastStep: UInt64
+        /// The hashes of the recovery codes not used yet.
+        public internal(set) var recoveryCodes: Set<String>
+    }
+
     /// How many ended sessions ``endedSessions`` keeps.
     public static let endedSessionsKept = 32
 
@@ -146,6 +163,7 @@ public struct AccountState: Sendable, Equatable {
             self.values = [:]
             self.sessions = [:]
             self.resetTokens = [:]
+            self.secondFactor = nil
             // A replay after the key is destroyed reads the changes as redacted and cannot count
             // them: a deleted account's budget is empty either way.
             self.changeBudget = ChangeBudget()
@@ -180,7 +198,23 @@ public struct AccountState: Sendable, Equatable {
             self.failedLogins += 1
             self.lastFailedLogin = time
             return
-        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .redacted:
+        case let .totpEnrolled(_, _, _, _, hashes):
+            self.secondFactor = SecondFactor(enrolment: version, isConfirmed: false, lastStep: 0, recoveryCodes: Set(hashes))
+            return
+        case let .totpConfirmed(step):
+            self.secondFactor?.isConfirmed = true
+            if let last = self.secondFactor?.lastStep { self.secondFactor?.lastStep = max(last, step) }
+            return
+        case let .totpUsed(step):
+            if let last = self.secondFactor?.lastStep { self.secondFactor?.lastStep = max(last, step) }
+            return
+        case let .recoveryCodeUsed(hash):
+            self.secondFactor?.recoveryCodes.remove(hash)
+            return
+        case .totpRemoved:
+            self.secondFactor = nil
+            return
+        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .sessionClient, .redacted:
             return
         }
         self.updatedAt = time
@@ -225,6 +259,8 @@ public struct AccountState: Sendable, Equatable {
         var copy = withoutPersonalData()
         copy.isDeleted = true
         copy.isAnonymous = false
+        // A replay reads the enrolment redacted, and the events after it find no second factor.
+        copy.secondFactor = nil
         return copy
     }
 
@@ -248,7 +284,7 @@ public struct AccountState: Sendable, Equatable {
         writer.varint(lastFailedLogin.map { UInt64(bitPattern: Int64(($0.timeIntervalSince1970 * 1_000_000).rounded())) + 1 } ?? 0)
         writer.values(values)
         // Written only when there are sessions or more, so a state without any keeps its earlier form.
-        let hasMore = !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget()
+        let hasMore = !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget() || secondFactor != nil
         if !sessions.isEmpty || hasMore {
             Self.write(sessions, into: &writer)
         }
@@ -260,6 +296,13 @@ public struct AccountState: Sendable, Equatable {
             writer.varint(UInt64(changeBudget.changesThisHour))
             writer.varint(UInt64(bitPattern: changeBudget.day))
             writer.varint(UInt64(changeBudget.bytesToday))
+        }
+        // Then, only when there is one: the second factor.
+        if let secondFactor {
+            writer.varint(secondFactor.enrolment)
+            writer.bool(secondFactor.isConfirmed)
+            writer.varint(secondFactor.lastStep)
+            writer.strings(secondFactor.recoveryCodes.sorted())
         }
         return writer.bytes
     }
@@ -313,6 +356,11 @@ public struct AccountState: Sendable, Equatable {
                 state.changeBudget = ChangeBudget(
                     hour: Int64(bitPattern: try reader.varint("change hour")), changesThisHour: Int(clamping: try reader.varint("changes")),
                     day: Int64(bitPattern: try reader.varint("change day")), bytesToday: Int(clamping: try reader.varint("change bytes")))
+            }
+            if !reader.isAtEnd {
+                state.secondFactor = SecondFactor(
+                    enrolment: try reader.varint("totp enrolment"), isConfirmed: try reader.bool("totp confirmed"),
+                    lastStep: try reader.varint("totp last step"), recoveryCodes: Set(try reader.strings("recovery codes")))
             }
             try reader.finish()
             return state

@@ -101,7 +101,8 @@ public struct ChangeBudget: Sendable, Equatable {
         case .externalDetailsErased:
             0
         case .accountCreated, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted,
-            .sessionEnded, .passwordRehashed, .redacted:
+            .sessionEnded, .passwordRehashed, .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed,
+            .totpRemoved, .redacted:
             nil
         }
     }
