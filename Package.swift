@@ -179,7 +179,7 @@ let package = Package(
         .target(
             name: "AccountServer",
             dependencies: [
-                "SpeziAccountStore", "SpeziAccount", "EventLogProtocol", "Projections", "IdentityTokens",
+                "SpeziAccountStore", "AccountSecurity", "SpeziAccount", "EventLogProtocol", "Projections", "IdentityTokens",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -303,8 +303,8 @@ let package = Package(
             name: "AccountServerTests",
             dependencies: [
                 "TestTiers",
-                "AccountServer", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi", "EventLog",
-                "EventLogProtocol", "IdentityTokens",
+                "AccountServer", "AccountSecurity", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi",
+                "EventLog", "EventLogProtocol", "IdentityTokens",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

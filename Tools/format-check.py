@@ -130,6 +130,12 @@ ACCOUNT_EVENTS = {
     "account.password-rehashed": [("passwordHash", "string")],
     "account.identity-linked": [("issuer", "string"), ("subject", "string")],
     "account.identity-unlinked": [("issuer", "string"), ("subject", "string")],
+    "auth.session-client": [("sessionHash", "string"), ("address", "string"), ("userAgent", "string")],
+    "auth.totp-enrolled": [("secret", "string"), ("algorithm", "string"), ("digits", "varint"), ("period", "varint"), ("recoveryCodeHashes", "strings")],
+    "auth.totp-confirmed": [("step", "varint")],
+    "auth.totp-used": [("step", "varint")],
+    "auth.recovery-code-used": [("codeHash", "string")],
+    "auth.totp-removed": [("reason", "string")],
 }
 
 

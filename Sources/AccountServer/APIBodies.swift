@@ -31,6 +31,8 @@ enum JSONCoding {
 struct LoginBody: Decodable {
     let userId: String
     let password: String
+    /// A current TOTP code or a recovery code, for an account with a second factor.
+    let totp: String?
 }
 
 /// `PATCH /v1/account`: values to set, identifiers to remove, and the current password when the
@@ -39,11 +41,15 @@ struct ModifyBody: Decodable {
     let set: AccountDetails?
     let remove: [String]?
     let currentPassword: String?
+    /// With the current password, for an account with a second factor.
+    let totp: String?
 }
 
 /// `DELETE /v1/account`.
 struct DeleteBody: Decodable {
     let currentPassword: String?
+    /// With the current password, for an account with a second factor.
+    let totp: String?
 }
 
 /// `POST /v1/password-resets`.
@@ -155,5 +161,33 @@ struct HistoryBody: Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case accountId, entries, next
+    }
+}
+
+/// `GET /v1/account/sessions` and the console's `GET /admin/api/accounts/{id}/sessions`: the open
+/// sessions, newest first, and how many are open (more than listed when the list was cut).
+struct SessionListBody: Encodable {
+    struct Item: Encodable {
+        /// Not the token: the SHA-256 of its secret, as the history's session events carry it.
+        let id: String
+        let openedAt: String
+        let expiresAt: String
+        /// Where it was opened from; absent when the server that opened it did not say.
+        let clientAddress: String?
+        let userAgent: String?
+        /// Whether it is the session of the request's own token (always false in the console).
+        let current: Bool
+    }
+
+    let sessions: [Item]
+    let total: Int
+
+    init(_ list: OpenSessionList, current: String?) {
+        sessions = list.sessions.map { session in
+            Item(
+                id: session.id, openedAt: JSONCoding.timestamp(session.openedAt), expiresAt: JSONCoding.timestamp(session.expiresAt),
+                clientAddress: session.client?.address, userAgent: session.client?.userAgent, current: session.id == current)
+        }
+        total = list.total
     }
 }

@@ -69,7 +69,7 @@ extension AccountRoutes {
     /// A session for the account a keyed signup created. A retry whose account was deleted since
     /// has none to give: 409 `idempotency-key-spent` (not the 401 of a bad token, which this
     /// request does not carry).
-    func session(forCreated accountId: String, _ request: Request, idempotencyKey key: String?) async throws -> AccountSession {
+    func session(forCreated accountId: String, _ request: Request, client: String, idempotencyKey key: String?) async throws -> AccountSession {
         do {
             return try await store.startSession(
                 for: accountId, validity: configuration.sessionValidity, context: context(request, idempotencyKey: key))

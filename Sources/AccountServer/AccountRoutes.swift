@@ -77,6 +77,21 @@ struct AccountRoutes: Sendable {
         Operation(.get, "/v1/account/history", access: .session) { routes, request, context in
             try await routes.history(request, try context.session(request))
         },
+        Operation(.post, "/v1/account/totp", access: .session) { routes, request, context in
+            try await routes.enrolTOTP(&request, try context.session(request), client: context.client)
+        },
+        Operation(.post, "/v1/account/totp/confirm", access: .session) { routes, request, context in
+            try await routes.confirmTOTP(&request, try context.session(request))
+        },
+        Operation(.delete, "/v1/account/totp", access: .session) { routes, request, context in
+            try await routes.removeTOTP(&request, try context.session(request), client: context.client)
+        },
+        Operation(.get, "/v1/account/sessions", access: .session) { routes, request, context in
+            try await routes.listSessions(try context.session(request))
+        },
+        Operation(.delete, "/v1/account/sessions/:id", access: .session) { routes, request, context in
+            try await routes.endListedSession(request, try context.session(request))
+        },
         // Not behind the authenticator: it reads the log's head before it checks the token.
         Operation(.get, "/v1/account/events", access: .open) { routes, request, _ in try await routes.events(&request) },
         Operation(.post, "/v1/password-resets", limits: [.resets, .records], access: .open) { routes, request, _ in
@@ -132,7 +147,7 @@ struct AccountRoutes: Sendable {
             return try Self.json(ConfirmationSentBody(), status: .accepted)
         }
         let created = try await spendingKey(key) { try await store.signup(details, context: context(request, client: client, idempotencyKey: key)) }
-        let session = try await session(forCreated: created.accountId, request, idempotencyKey: key)
+        let session = try await session(forCreated: created.accountId, request, client: client, idempotencyKey: key)
         var response = try Self.json(SessionBody(session, details: created), status: .created)
         // The client that created the account is its owner's first known device.
         if let userId = details[AccountDetails.__Key_userId.self] {
@@ -147,7 +162,8 @@ struct AccountRoutes: Sendable {
         guard configuration.confirmsSignups else { throw Problem.signupConfirmationOff }
         let confirmation = try await body(&request, as: SignupConfirmationBody.self)
         let created = try await store.confirmSignup(token: confirmation.token, context: context(request))
-        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
+        let session = try await store.startSession(
+            for: created.accountId, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
@@ -159,7 +175,8 @@ struct AccountRoutes: Sendable {
         let key = try await idempotencyKey(&request, route: "anonymous")
         let (created, replayed) = try await spendingKey(key) { try await store.anonymousSignup(context: context(request, idempotencyKey: key)) }
         if replayed { throw Problem.idempotencyKeyUsed }
-        let session = try await store.startSession(for: created.accountId, validity: configuration.sessionValidity, context: context(request))
+        let session = try await store.startSession(
+            for: created.accountId, validity: configuration.sessionValidity, context: context(request))
         return try Self.json(SessionBody(session, details: created), status: .created)
     }
 
@@ -172,7 +189,7 @@ struct AccountRoutes: Sendable {
         let device = try await devices.device(in: request, userId: login.userId)
         try limit("login-account", "\(userKey)|\(device.map { "device:\($0)" } ?? client)", configuration.rateLimits.loginsPerAccount)
         let (details, session) = try await store.startSession(
-            userId: login.userId, password: login.password, validity: configuration.sessionValidity,
+            userId: login.userId, password: login.password, secondFactor: login.totp, validity: configuration.sessionValidity,
             context: context(request, client: client, device: device))
         var response = try Self.json(SessionBody(session, details: details), status: .created)
         response.headers.append(
@@ -230,7 +247,9 @@ struct AccountRoutes: Sendable {
         let changesUserId = set[AccountDetails.__Key_userId.self].map { $0 != state.userId } ?? false
         let changesCredentials = set.password != nil || changesUserId
         if changesUserId { try limit("userid-change-account", state.accountId, configuration.rateLimits.userIdChangesPerAccount) }
-        if changesCredentials { try await reauthenticate(state, password: change.currentPassword, request: request, client: client) }
+        if changesCredentials {
+            try await reauthenticate(state, password: change.currentPassword, secondFactor: change.totp, request: request, client: client)
+        }
         let modifications = try AccountModifications(modifiedDetails: set, removedAccountDetails: removedDetails(removed, from: state))
         let after = try await store.modifiedState(
             state.accountId, modifications, context: context(request, actor: state.accountId, idempotencyKey: key))
@@ -266,7 +285,9 @@ struct AccountRoutes: Sendable {
             return Response(status: .noContent)
         }
         let body = try await optionalBody(&request, as: DeleteBody.self)
-        if !state.isAnonymous { try await reauthenticate(state, password: body?.currentPassword, request: request, client: client) }
+        if !state.isAnonymous {
+            try await reauthenticate(state, password: body?.currentPassword, secondFactor: body?.totp, request: request, client: client)
+        }
         try await store.delete(state.accountId, context: context(request, actor: state.accountId, idempotencyKey: key))
         return Response(status: .noContent)
     }
@@ -393,14 +414,14 @@ struct AccountRoutes: Sendable {
         throw Problem.rateLimited(retryAfter: wait)
     }
 
-    /// Checks the current password before a change of credentials or a deletion: limited per
-    /// account, and counted by the store's login throttle like a login (a failure counts towards
-    /// the client's lockout).
-    private func reauthenticate(_ state: AccountState, password: String?, request: Request, client: String) async throws {
+    /// Checks the current password (and, for an account with a second factor, a code) before a
+    /// change of credentials, a deletion or a TOTP enrolment: limited per account, and counted by
+    /// the store's login throttle like a login (a failure counts towards the client's lockout).
+    func reauthenticate(_ state: AccountState, password: String?, secondFactor: String? = nil, request: Request, client: String) async throws {
         guard let password, !state.userId.isEmpty else { throw Problem.reauthenticationRequired }
         try limit("step-up-account", state.accountId, configuration.rateLimits.stepUpsPerAccount)
         let details = try await store.login(
-            userId: state.userId, password: password, context: context(request, actor: state.accountId, client: client))
+            userId: state.userId, password: password, secondFactor: secondFactor, context: context(request, actor: state.accountId, client: client))
         guard details.accountId == state.accountId else { throw AccountServiceError.wrongCredentials }
     }
 
@@ -429,7 +450,7 @@ struct AccountRoutes: Sendable {
         return try JSONCoding.decoder(registry: store.registry).decode(T.self, from: Data(buffer.readableBytesView))
     }
 
-    private func optionalBody<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T? {
+    func optionalBody<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T? {
         let buffer = try await collect(&request)
         guard buffer.readableBytes > 0 else { return nil }
         return try JSONCoding.decoder(registry: store.registry).decode(T.self, from: Data(buffer.readableBytesView))
@@ -458,14 +479,17 @@ struct AccountRoutes: Sendable {
 
     /// The client's `X-Request-ID`, if it sent one, else the request's own id
     /// (``RequestIdentity``), goes into the events it appends as their correlation id; the client
-    /// is what the store's login throttle counts under.
+    /// is what the store's login throttle counts under, and, with the request's `User-Agent`,
+    /// where a session the command opens comes from (``SessionClient``).
     func context(
         _ request: Request, actor: String? = nil, client: String? = nil, idempotencyKey: String? = nil, device: String? = nil
     ) -> AccountStore.Context {
-        AccountStore.Context(
+        var context = AccountStore.Context(
             actor: actor.map { "account:\($0)" } ?? "http",
             correlationID: request.headers[RequestIdentity.header].map { String($0.prefix(128)) } ?? requestID,
             client: client, idempotencyKey: idempotencyKey, device: device)
+        context.sessionClient = client.map { SessionClient(address: $0, userAgent: request.headers[.userAgent] ?? "") }
+        return context
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

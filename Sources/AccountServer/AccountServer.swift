@@ -20,6 +20,9 @@ public struct AccountServerConfiguration: Sendable {
     public var port = 8080
     /// How long a session lasts after it starts.
     public var sessionValidity: Duration = .seconds(24 * 3_600)
+    /// The issuer a TOTP enrolment names in its `otpauth://` URI: what authenticator apps show
+    /// beside the account (the app's or service's name).
+    public var totpIssuer = "SpeziAccountStore"
     /// The largest request body accepted; larger ones are answered 413 before they are parsed.
     public var maxBodyBytes = 64 * 1024
     /// How often an idle event stream sends a comment line (and checks its session again).

@@ -178,7 +178,7 @@ struct AuditEntryBody: Encodable {
         admin = entry.admin
         action = entry.action.typeName
         switch entry.action {
-        case let .historyViewed(id):
+        case let .historyViewed(id), let .sessionsViewed(id):
             (accountId, projection, outcome) = (id, nil, nil)
         case let .verified(intact, checked, _, problem):
             (accountId, projection, outcome) = (nil, nil, VerificationBody.summary(intact: intact, recordsChecked: checked, problem: problem))

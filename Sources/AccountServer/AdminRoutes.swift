@@ -44,6 +44,12 @@ struct AdminRoutes: Sendable {
         AdminRoute(.get, "/admin/api/accounts/:id/history", access: .session) { routes, request, context in
             try await routes.history(request, context)
         },
+        AdminRoute(.get, "/admin/api/accounts/:id/sessions", access: .session) { routes, request, context in
+            try await routes.listSessions(request, context)
+        },
+        AdminRoute(.delete, "/admin/api/accounts/:id/sessions/:sessionId", access: .session) { routes, request, context in
+            try await routes.endSession(request, context)
+        },
         AdminRoute(.get, "/admin/api/activity", access: .session) { routes, request, _ in try await routes.activity(request) },
         AdminRoute(.get, "/admin/api/log", access: .session) { routes, _, _ in try await routes.logState() },
         AdminRoute(.get, "/admin/api/log/records", access: .session) { routes, request, _ in try await routes.records(request) },
@@ -270,7 +276,7 @@ struct AdminRoutes: Sendable {
     }
 
     /// The client's `X-Request-ID`, else the request's own id (``RequestIdentity``).
-    private func correlation(_ request: Request) -> String? {
+    func correlation(_ request: Request) -> String? {
         request.headers[RequestIdentity.header].map { String($0.prefix(128)) } ?? requestID
     }
 }

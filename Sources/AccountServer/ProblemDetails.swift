@@ -134,6 +134,15 @@ struct Problem: Error, Encodable {
         case .lastWayIn:
             return Problem(
                 "last-way-in", .conflict, "This is the account's only way in; set a password or link another sign-in first.")
+        case .secondFactorRequired:
+            return Problem(
+                "totp-required", .unauthorized, "This account signs in with a second factor: send a current TOTP code or a recovery code as totp.")
+        case .invalidSecondFactor:
+            return Problem("invalid-totp", .forbidden, "The TOTP code or recovery code is wrong, expired or used already.")
+        case .secondFactorNotEnrolled:
+            return Problem("totp-not-enrolled", .conflict, "The account has no TOTP enrolment to confirm or remove.")
+        case .secondFactorEnrolled:
+            return Problem("totp-enrolled", .conflict, "The account has a TOTP second factor already: remove it before enrolling another.")
         case .keyMismatch, .storeTransfer, .unsupportedLogLocation, .signupConfirmationUnavailable, .committedNotApplied:
             return nil
         }

@@ -50,7 +50,7 @@ struct AccountServerTests {
             #expect(
                 try await eventTypes(store, accountId) == [
                     "account.created", "auth.session-started", "auth.login-failed", "auth.login-succeeded", "auth.session-started",
-                    "auth.session-ended", "auth.logged-out"
+                    "auth.session-client", "auth.session-ended", "auth.logged-out"
                 ])
         }
     }

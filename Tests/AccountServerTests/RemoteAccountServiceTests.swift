@@ -88,7 +88,12 @@ struct RemoteAccountServiceTests {
         let token = try #require(login.body["token"] as? String)
         let history = try await server.send("GET", "/v1/account/history", token: token)
         let types = (history.body["entries"] as? [[String: Any]])?.compactMap { $0["type"] as? String }
-        #expect(types == ["account.created", "auth.session-started", "account.details-modified", "auth.login-succeeded", "auth.session-started"])
+        // The login records its client beside its session (`auth.session-client`).
+        #expect(
+            types == [
+                "account.created", "auth.session-started", "account.details-modified", "auth.login-succeeded", "auth.session-started",
+                "auth.session-client"
+            ])
 
         try await app.service.delete()
         #expect(!app.account.signedIn)

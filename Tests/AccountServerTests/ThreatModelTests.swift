@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import AccountServer
 import Foundation
 import SpeziAccountStore
@@ -218,6 +219,40 @@ struct ThreatModelTests {
                 #expect(try await send(server, "GET", "/v1/account/history?limit=501", token: token).status == 400)
                 let statuses = try await Self.statuses(3) { _ in try await send(server, "GET", "/v1/account/history?limit=1", token: token) }
                 #expect(statuses == [200, 200, 429])
+            }),
+        "session-list": Spend(
+            configure: { configuration, _ in configuration.rateLimits.historyPagesPerAccount = small },
+            run: { server in
+                let (token, _) = try await server.signup("owner@example.org", source: "127.0.0.9")
+                let statuses = try await Self.statuses(3) { _ in try await send(server, "GET", "/v1/account/sessions", token: token) }
+                #expect(statuses == [200, 200, 429])
+            }),
+        "totp-guess": Spend { server in
+            let (_, accountId) = try await server.signup("owner@example.org", source: "127.0.0.9")
+            let enrolment = try await server.store.enrolTOTP(accountId, issuer: "Threats")
+            let totp = try TOTP(secret: try #require(TOTP.bytes(base32: enrolment.secret)))
+            let now = server.fixture.now.withLock { $0 }
+            try await server.store.confirmTOTP(accountId, code: totp.code(at: now))
+            let right = totp.code(at: now.addingTimeInterval(30))
+            let wrong = right == "000000" ? "111111" : "000000"
+            let statuses = try await Self.statuses(6) { _ in
+                try await send(
+                    server, "POST", "/v1/sessions", json: #"{"userId":"owner@example.org","password":"\#(password)","totp":"\#(wrong)"}"#)
+            }
+            #expect(statuses == [403, 403, 403, 403, 403, 429])
+            // The right code from that address is locked out with the wrong ones.
+            let locked = try await send(
+                server, "POST", "/v1/sessions", json: #"{"userId":"owner@example.org","password":"\#(password)","totp":"\#(right)"}"#)
+            #expect(locked.status == 429)
+        },
+        "totp-step-up": Spend(
+            configure: { configuration, _ in configuration.rateLimits.stepUpsPerAccount = small },
+            run: { server in
+                let (token, _) = try await server.signup("owner@example.org", source: "127.0.0.9")
+                let statuses = try await Self.statuses(3) { _ in
+                    try await send(server, "POST", "/v1/account/totp/confirm", json: #"{"code":"000000"}"#, token: token)
+                }
+                #expect(statuses == [409, 409, 429])
             }),
         "forged-retry": Spend { server in
             let (_, accountId) = try await server.signup("owner@example.org", source: "127.0.0.9")

@@ -32,7 +32,13 @@ struct AccountEventCodingTests {
         .externalDetailsErased,
         .passwordRehashed(passwordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g"),
         .identityLinked(issuer: "https://appleid.apple.com", subject: "001234.abcdef0123456789.0042"),
-        .identityUnlinked(issuer: "https://accounts.google.com", subject: "10769150350006150715113082367")
+        .identityUnlinked(issuer: "https://accounts.google.com", subject: "10769150350006150715113082367"),
+        .sessionClient(sessionHash: String(repeating: "cd", count: 32), address: "2001:db8:1:2::/64", userAgent: "SpeziApp/1.0 (iPhone; ü)"),
+        .totpEnrolled(
+            secret: "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", algorithm: "SHA1", digits: 6, period: 30,
+            recoveryCodeHashes: [String(repeating: "ef", count: 32), String(repeating: "01", count: 32)]),
+        .totpConfirmed(step: 60_000_000), .totpUsed(step: 60_000_001),
+        .recoveryCodeUsed(codeHash: String(repeating: "ef", count: 32)), .totpRemoved(reason: "recovery-code")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

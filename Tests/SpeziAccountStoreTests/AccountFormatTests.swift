@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import EventLog
 import Foundation
 import SpeziAccount
@@ -54,8 +55,19 @@ struct AccountFormatTests {
             $0.passwordParameters = ScryptParameters(logN: 11, blockSize: 8, parallelism: 1)
         }
         try await store.requestPasswordReset(userId: "jane@stanford.edu")
-        let (_, session) = try await store.startSession(userId: "jane@stanford.edu", password: "StanfordRocks123!", validity: .seconds(600))
+        // From a named client: `auth.session-client` beside the session's start.
+        var opening = AccountStore.Context()
+        opening.sessionClient = SessionClient(address: "127.0.0.1", userAgent: "format-test/1 (ü)")
+        let (_, session) = try await store.startSession(
+            userId: "jane@stanford.edu", password: "StanfordRocks123!", validity: .seconds(600), context: opening)
         try await store.endSession(token: session.token)
+        // A second factor: enrolled, confirmed, used at a sign-in, a recovery code, removed.
+        let enrolment = try await store.enrolTOTP(id, issuer: "Format")
+        let totp = try TOTP(secret: try #require(TOTP.bytes(base32: enrolment.secret)))
+        try await store.confirmTOTP(id, code: totp.code(at: Date()))
+        _ = try await store.login(
+            userId: "jane@stanford.edu", password: "StanfordRocks123!", secondFactor: totp.code(at: Date().addingTimeInterval(30)))
+        try await store.removeTOTP(id, code: enrolment.recoveryCodes[0])
         try await store.logout(id)
         try await store.accounts.append(
             [.externalDetailsModified(modified: ["biography": Data("\"ü ß\"".utf8)], removed: ["x"]), .externalDetailsErased],

@@ -171,7 +171,6 @@ struct Serve: AsyncParsableCommand {
                 configuration.confirmsSignups = signups != nil
                 configuration.admin = admin
                 configuration.secureCookies = secureCookies
-<<<<<<< HEAD
                 configuration.metrics = metrics
                 configuration.identityProviders = try identityProviders.map(Self.identityProvider)
                 let logger = Logger(label: "accountctl.serve")

@@ -11,6 +11,8 @@ import Foundation
 public enum AdminAction: Sendable, Equatable {
     /// An account's history was opened (its personal values were shown).
     case historyViewed(accountId: String)
+    /// An account's open sessions were listed (with where each was opened from).
+    case sessionsViewed(accountId: String)
     /// The log was verified, with this outcome.
     case verified(intact: Bool, recordsChecked: UInt64, headHash: String, problem: String?)
     /// A projection's rebuild was started.
@@ -22,6 +24,7 @@ public enum AdminAction: Sendable, Equatable {
     public var typeName: String {
         switch self {
         case .historyViewed: "admin.history-viewed"
+        case .sessionsViewed: "admin.sessions-viewed"
         case .verified: "admin.verified"
         case .rebuildStarted: "admin.rebuild-started"
         case .rebuildFinished: "admin.rebuild-finished"
@@ -31,7 +34,7 @@ public enum AdminAction: Sendable, Equatable {
     /// The payload's fields (a flat JSON object of strings, numbers, booleans and nulls).
     var fields: [String: AdminField] {
         switch self {
-        case let .historyViewed(accountId): ["accountId": .text(accountId)]
+        case let .historyViewed(accountId), let .sessionsViewed(accountId): ["accountId": .text(accountId)]
         case let .verified(intact, checked, headHash, problem):
             [
                 "intact": .flag(intact), "recordsChecked": .number(checked), "headHash": .text(headHash),
@@ -48,6 +51,9 @@ public enum AdminAction: Sendable, Equatable {
         case "admin.history-viewed":
             guard let accountId = object["accountId"] as? String else { return nil }
             self = .historyViewed(accountId: accountId)
+        case "admin.sessions-viewed":
+            guard let accountId = object["accountId"] as? String else { return nil }
+            self = .sessionsViewed(accountId: accountId)
         case "admin.verified":
             guard let intact = object["intact"] as? Bool, let checked = (object["recordsChecked"] as? NSNumber)?.uint64Value,
                 let headHash = object["headHash"] as? String

@@ -47,7 +47,8 @@ public enum AccountEvent: Sendable, Equatable {
     /// A session began: the SHA-256 (hex) of its bearer token's secret, and when it expires (µs since
     /// 1970). The token itself is never logged.
     case sessionStarted(sessionHash: String, expiresAtMicros: Int64)
-    /// A session ended before it expired: `reason` is `logout`, `password-changed`, `password-reset`
+    /// A session ended before it expired: `reason` is `logout`, `revoked` (ended from the session
+    /// list, by its owner or an administrator), `password-changed`, `password-reset`
     /// or `account-deleted`.
     case sessionEnded(sessionHash: String, reason: String)
     /// Values of keys the account service does not store itself, written by the log-backed storage
@@ -66,6 +67,26 @@ public enum AccountEvent: Sendable, Equatable {
     case identityLinked(issuer: String, subject: String)
     /// A provider identity was unlinked: it no longer signs the account in, and its claim is released.
     case identityUnlinked(issuer: String, subject: String)
+    /// The client a session was opened from, beside its ``sessionStarted(sessionHash:expiresAtMicros:)``
+    /// in the same append: the SHA-256 (hex) of the session's bearer token's secret, the client's
+    /// address as the server saw it (an IPv6 client's /64 group) and its `User-Agent`, each
+    /// possibly empty. Personal data, so sealed: shredding the account erases it.
+    case sessionClient(sessionHash: String, address: String, userAgent: String)
+    /// A TOTP second factor (RFC 6238) was enrolled, not confirmed yet: its shared secret (base32),
+    /// HMAC algorithm (`SHA1`, `SHA256`, `SHA512`), digits and period, and the hashes of its
+    /// recovery codes (``AccountStore/recoveryCodeHash(_:accountId:)``). Personal data, so sealed:
+    /// shredding the account erases the secret. A new enrolment replaces one not confirmed.
+    case totpEnrolled(secret: String, algorithm: String, digits: UInt64, period: UInt64, recoveryCodeHashes: [String])
+    /// The enrolled TOTP was confirmed by a first valid code, of time step `step`: from now on
+    /// sign-in needs a code.
+    case totpConfirmed(step: UInt64)
+    /// A TOTP code of time step `step` was accepted (at sign-in or for a removal): no code of this
+    /// step or an earlier one is accepted again.
+    case totpUsed(step: UInt64)
+    /// A recovery code was used (its hash): it is not accepted again.
+    case recoveryCodeUsed(codeHash: String)
+    /// The TOTP second factor was removed; `reason` is `code` or `recovery-code` (what proved it).
+    case totpRemoved(reason: String)
     /// An event of this type whose personal data can no longer be read: the account was deleted
     /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
     case redacted(type: String)
@@ -96,6 +117,12 @@ public enum AccountEvent: Sendable, Equatable {
         case .passwordRehashed: .passwordRehashed
         case .identityLinked: .identityLinked
         case .identityUnlinked: .identityUnlinked
+        case .sessionClient: .sessionClient
+        case .totpEnrolled: .totpEnrolled
+        case .totpConfirmed: .totpConfirmed
+        case .totpUsed: .totpUsed
+        case .recoveryCodeUsed: .recoveryCodeUsed
+        case .totpRemoved: .totpRemoved
         case let .redacted(type): Kind(name: type)
         }
     }
@@ -116,6 +143,8 @@ public enum AccountEvent: Sendable, Equatable {
         case externalDetailsModified, externalDetailsErased
         case passwordRehashed
         case identityLinked, identityUnlinked
+        case sessionClient
+        case totpEnrolled, totpConfirmed, totpUsed, recoveryCodeUsed, totpRemoved
 
         /// The type name written to the log.
         public var name: String { declaration.name }
@@ -182,7 +211,8 @@ public enum AccountEvent: Sendable, Equatable {
         case let .userIdChanged(_, new): new
         case .detailsModified, .passwordChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
             .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .passwordRehashed, .identityLinked,
-            .identityUnlinked, .redacted:
+            .identityUnlinked, .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved,
+            .redacted:
             nil
         }
     }
@@ -227,6 +257,22 @@ public enum AccountEvent: Sendable, Equatable {
         case let .identityLinked(issuer, subject), let .identityUnlinked(issuer, subject):
             writer.string(issuer)
             writer.string(subject)
+        case let .sessionClient(sessionHash, address, userAgent):
+            writer.string(sessionHash)
+            writer.string(address)
+            writer.string(userAgent)
+        case let .totpEnrolled(secret, algorithm, digits, period, hashes):
+            writer.string(secret)
+            writer.string(algorithm)
+            writer.varint(digits)
+            writer.varint(period)
+            writer.strings(hashes)
+        case let .totpConfirmed(step), let .totpUsed(step):
+            writer.varint(step)
+        case let .recoveryCodeUsed(hash):
+            writer.string(hash)
+        case let .totpRemoved(reason):
+            writer.string(reason)
         case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             break
         }

@@ -200,6 +200,38 @@ extension AccountEvent.Kind {
                 fields in
                 .identityUnlinked(issuer: try fields.string(), subject: try fields.string())
             }
+        case .sessionClient:
+            .init(
+                "auth.session-client", personalData: true, changesState: false,
+                fields: [.string("sessionHash"), .string("address"), .string("userAgent")]
+            ) { fields in
+                .sessionClient(sessionHash: try fields.string(), address: try fields.string(), userAgent: try fields.string())
+            }
+        case .totpEnrolled:
+            .init(
+                "auth.totp-enrolled", personalData: true, changesState: false,
+                fields: [.string("secret"), .string("algorithm"), .varint("digits"), .varint("period"), .strings("recoveryCodeHashes")]
+            ) { fields in
+                .totpEnrolled(
+                    secret: try fields.string(), algorithm: try fields.string(), digits: try fields.varint(), period: try fields.varint(),
+                    recoveryCodeHashes: try fields.strings())
+            }
+        case .totpConfirmed:
+            .init("auth.totp-confirmed", personalData: false, changesState: false, fields: [.varint("step")]) { fields in
+                .totpConfirmed(step: try fields.varint())
+            }
+        case .totpUsed:
+            .init("auth.totp-used", personalData: false, changesState: false, fields: [.varint("step")]) { fields in
+                .totpUsed(step: try fields.varint())
+            }
+        case .recoveryCodeUsed:
+            .init("auth.recovery-code-used", personalData: false, changesState: false, fields: [.string("codeHash")]) { fields in
+                .recoveryCodeUsed(codeHash: try fields.string())
+            }
+        case .totpRemoved:
+            .init("auth.totp-removed", personalData: false, changesState: false, fields: [.string("reason")]) { fields in
+                .totpRemoved(reason: try fields.string())
+            }
         }
     }
 }

@@ -142,7 +142,8 @@ public struct SchemaEvolution: Sendable {
                 modified: try upcast(modified, writtenAt: version),
                 removed: upcast(removed: removed, writtenAt: version))
         case .passwordChanged, .userIdChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
-            .sessionStarted, .sessionEnded, .externalDetailsErased, .passwordRehashed, .identityLinked, .identityUnlinked, .redacted:
+            .sessionStarted, .sessionEnded, .externalDetailsErased, .passwordRehashed, .identityLinked, .identityUnlinked,
+            .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved, .redacted:
             return event
         }
     }

@@ -190,7 +190,8 @@ extension AccountStore {
             guard let current = try afterState.map(details(from:)) else { return [] }
             return [notification(.disassociatingAccount(current))]
         case .passwordChanged, .passwordRehashed, .loginFailed, .passwordResetRequested, .sessionStarted, .sessionEnded,
-            .externalDetailsModified, .externalDetailsErased, .identityLinked, .identityUnlinked, .redacted:
+            .externalDetailsModified, .externalDetailsErased, .identityLinked, .identityUnlinked, .sessionClient, .totpEnrolled,
+            .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved, .redacted:
             return []
         }
     }

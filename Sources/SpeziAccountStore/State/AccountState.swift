@@ -82,6 +82,23 @@ public struct AccountState: Sendable, Equatable {
         (passwordHash != nil && !userId.isEmpty ? 1 : 0) + identities.count
     }
 
+    /// The account's TOTP second factor, enrolled (confirmed or not), or nil. Holds no secret: the
+    /// secret stays in the sealed `auth.totp-enrolled` event at ``SecondFactor/enrolment``.
+    public internal(set) var secondFactor: SecondFactor?
+
+    /// A TOTP second factor as the account's events leave it.
+    public struct SecondFactor: Sendable, Equatable {
+        /// The stream version of the `auth.totp-enrolled` event that holds the (sealed) secret.
+        public internal(set) var enrolment: UInt64
+        /// Whether a first valid code confirmed it: only then does sign-in ask for a code.
+        public internal(set) var isConfirmed: Bool
+        /// The latest time step whose code was accepted (0: none): codes of it and of earlier steps
+        /// are refused, so a code is accepted at most once.
+        public internal(set) var lastStep: UInt64
+        /// The hashes of the recovery codes not used yet.
+        public internal(set) var recoveryCodes: Set<String>
+    }
+
     /// How many ended sessions ``endedSessions`` keeps.
     public static let endedSessionsKept = 32
 
@@ -179,6 +196,7 @@ public struct AccountState: Sendable, Equatable {
             self.sessions = [:]
             self.resetTokens = [:]
             self.identities = []
+            self.secondFactor = nil
             // A replay after the key is destroyed reads the changes as redacted and cannot count
             // them: a deleted account's budget is empty either way.
             self.changeBudget = ChangeBudget()
@@ -217,7 +235,23 @@ public struct AccountState: Sendable, Equatable {
             self.identities.insert(LinkedIdentity(issuer: issuer, subject: subject))
         case let .identityUnlinked(issuer, subject):
             self.identities.remove(LinkedIdentity(issuer: issuer, subject: subject))
-        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .redacted:
+        case let .totpEnrolled(_, _, _, _, hashes):
+            self.secondFactor = SecondFactor(enrolment: version, isConfirmed: false, lastStep: 0, recoveryCodes: Set(hashes))
+            return
+        case let .totpConfirmed(step):
+            self.secondFactor?.isConfirmed = true
+            if let last = self.secondFactor?.lastStep { self.secondFactor?.lastStep = max(last, step) }
+            return
+        case let .totpUsed(step):
+            if let last = self.secondFactor?.lastStep { self.secondFactor?.lastStep = max(last, step) }
+            return
+        case let .recoveryCodeUsed(hash):
+            self.secondFactor?.recoveryCodes.remove(hash)
+            return
+        case .totpRemoved:
+            self.secondFactor = nil
+            return
+        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .sessionClient, .redacted:
             return
         }
         self.updatedAt = time
@@ -263,6 +297,8 @@ public struct AccountState: Sendable, Equatable {
         var copy = withoutPersonalData()
         copy.isDeleted = true
         copy.isAnonymous = false
+        // A replay reads the enrolment redacted, and the events after it find no second factor.
+        copy.secondFactor = nil
         return copy
     }
 
@@ -287,6 +323,7 @@ public struct AccountState: Sendable, Equatable {
         writer.values(values)
         // Written only when there are sessions or more, so a state without any keeps its earlier form.
         let hasMore = !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget() || !identities.isEmpty
+            || secondFactor != nil
         if !sessions.isEmpty || hasMore {
             Self.write(sessions, into: &writer)
         }
@@ -299,13 +336,21 @@ public struct AccountState: Sendable, Equatable {
             writer.varint(UInt64(bitPattern: changeBudget.day))
             writer.varint(UInt64(changeBudget.bytesToday))
         }
-        // Then, when any is linked: the identities, sorted.
-        if !identities.isEmpty {
+        // Then, when any is linked or there is a second factor: the identities, sorted (a count,
+        // possibly 0).
+        if !identities.isEmpty || secondFactor != nil {
             writer.varint(UInt64(identities.count))
             for identity in identities.sorted() {
                 writer.string(identity.issuer)
                 writer.string(identity.subject)
             }
+        }
+        // Then, only when there is one: the second factor.
+        if let secondFactor {
+            writer.varint(secondFactor.enrolment)
+            writer.bool(secondFactor.isConfirmed)
+            writer.varint(secondFactor.lastStep)
+            writer.strings(secondFactor.recoveryCodes.sorted())
         }
         return writer.bytes
     }
@@ -368,6 +413,11 @@ public struct AccountState: Sendable, Equatable {
                 for _ in 0..<count {
                     state.identities.insert(LinkedIdentity(issuer: try reader.string("issuer"), subject: try reader.string("subject")))
                 }
+            }
+            if !reader.isAtEnd {
+                state.secondFactor = SecondFactor(
+                    enrolment: try reader.varint("totp enrolment"), isConfirmed: try reader.bool("totp confirmed"),
+                    lastStep: try reader.varint("totp last step"), recoveryCodes: Set(try reader.strings("recovery codes")))
             }
             try reader.finish()
             return state

@@ -103,7 +103,8 @@ public struct ChangeBudget: Sendable, Equatable {
         case let .identityLinked(issuer, subject), let .identityUnlinked(issuer, subject):
             issuer.utf8.count + subject.utf8.count
         case .accountCreated, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted,
-            .sessionEnded, .passwordRehashed, .redacted:
+            .sessionEnded, .passwordRehashed, .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed,
+            .totpRemoved, .redacted:
             nil
         }
     }

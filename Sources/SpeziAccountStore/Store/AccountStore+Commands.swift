@@ -32,6 +32,10 @@ extension AccountStore {
         /// apart from the crowd (``LoginThrottling``): guesses from elsewhere neither delay nor
         /// refuse them. Never written into the events. Nil: an unknown client.
         public var device: String?
+        /// The client a session this command opens is opened from (its address and user agent):
+        /// written, sealed, in `auth.session-client` beside the session's `auth.session-started`,
+        /// so that the owner's session list can say where each came from. Nil: nothing is written.
+        public var sessionClient: SessionClient?
 
         /// Creates a context.
         ///

@@ -20,19 +20,30 @@ extension AccountStore {
     /// - Parameters:
     ///   - userId: the user id as the user typed it (normalized as signup normalizes it).
     ///   - password: the password to check.
+    ///   - secondFactor: A TOTP code or a recovery code, which an account with a confirmed TOTP
+    ///     enrolment needs (``enrolTOTP(_:issuer:algorithm:digits:context:)``); ignored otherwise.
+    ///     It is used up in the same append as the success (`auth.totp-used`,
+    ///     `auth.recovery-code-used`), so it is accepted at most once; a wrong one counts in the
+    ///     throttle and as a failed login as a wrong password does.
     ///   - context: who asks; its `client` is what the login throttle counts under.
     /// - Returns: the account's details.
     /// - Throws: `AccountServiceError.wrongCredentials` (for an unknown user id too),
-    ///   ``AccountStoreError/lockedOut(until:)``, ``AccountStoreError/overloaded(retryAfter:)``.
-    public func login(userId: String, password: String, context: Context = Context()) async throws -> AccountDetails {
-        try await login(userId: userId, password: password, context: context, alsoAppend: [])
+    ///   ``AccountStoreError/lockedOut(until:)``, ``AccountStoreError/overloaded(retryAfter:)``;
+    ///   with the right password, ``AccountStoreError/secondFactorRequired`` without a code and
+    ///   ``AccountStoreError/invalidSecondFactor`` for a wrong or used one.
+    public func login(userId: String, password: String, secondFactor: String? = nil, context: Context = Context()) async throws -> AccountDetails {
+        try await login(userId: userId, password: password, secondFactor: secondFactor, context: context, alsoAppend: [])
     }
 
-    /// ``login(userId:password:context:)`` that appends `alsoAppend` after `auth.login-succeeded`.
+    /// ``login(userId:password:secondFactor:context:)`` that appends `alsoAppend` after
+    /// `auth.login-succeeded`.
     ///
     /// The success is appended at the version whose password hash was checked, so a session
-    /// cannot be opened with a password that a change replaced meanwhile.
-    func login(userId: String, password: String, context: Context, alsoAppend: [AccountEvent]) async throws -> AccountDetails {
+    /// cannot be opened with a password that a change replaced meanwhile (nor with a second
+    /// factor's code that another sign-in used meanwhile).
+    func login(
+        userId: String, password: String, secondFactor: String?, context: Context, alsoAppend: [AccountEvent]
+    ) async throws -> AccountDetails {
         guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
             throw AccountServiceError.wrongCredentials
         }
@@ -58,6 +69,17 @@ extension AccountStore {
             recordFailedLogin(accountId, context: context)
             throw AccountServiceError.wrongCredentials
         }
+        // With a confirmed second factor, the password alone is not enough.
+        var proof: AccountEvent?
+        if let factor = state.secondFactor, factor.isConfirmed {
+            guard let secondFactor else { throw AccountStoreError.secondFactorRequired }
+            guard let event = try await secondFactorProof(secondFactor, accountId: accountId, factor: factor) else {
+                outcome = .failed
+                recordFailedLogin(accountId, context: context, reason: "wrongSecondFactor")
+                throw AccountStoreError.invalidSecondFactor
+            }
+            proof = event
+        }
         outcome = .succeeded
         await options.defences.afterPasswordCheck?(accountId)
         for _ in 0..<options.maxConflictRetries {
@@ -66,6 +88,7 @@ extension AccountStore {
                 events.append(.passwordRehashed(passwordHash: try await hashPassword(password)))
             }
             events.append(.loginSucceeded)
+            if let proof { events.append(proof) }
             events += alsoAppend
             do {
                 let expected: ExpectedVersion = options.defences.loginVersionCheck ? .exact(state.version) : .any
@@ -87,6 +110,14 @@ extension AccountStore {
                     }
                     stored = hash
                 }
+                // A code that another sign-in used meanwhile, or a second factor confirmed meanwhile.
+                if let factor = current.secondFactor, factor.isConfirmed {
+                    guard let proof else { throw AccountStoreError.secondFactorRequired }
+                    guard Self.proof(proof, holdsFor: factor) else {
+                        outcome = .failed
+                        throw AccountStoreError.invalidSecondFactor
+                    }
+                }
                 state = current
                 try await Task.sleep(for: Self.conflictBackoff(attempt: 0))
             }
@@ -94,10 +125,11 @@ extension AccountStore {
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
     }
 
-    /// Appends `auth.login-failed` for a wrong password without making the caller wait for it:
+    /// Appends `auth.login-failed` for a wrong password (or, with its `reason`, a wrong second
+    /// factor) without making the caller wait for it:
     /// the answer then takes as long as for an unknown user id, which appends nothing. The store
     /// waits for it when it closes; an append that fails is logged.
-    private func recordFailedLogin(_ accountId: String, context: Context) {
+    func recordFailedLogin(_ accountId: String, context: Context, reason: String = "wrongPassword") {
         let metadata = context.metadata
         let attempts = options.maxConflictRetries
         backgroundWrites.start { [accounts] in
@@ -107,7 +139,7 @@ extension AccountStore {
                     guard let state = try await accounts.load(accountId), !state.isDeleted else { return }
                     do {
                         try await accounts.append(
-                            [.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .exact(state.version), metadata: metadata)
+                            [.loginFailed(reason: reason)], to: accountId, expectedVersion: .exact(state.version), metadata: metadata)
                         return
                     } catch EventLogError.wrongExpectedVersion {
                         try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))

@@ -22,23 +22,28 @@ public struct AccountSession: Sendable, Equatable {
 }
 
 extension AccountStore {
-    /// Checks a user id and password as ``login(userId:password:context:)`` does and, when they
-    /// are right, opens a session in the same append as `auth.login-succeeded`.
+    /// Checks a user id and password (and a second factor) as
+    /// ``login(userId:password:secondFactor:context:)`` does and, when they are right, opens a
+    /// session in the same append as `auth.login-succeeded`.
     ///
     /// - Parameters:
     ///   - userId: The user id as entered.
     ///   - password: The password in the clear.
+    ///   - secondFactor: A TOTP code or a recovery code, for an account that has a second factor.
     ///   - validity: How long the session lasts from now.
     ///   - context: Who asks, for the log and for throttling.
     /// - Returns: The account's details and the new session, whose token is handed out only here.
-    /// - Throws: as ``login(userId:password:context:)``.
+    /// - Throws: as ``login(userId:password:secondFactor:context:)``.
     public func startSession(
-        userId: String, password: String, validity: Duration, context: Context = Context()
+        userId: String, password: String, secondFactor: String? = nil, validity: Duration, context: Context = Context()
     ) async throws -> (details: AccountDetails, session: AccountSession) {
         let secret = Self.makeResetToken()
         let expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
-        let event = AccountEvent.sessionStarted(sessionHash: Self.resetTokenHash(secret), expiresAtMicros: Self.micros(expiresAt))
-        let details = try await login(userId: userId, password: password, context: context, alsoAppend: [event])
+        let sessionHash = Self.resetTokenHash(secret)
+        let event = AccountEvent.sessionStarted(sessionHash: sessionHash, expiresAtMicros: Self.micros(expiresAt))
+        let details = try await login(
+            userId: userId, password: password, secondFactor: secondFactor, context: context,
+            alsoAppend: [event] + Self.clientEvents(sessionHash, context))
         return (details, AccountSession(accountId: details.accountId, token: "\(details.accountId).\(secret)", expiresAt: expiresAt))
     }
 
@@ -60,7 +65,7 @@ extension AccountStore {
         var expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
         let event = AccountEvent.sessionStarted(sessionHash: sessionHash, expiresAtMicros: Self.micros(expiresAt))
         let outcome = try await retrying(accountId, keyed: .sessionStart) { _ in
-            ([event], [], [])
+            ([event] + Self.clientEvents(sessionHash, context), [], [])
         } context: {
             context
         }
@@ -125,6 +130,12 @@ extension AccountStore {
     /// - Returns: The SHA-256 of the token's secret in hex, or nil for a malformed token.
     public static func sessionHash(ofToken token: String) -> String? {
         parseSessionToken(token)?.sessionHash
+    }
+
+    /// The `auth.session-client` that goes beside a session's start, when `context` names a client.
+    static func clientEvents(_ sessionHash: String, _ context: Context) -> [AccountEvent] {
+        guard let client = context.sessionClient else { return [] }
+        return [.sessionClient(sessionHash: sessionHash, address: client.address, userAgent: client.userAgent)]
     }
 
     /// The events that end every open session of `state`, for `reason`, in hash order.

@@ -57,6 +57,16 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case identityNotLinked(issuer: String)
     /// Unlinking would leave the account without a way in (no password and no other identity).
     case lastWayIn
+    /// The password was right, and the account has a confirmed TOTP second factor: the sign-in
+    /// needs a current code (or a recovery code) too.
+    case secondFactorRequired
+    /// A TOTP code that is wrong, of another time, or used already; or a recovery code that is
+    /// wrong or used already.
+    case invalidSecondFactor
+    /// The account has no TOTP enrolment (or, to confirm, none waiting for confirmation).
+    case secondFactorNotEnrolled
+    /// The account has a confirmed TOTP second factor already: remove it before enrolling another.
+    case secondFactorEnrolled
 
     /// A one-line, human-readable description (for logs and error messages).
     public var description: String {
@@ -83,6 +93,10 @@ public enum AccountStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case .lastWayIn: "this is the account's only way in: set a password or link another sign-in first"
         case let .changeLimitReached(limit, until):
             "the account reached its \(limit) limit; nothing was written; try again after \(ISO8601DateFormatter().string(from: until))"
+        case .secondFactorRequired: "this account signs in with a second factor: send a current TOTP code or a recovery code"
+        case .invalidSecondFactor: "the TOTP code or recovery code is wrong, expired or used already"
+        case .secondFactorNotEnrolled: "the account has no TOTP enrolment to confirm or remove"
+        case .secondFactorEnrolled: "the account has a TOTP second factor already: remove it first"
         }
     }
 }

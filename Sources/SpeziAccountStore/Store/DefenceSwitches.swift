@@ -10,7 +10,7 @@ import Foundation
 /// force an interleaving. Package access only: an application cannot reach them.
 package struct DefenceSwitches: Sendable {
     /// An unknown user id's login checks the password against a decoy hash, as much work as a
-    /// known one's (``AccountStore/login(userId:password:context:)``).
+    /// known one's (``AccountStore/login(userId:password:secondFactor:context:)``).
     package var timingDecoy = true
     /// A refused password reset completion answers no sooner than ``resetAnswerFloor``.
     package var resetAnswerFloor = true

@@ -1,0 +1,142 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import EventLogProtocol
+import Foundation
+
+/// Where a session was opened from, as the server saw the client: recorded sealed in
+/// `auth.session-client` (``AccountStore/Context/sessionClient``).
+public struct SessionClient: Sendable, Equatable {
+    /// The most bytes of a user agent that are kept.
+    public static let maxUserAgentBytes = 256
+
+    /// The client's address (an IPv6 client's /64 group), possibly empty.
+    public let address: String
+    /// The client's `User-Agent`, cut to ``maxUserAgentBytes`` bytes (at a character's end), possibly empty.
+    public let userAgent: String
+
+    /// A client.
+    ///
+    /// - Parameters:
+    ///   - address: The client's address as the server saw it.
+    ///   - userAgent: Its `User-Agent`; longer ones are cut to ``maxUserAgentBytes`` bytes.
+    public init(address: String, userAgent: String) {
+        self.address = String(address.utf8.prefix(128)) ?? ""
+        var agent = Substring(userAgent)
+        while agent.utf8.count > Self.maxUserAgentBytes { agent = agent.dropLast() }
+        self.userAgent = String(agent)
+    }
+}
+
+/// One open session of an account, as its owner's session list shows it.
+public struct OpenSession: Sendable, Equatable {
+    /// The session's id: the SHA-256 (hex) of its bearer token's secret, as the log's
+    /// `auth.session-started` and `auth.session-ended` carry it. It is not the token: knowing it
+    /// signs nobody in.
+    public let id: String
+    /// When it was opened (the commit time of its `auth.session-started`).
+    public let openedAt: Date
+    /// When it stops working.
+    public let expiresAt: Date
+    /// Where it was opened from, when the server that opened it said so.
+    public let client: SessionClient?
+}
+
+/// An account's open sessions, newest first, at most ``AccountStore/maxListedSessions``.
+public struct OpenSessionList: Sendable, Equatable {
+    /// The sessions listed, newest first.
+    public let sessions: [OpenSession]
+    /// How many sessions are open: more than listed when the list was cut.
+    public let total: Int
+}
+
+extension AccountStore {
+    /// The most sessions ``openSessions(of:including:)`` lists.
+    public static let maxListedSessions = 100
+
+    /// The account's open sessions (neither ended nor expired), newest first: at most
+    /// ``maxListedSessions`` of them, always with `including` among them when it is open.
+    ///
+    /// The account's state says which sessions are open; when each was opened and from where is
+    /// read from its stream, whose events are walked once in batches (only the session events are
+    /// decoded): the cost grows with the stream, so a server limits how often an account asks.
+    ///
+    /// - Parameters:
+    ///   - accountId: The account.
+    ///   - including: A session id (``OpenSession/id``) that is listed even when the list is cut:
+    ///     the caller's own.
+    /// - Returns: The list, and how many sessions are open.
+    /// - Throws: ``AccountStoreError/accountNotFound(_:)`` for a deleted or unknown account; the
+    ///   log's errors when the stream cannot be read.
+    public func openSessions(of accountId: String, including: String? = nil) async throws -> OpenSessionList {
+        guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+        let now = Self.micros(options.clock())
+        let open = state.sessions.filter { $0.value > now }
+        // When, and at which stream version (what orders sessions opened at the same time).
+        var opened: [String: (time: Date, version: UInt64)] = [:]
+        var clients: [String: SessionClient] = [:]
+        var next: UInt64 = 1
+        while next <= state.version, opened.count < open.count || clients.count < open.count {
+            let batch = try await log.readStream(accountId, from: next, limit: 512)
+            guard let last = batch.last else { break }
+            for record in batch where record.streamVersion <= state.version {
+                switch record.type {
+                case "auth.session-started":
+                    guard case let .sessionStarted(hash, _) = try accounts.event(from: record), open[hash] != nil else { continue }
+                    opened[hash] = (record.timestamp, record.streamVersion)
+                case "auth.session-client":
+                    guard case let .sessionClient(hash, address, userAgent) = try accounts.event(from: record), open[hash] != nil else { continue }
+                    clients[hash] = SessionClient(address: address, userAgent: userAgent)
+                default:
+                    continue
+                }
+            }
+            next = last.streamVersion + 1
+        }
+        let all = open.map { hash, expiry in
+            (
+                version: opened[hash]?.version ?? 0,
+                session: OpenSession(
+                    id: hash, openedAt: opened[hash]?.time ?? state.createdAt,
+                    expiresAt: Date(timeIntervalSince1970: Double(expiry) / 1_000_000), client: clients[hash])
+            )
+        }
+        .sorted { ($0.version, $0.session.id) > ($1.version, $1.session.id) }.map(\.session)
+        var listed = Array(all.prefix(Self.maxListedSessions))
+        if let including, !listed.contains(where: { $0.id == including }), let own = all.first(where: { $0.id == including }) {
+            listed[listed.count - 1] = own
+        }
+        return OpenSessionList(sessions: listed, total: all.count)
+    }
+
+    /// Ends one open session of an account (`auth.session-ended` with reason `revoked`): from the
+    /// owner's session list, or an administrator's (whose name is then `context`'s actor).
+    ///
+    /// - Parameters:
+    ///   - id: The session's id (``OpenSession/id``).
+    ///   - accountId: The account it must belong to.
+    ///   - context: Who asks, recorded with the event.
+    /// - Returns: Whether the session was open and is now ended; false for an id that is not an
+    ///   open session of this account (another account's included).
+    /// - Throws: ``AccountStoreError/accountNotFound(_:)`` for a deleted or unknown account; the
+    ///   log's errors.
+    @discardableResult
+    public func endSession(id: String, of accountId: String, context: Context = Context()) async throws -> Bool {
+        let now = Self.micros(options.clock())
+        var found = false
+        let outcome = try await retrying(accountId) { current in
+            guard let expiry = current.sessions[id], expiry > now else {
+                found = false
+                return ([], [], [])
+            }
+            found = true
+            return ([.sessionEnded(sessionHash: id, reason: "revoked")], [], [])
+        } context: {
+            context
+        }
+        if let position = outcome.position { try await awaitCache(position) }
+        return found
+    }
+}
