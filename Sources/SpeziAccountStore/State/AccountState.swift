@@ -322,8 +322,8 @@ public struct AccountState: Sendable, Equatable {
         writer.varint(lastFailedLogin.map { UInt64(bitPattern: Int64(($0.timeIntervalSince1970 * 1_000_000).rounded())) + 1 } ?? 0)
         writer.values(values)
         // Written only when there are sessions or more, so a state without any keeps its earlier form.
-        let hasMore = !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget() || !identities.isEmpty
-            || secondFactor != nil
+        let hasMore =
+            !resetTokens.isEmpty || !endedSessions.isEmpty || changeBudget != ChangeBudget() || !identities.isEmpty || secondFactor != nil
         if !sessions.isEmpty || hasMore {
             Self.write(sessions, into: &writer)
         }
