@@ -16,6 +16,8 @@ public typealias ScryptParameters = AccountSecurity.ScryptParameters
 public typealias Argon2idParameters = AccountSecurity.Argon2idParameters
 /// Hashes and checks passwords (see `AccountSecurity.PasswordHasher`).
 public typealias PasswordHasher = AccountSecurity.PasswordHasher
+/// Why hashing or checking a password failed (see `AccountSecurity.PasswordHashingError`).
+public typealias PasswordHashingError = AccountSecurity.PasswordHashingError
 /// The per-account keys of crypto-shredding (see `AccountSecurity.KeyVault`).
 public typealias KeyVault = AccountSecurity.KeyVault
 /// Why the key vault failed (see `AccountSecurity.KeyVaultError`).
