@@ -7,7 +7,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Metrics
+import SpeziAccountStore
 
 /// `GET /metrics`: what the process's metrics backend holds, in the text form a scraper reads, for
 /// whoever presents the bearer token. The server knows no metrics backend: the program that
@@ -74,8 +74,7 @@ struct MetricsRoute: Sendable {
     private func presentsToken(_ request: Request) -> Bool {
         guard let header = request.headers[.authorization], header.utf8.count <= 1_024, header.hasPrefix("Bearer ") else { return false }
         let digest = Array(SHA256.hash(data: Data(header.dropFirst("Bearer ".count).utf8)))
-        // Every byte compared, whatever the first difference.
-        return zip(digest, tokenDigest).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        return PasswordHasher.constantTimeEquals(digest, tokenDigest)
     }
 }
 

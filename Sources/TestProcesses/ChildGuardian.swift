@@ -63,12 +63,7 @@ public final class ChildGuardian: Sendable {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
+        Spawning.resetSignals(in: &attributes)
         // A session of its own: a test that ends this process's group (or its terminal's) spares it.
         posix_spawnattr_setflags(&attributes, Int16(Self.setSessionId | Int32(POSIX_SPAWN_SETSIGDEF) | Int32(POSIX_SPAWN_SETSIGMASK)))
         let words: [String] = ["/bin/sh", "-c", Self.watchdog, "spezi-child-guardian", registryPath]

@@ -149,12 +149,7 @@ public final class ChildProcess: Sendable {
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         // Its own process group, and the signals this process ignores or blocks back to normal.
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
+        Spawning.resetSignals(in: &attributes)
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let environment = (setup.environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
@@ -263,6 +258,17 @@ enum Spawning {
     }()
 
     /// Closes every descriptor from `first` on in the child.
+    /// Sets every signal's disposition back to its default and unblocks them all in the child
+    /// (flags `POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK` make it take effect).
+    static func resetSignals(in attributes: inout posix_spawnattr_t) {
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+    }
+
     static func closeEverythingFrom(_ first: Int32, in actions: inout posix_spawn_file_actions_t) throws {
         guard let closeFrom else {
             throw SpawnError(description: "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later has it)")
