@@ -120,6 +120,9 @@ public struct PasswordHasher: Sendable {
         if case let .scrypt(parameters) = algorithm { return parameters }
         return .owaspMinimum
     }
+    /// A Firebase project's hash parameters, with which passwords imported from it are checked
+    /// (``FirebaseScrypt``); nil when none were imported.
+    public let firebase: FirebaseHashParameters?
     /// Length of the random salt, in bytes.
     public static let saltLength = 16
     /// Length of the derived key, in bytes.
@@ -129,12 +132,16 @@ public struct PasswordHasher: Sendable {
     /// - Parameters:
     ///   - algorithm: how new hashes are made; defaults to Argon2id at OWASP's first choice.
     ///   - allowingWeakParameters: must be `true` for parameters below OWASP's recommendation (tests only).
+    ///   - firebase: The hash parameters of a Firebase project whose users were imported, to check
+    ///     their passwords until each is rehashed on its first sign-in.
     /// - Throws: ``PasswordHashingError/invalidParameters(_:)`` or
     ///   ``PasswordHashingError/invalidArgon2Parameters(_:)`` for parameters out of range;
     ///   ``PasswordHashingError/parametersBelowMinimum(_:)`` or
     ///   ``PasswordHashingError/argon2ParametersBelowMinimum(_:)`` for weak parameters when
     ///   `allowingWeakParameters` is false.
-    public init(algorithm: PasswordAlgorithm = .recommended, allowingWeakParameters: Bool = false) throws {
+    public init(
+        algorithm: PasswordAlgorithm = .recommended, allowingWeakParameters: Bool = false, firebase: FirebaseHashParameters? = nil
+    ) throws {
         switch algorithm {
         case let .scrypt(parameters):
             try Self.checkRange(parameters)
@@ -148,6 +155,7 @@ public struct PasswordHasher: Sendable {
             }
         }
         self.algorithm = algorithm
+        self.firebase = firebase
     }
 
     /// Creates a scrypt hasher.
@@ -204,6 +212,9 @@ public struct PasswordHasher: Sendable {
     ///   or ``PasswordHashingError/derivationFailed(_:)`` when the derivation fails. A wrong
     ///   password is not an error: it returns false.
     public func verify(_ password: String, against stored: String) throws -> Bool {
+        if FirebaseScrypt.isFirebaseHash(stored) {
+            return try FirebaseScrypt.verify(password, against: stored, parameters: firebase)
+        }
         let parsed = try Self.parse(stored)
         let key: [UInt8]
         switch parsed.algorithm {
@@ -222,7 +233,11 @@ public struct PasswordHasher: Sendable {
     ///   reads, ``PasswordHashingError/invalidParameters(_:)`` or
     ///   ``PasswordHashingError/invalidArgon2Parameters(_:)`` when its parameters are out of range.
     public func needsRehash(_ stored: String) throws -> Bool {
-        switch (try Self.parse(stored).algorithm, algorithm) {
+        if FirebaseScrypt.isFirebaseHash(stored) {
+            _ = try FirebaseScrypt.parse(stored)
+            return true  // a Firebase hash is never kept
+        }
+        return switch (try Self.parse(stored).algorithm, algorithm) {
         case let (.scrypt(old), .scrypt(new)): !old.isAtLeast(new)
         case let (.argon2id(old), .argon2id(new)): !old.isAtLeast(new)
         default: true
@@ -234,7 +249,8 @@ public struct PasswordHasher: Sendable {
     /// - Parameter string: The string to look at.
     /// - Returns: True when it parses as an Argon2id or scrypt hash string.
     public static func isHashString(_ string: String) -> Bool {
-        (try? parse(string)) != nil
+        if FirebaseScrypt.isFirebaseHash(string) { return (try? FirebaseScrypt.parse(string)) != nil }
+        return (try? parse(string)) != nil
     }
 
     // MARK: - Internals

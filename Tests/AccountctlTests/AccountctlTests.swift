@@ -257,4 +257,51 @@ struct AccountctlTests {
         let missing = try await copy.run(["import", "/nonexistent/export.jsonl"])
         #expect(missing.failedCleanly)
     }
+
+    @Test("import --firebase with the project's hash parameters: users keep their UIDs and passwords; a rerun adds nothing")
+    func firebaseImport() async throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        try FileManager.default.createDirectory(at: tool.store, withIntermediateDirectories: true)
+        let users = tool.store.appendingPathComponent("users.json")
+        let parameters = tool.store.appendingPathComponent("hash.json")
+        // Firebase's published example project and user.
+        try Data(
+            """
+            {"users": [
+              {"localId": "8KrHjSsPc3TsCJXgwWwXwgtsVTd2", "email": "user1@example.org", "displayName": "Ada Lovelace",
+               "passwordHash": "lSrfV15cpx95/sZS2W9c9Kp6i/LVgQNDNC/qzrCnh1SAyZvqmZqAjTdn3aoItz+VHjoZilo78198JAdRuid5lQ==",
+               "salt": "42xEC+ixf3L2lw==", "providerUserInfo": [{"providerId": "password", "rawId": "user1@example.org"}]},
+              {"localId": "phoneOnly1", "phoneNumber": "+15555550100", "providerUserInfo": [{"providerId": "phone", "rawId": "+15555550100"}]}
+            ]}
+            """.utf8
+        ).write(to: users)
+        try Data(
+            """
+            {"base64_signer_key": "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==",
+             "base64_salt_separator": "Bw==", "rounds": 8, "mem_cost": 14}
+            """.utf8
+        ).write(to: parameters)
+        let noKey = try await tool.run(["import", "--firebase", users.path])
+        #expect(noKey.failedCleanly, "\(noKey)")
+        #expect(noKey.stderr.contains("--hash-parameters"))
+        let imported = try await tool.run(["import", "--firebase", users.path, "--hash-parameters", parameters.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains("skipped phoneOnly1: no way in"))
+        #expect(imported.stdout.contains("imported 1 of 2 Firebase users"))
+        let again = try await tool.run(["import", "--firebase", users.path, "--hash-parameters", parameters.path])
+        #expect(again.stdout.contains("imported 0 of 2 Firebase users"))
+        #expect(again.stdout.contains("1 were imported before"))
+
+        let login = try await tool.run(
+            ["login", "--user-id", "user1@example.org", "--firebase-hash-parameters", parameters.path, "--password-stdin"],
+            input: "user1password\n")
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stdout.contains("account 8KrHjSsPc3TsCJXgwWwXwgtsVTd2"))
+        let log = try await tool.run(["log", "--json"])
+        #expect(log.stdout.contains("\"type\":\"account.password-rehashed\""))
+        // Rehashed: the Firebase key is no longer needed.
+        let plain = try await tool.run(["login", "--user-id", "user1@example.org", "--password-stdin"], input: "user1password\n")
+        #expect(plain.status == 0, "\(plain.stderr)")
+    }
 }

@@ -76,10 +76,14 @@ struct Login: AsyncParsableCommand {
     @Option(help: "The user id.")
     var userId: String
 
+    @Option(help: ArgumentHelp("The Firebase project's hash parameters, for a user imported with import --firebase.", valueName: "file"))
+    var firebaseHashParameters: String?
+
     func run() async throws {
         try await guarded {
             let secret = try password.read()
-            try await global.withStore(creating: false) { store in
+            let firebase = try firebaseHashParameters.map(Import.firebaseParameters(file:))
+            try await global.withStore(creating: false, adjusting: { $0.firebaseHashParameters = firebase }) { store in
                 let details = try await store.login(userId: userId, password: secret, context: toolContext)
                 print("logged in: account \(details.accountId)")
             }

@@ -103,6 +103,13 @@ struct Serve: AsyncParsableCommand {
             valueName: "spec"))
     var identityProviders: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Check passwords imported from Firebase (accountctl import --firebase) with this project's hash parameters: "
+                + "a JSON file with base64_signer_key, base64_salt_separator, rounds and mem_cost.",
+            valueName: "file"))
+    var firebaseHashParameters: String?
+
     @Flag(help: "Mark the admin session cookie Secure (sent over HTTPS only): for a console reached through a TLS proxy.")
     var secureCookies = false
 
@@ -146,10 +153,12 @@ struct Serve: AsyncParsableCommand {
                 throw ToolError.input("--admin-credential-file: \(error)")
             }
             let metrics = try metricsTokenFile.map(Self.metricsEndpoint(tokenFile:))
+            let firebase = try firebaseHashParameters.map(Import.firebaseParameters(file:))
             try await global.withStore(
                 creating: true,
                 adjusting: { options in
                     options.maxQueuedPasswordChecks = maxQueuedPasswordChecks ?? AccountStoreOptions.serverPasswordCheckQueue
+                    options.firebaseHashParameters = firebase
                     if let outbox { options.passwordResetDelivery = { request in outbox.deliver(request) } }
                     if let signups { options.signupConfirmationDelivery = { message in signups.deliver(message) } }
                 }

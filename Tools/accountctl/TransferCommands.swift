@@ -73,12 +73,50 @@ struct Import: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     @Argument(help: "The JSON Lines file written by export.")
-    var file: String
+    var file: String?
 
     @Option(help: "A copy of the exported store's keys/vault.")
     var vault: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Import the users of a Firebase Authentication export (firebase auth:export FILE --format=json) into the store, "
+                + "new or not: UIDs become account ids, passwords are checked with Firebase's scrypt until each first sign-in.",
+            valueName: "file"))
+    var firebase: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --firebase: the project's password hash parameters, a JSON file with base64_signer_key, "
+                + "base64_salt_separator, rounds and mem_cost (Firebase console → Authentication → Users → Password hash parameters).",
+            valueName: "file"))
+    var hashParameters: String?
+
+    func validate() throws {
+        switch (file, firebase) {
+        case (nil, nil): throw ValidationError("name the export to import, or a Firebase export with --firebase")
+        case (.some, .some): throw ValidationError("give either an export or --firebase, not both")
+        default: break
+        }
+        if firebase == nil, hashParameters != nil { throw ValidationError("--hash-parameters goes with --firebase") }
+        if firebase != nil, vault != nil { throw ValidationError("--vault goes with an export of this store, not with --firebase") }
+    }
+
+    /// The hash parameters in `file`, or a tool error naming it.
+    static func firebaseParameters(file: String) throws -> FirebaseHashParameters {
+        do {
+            return try FirebaseHashParameters.read(from: URL(fileURLWithPath: file))
+        } catch {
+            throw ToolError.input("\(error)")
+        }
+    }
+
     func run() async throws {
+        if let firebase {
+            try await importFirebase(firebase)
+            return
+        }
+        guard let file else { return }
         try await guarded {
             let input = URL(fileURLWithPath: file)
             guard FileManager.default.isReadableFile(atPath: input.path) else { throw ToolError.input("cannot read \(file)") }
@@ -98,6 +136,35 @@ struct Import: AsyncParsableCommand {
                 try await store.projections.waitUntilApplied(AccountDetailsProjection.projectionName, position: try store.log.lastPosition())
                 let report = try await store.log.verify()
                 print("imported \(count) records into \(target.path); log \(report.isIntact ? "intact" : "DAMAGED"), head hash \(report.headHash)")
+            }
+        }
+    }
+}
+
+extension Import {
+    /// `accountctl import --firebase FILE`: Firebase's users into a new or existing store.
+    func importFirebase(_ path: String) async throws {
+        try await guarded {
+            let parameters = try hashParameters.map(Self.firebaseParameters(file:))
+            let users = try AccountStore.readFirebaseExport(from: URL(fileURLWithPath: path))
+            if parameters == nil, users.contains(where: { !($0.passwordHash ?? "").isEmpty }) {
+                throw ToolError.input("the export holds password hashes: give the project's --hash-parameters to keep them")
+            }
+            try await global.withStore(creating: true, adjusting: { $0.firebaseHashParameters = parameters }) { store in
+                let bar = ProgressBar("importing Firebase users")
+                let report = try await store.importFirebaseUsers(
+                    users, parameters: parameters, context: AccountStore.Context(actor: "accountctl import --firebase")
+                ) { done, total in
+                    bar.update(UInt64(done), of: UInt64(total))
+                }
+                bar.finish()
+                for (uid, reason) in report.skipped { print("skipped \(uid): \(reason)") }
+                print(
+                    "imported \(report.imported) of \(users.count) Firebase users into \(global.location.path); "
+                        + "\(report.alreadyImported) were imported before, \(report.skipped.count) skipped")
+                if parameters != nil {
+                    print("serve with --firebase-hash-parameters \(hashParameters ?? "") so that their passwords are checked")
+                }
             }
         }
     }

@@ -22,3 +22,7 @@ public typealias PasswordHashingError = AccountSecurity.PasswordHashingError
 public typealias KeyVault = AccountSecurity.KeyVault
 /// Why the key vault failed (see `AccountSecurity.KeyVaultError`).
 public typealias KeyVaultError = AccountSecurity.KeyVaultError
+/// A Firebase project's password hash parameters (see `AccountSecurity.FirebaseHashParameters`).
+public typealias FirebaseHashParameters = AccountSecurity.FirebaseHashParameters
+/// Why a Firebase hash could not be checked (see `AccountSecurity.FirebaseHashError`).
+public typealias FirebaseHashError = AccountSecurity.FirebaseHashError

@@ -133,7 +133,9 @@ public final class AccountStore: Sendable {
         let vault: KeyVault?
         let accounts: AccountLog
         do {
-            hasher = try PasswordHasher(algorithm: options.passwordHashing, allowingWeakParameters: options.allowWeakPasswordParameters)
+            hasher = try PasswordHasher(
+                algorithm: options.passwordHashing, allowingWeakParameters: options.allowWeakPasswordParameters,
+                firebase: options.firebaseHashParameters)
             vault = try await StoreKeyingCheck.openVault(
                 for: log, vaultPath: root.appendingPathComponent("keys/vault").path, wantsVault: options.cryptoShredding)
             accounts = AccountLog(log: log, evolution: options.evolution, vault: vault)
@@ -349,9 +351,18 @@ public final class AccountStore: Sendable {
     }
 
     /// Checks a password on the hashing threads, if the queue has room.
+    ///
+    /// A hash imported from Firebase that cannot be checked (no Firebase parameters configured, or
+    /// another project's) is logged as the operator's error and answered as a wrong password, so
+    /// that a client cannot tell imported accounts from others.
     func verifyPassword(_ password: String, against stored: String) async throws -> Bool {
         passwordVerifications.add(1, ordering: .relaxed)
-        return try await hashing.run { try await hasher.verifyOffPool(password, against: stored) }
+        do {
+            return try await hashing.run { try await hasher.verifyOffPool(password, against: stored) }
+        } catch let error as FirebaseHashError {
+            Self.logger.error("a password imported from Firebase could not be checked", metadata: ["error": "\(error)"])
+            return false
+        }
     }
 
     /// How many password checks (against a stored hash or the decoy) this store has started: what

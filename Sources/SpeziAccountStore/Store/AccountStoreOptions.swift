@@ -58,6 +58,11 @@ public struct AccountStoreOptions: Sendable {
     }
     /// Allow parameters below OWASP's minimum (tests only).
     public var allowWeakPasswordParameters = false
+    /// The hash parameters of the Firebase project whose users were imported
+    /// (``AccountStore/importFirebaseUsers(_:parameters:context:progress:)``): their passwords are
+    /// checked with Firebase's modified scrypt and rehashed on each one's first sign-in. The signer
+    /// key is a secret of that project and is never written to the log.
+    public var firebaseHashParameters: FirebaseHashParameters?
     /// Keys to decode besides the built-in and configured ones (values of other keys are kept as unknown).
     public var additionalKeys: [any AccountKey.Type] = []
     /// For a new store: seal personal data with per-account keys kept in `keys/vault`, destroyed on
