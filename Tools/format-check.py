@@ -136,6 +136,8 @@ ACCOUNT_EVENTS = {
     "auth.totp-used": [("step", "varint")],
     "auth.recovery-code-used": [("codeHash", "string")],
     "auth.totp-removed": [("reason", "string")],
+    "auth.provider-token-stored": [("issuer", "string"), ("token", "string")],
+    "auth.provider-token-revoked": [("issuer", "string")],
 }
 
 

@@ -10,11 +10,13 @@ import SpeziAccountStore
 
 /// `POST /v1/sessions/identity` and `POST /v1/account/identities`: a provider's identity token, the
 /// provider's id and the nonce the app sent to the provider (raw; for Apple, the one whose SHA-256
-/// it handed to Apple).
+/// it handed to Apple), and the authorization code that came with the token, for a provider whose
+/// refresh tokens the server keeps to revoke them later.
 struct IdentityTokenBody: Decodable {
     let provider: String
     let identityToken: String
     let nonce: String?
+    let authorizationCode: String?
 }
 
 /// The identities linked to an account, by provider.
@@ -42,9 +44,10 @@ extension AccountRoutes {
         let (identity, provider) = try await verify(body)
         try limit("login-identity", identityKey(identity), configuration.rateLimits.loginsPerAccount)
         let newUserId = provider.emailBecomesUserId && identity.emailVerified ? identity.email : nil
+        let refreshToken = await exchange(body.authorizationCode, provider: provider)
         let (details, session, created) = try await store.startSession(
             identity: LinkedIdentity(issuer: identity.issuer, subject: identity.subject), newUserId: newUserId,
-            validity: configuration.sessionValidity, context: context(request, client: client))
+            validity: configuration.sessionValidity, providerToken: refreshToken, context: context(request, client: client))
         logger.info("identity sign-in", metadata: ["provider": "\(provider.id)", "created": "\(created)"])
         return try Self.json(SessionBody(session, details: details), status: .created)
     }
@@ -52,9 +55,10 @@ extension AccountRoutes {
     /// Links the identity of a token to the signed-in account.
     func linkIdentity(_ request: inout Request, _ session: SignedInAccount, client: String) async throws -> Response {
         let body = try await body(&request, as: IdentityTokenBody.self)
-        let (identity, _) = try await verify(body)
+        let (identity, provider) = try await verify(body)
+        let refreshToken = await exchange(body.authorizationCode, provider: provider)
         let state = try await store.link(
-            LinkedIdentity(issuer: identity.issuer, subject: identity.subject), to: session.state.accountId,
+            LinkedIdentity(issuer: identity.issuer, subject: identity.subject), to: session.state.accountId, providerToken: refreshToken,
             context: context(request, actor: session.state.accountId, client: client))
         return try Self.json(IdentitiesBody(state, providers: configuration.identityProviders))
     }
@@ -90,6 +94,21 @@ extension AccountRoutes {
                 logger.notice("identity token refused", metadata: ["provider": "\(provider.id)", "reason": "\(error)"])
                 throw Problem("invalid-identity-token", .unauthorized, "The identity token is not valid.", detail: Self.reason(error))
             }
+        }
+    }
+
+    /// The refresh token an authorization code grants, when the provider has token endpoints and
+    /// the app sent a code (verified with the identity token first). A failed exchange does not
+    /// fail the sign-in: it is logged, and there is no token to revoke later.
+    private func exchange(_ code: String?, provider: IdentityProviderConfiguration) async -> String? {
+        guard let code, !code.isEmpty, code.utf8.count <= 4_096, let client = providerTokens[provider.id] else { return nil }
+        do {
+            let token = try await client.exchange(authorizationCode: code)
+            if token == nil { logger.warning("the provider granted no refresh token", metadata: ["provider": "\(provider.id)"]) }
+            return token
+        } catch {
+            logger.error("an authorization code could not be exchanged", metadata: ["provider": "\(provider.id)", "error": "\(error)"])
+            return nil
         }
     }
 

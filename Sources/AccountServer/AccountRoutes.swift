@@ -27,6 +27,8 @@ struct AccountRoutes: Sendable {
     let devices: DeviceCookies
     let receipts: PositionReceipts
     let identityTokens: IdentityTokenVerifier
+    /// The token endpoints of the providers that have them, by provider id.
+    let providerTokens: [String: ProviderTokenClient]
 
     init(store: AccountStore, configuration: AccountServerConfiguration, logger: Logger) {
         self.store = store
@@ -36,6 +38,12 @@ struct AccountRoutes: Sendable {
         self.receipts = PositionReceipts(store: store)
         self.identityTokens = IdentityTokenVerifier(
             providers: configuration.identityProviders, limits: configuration.identityTokenLimits, logger: logger)
+        self.providerTokens = Dictionary(
+            uniqueKeysWithValues: configuration.identityProviders.compactMap { provider in
+                provider.tokenEndpoints.map {
+                    (provider.id, ProviderTokenClient(endpoints: $0, issuer: provider.issuer, timeout: configuration.identityTokenLimits.fetchTimeout))
+                }
+            })
         self.streams = StreamSlots(
             sessionLimit: configuration.connections.streamsPerSession, accountLimit: configuration.connections.streamsPerAccount)
     }

@@ -66,6 +66,11 @@ public struct AccountServerConfiguration: Sendable {
     public var identityProviders: [IdentityProviderConfiguration] = []
     /// The bounds on verifying identity tokens: key-set fetches, their timeout and size, clock skew.
     public var identityTokenLimits = IdentityTokenLimits()
+    /// How often the server looks for provider tokens owed a revocation (of the providers with
+    /// ``IdentityProviderConfiguration/tokenEndpoints``), and the first wait after a failed one.
+    public var providerTokenRevocationInterval: Duration = .seconds(5)
+    /// The longest wait between two tries of one failing revocation.
+    public var providerTokenRevocationMaximumBackoff: Duration = .seconds(600)
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}
@@ -170,9 +175,22 @@ public struct AccountServer: Service {
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil,
                 availableConnectionsDelegate: .maximum(limits.effectiveMaxConnections, logger: logger)),
+            services: revocationServices,
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+    }
+
+    /// The provider token revoker, when a provider has token endpoints.
+    private var revocationServices: [any Service] {
+        guard !routes.providerTokens.isEmpty else { return [] }
+        let byIssuer = Dictionary(
+            routes.providerTokens.values.map { ($0.issuer, $0) }, uniquingKeysWith: { first, _ in first })
+        return [
+            ProviderTokenRevoker(
+                store: routes.store, clients: byIssuer, interval: configuration.providerTokenRevocationInterval,
+                maximumBackoff: configuration.providerTokenRevocationMaximumBackoff, logger: logger)
+        ]
     }
 
     /// How many buckets the API's rate limiter keeps, and the bytes they hold (for tests and the

@@ -39,6 +39,10 @@ public struct IdentityProviderConfiguration: Sendable, Equatable {
     public var requiresNonce: Bool
     /// The signature algorithms accepted (`alg` of the token's header and of the key).
     public var algorithms: Set<String>
+    /// The provider's token and revocation endpoints, or nil: with them, an authorization code the
+    /// app sends beside its identity token is exchanged for a refresh token, which the store keeps
+    /// and revokes when the account is deleted or the identity unlinked (Apple requires it).
+    public var tokenEndpoints: ProviderTokenEndpoints?
 
     /// A provider.
     ///

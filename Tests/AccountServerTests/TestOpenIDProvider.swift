@@ -48,11 +48,59 @@ final class TestOpenIDProvider: Sendable {
     /// The `max-age` the JWKS route sends.
     let maxAge = Mutex(3_600)
 
+    /// The key the server's client secrets must be signed with (Apple's team key), and its id.
+    let clientSecretKey = P256.Signing.PrivateKey()
+    let clientSecretKeyId = "TEAMKEY01"
+    let teamId = "TEAM000001"
+    /// How many revocation calls still fail with 503 before the endpoint works.
+    let revokeFailuresLeft = Mutex(0)
+    /// The tokens revoked, in order, and every call made to the revocation endpoint.
+    let revoked = Mutex<[String]>([])
+    let revokeCalls = Atomic<Int>(0)
+
+    /// The claims of a client secret.
+    struct ClientSecret: JWTPayload {
+        var iss: String
+        var sub: String
+        var aud: String
+        var exp: Int
+
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    /// Whether a form's `client_secret` is a JWT of the team's key for this provider and client.
+    func acceptsClientSecret(_ form: [String: String]) async -> Bool {
+        guard let secret = form["client_secret"], form["client_id"] == clientId else { return false }
+        let keys = JWTKeyCollection()
+        guard let key = try? ES256PublicKey(backing: clientSecretKey.publicKey) else { return false }
+        await keys.add(ecdsa: key, kid: JWKIdentifier(string: clientSecretKeyId))
+        guard let claims = try? await keys.verify(secret, as: ClientSecret.self) else { return false }
+        return claims.iss == teamId && claims.sub == clientId && claims.aud == issuer && claims.exp > Int(Date().timeIntervalSince1970)
+    }
+
+    static func form(_ request: Request) async throws -> [String: String] {
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        let text = String(buffer: body)
+        var form: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
+            if parts.count == 2 { form[parts[0]] = parts[1] }
+        }
+        return form
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ object: [String: Any]) throws -> Response {
+        let body = try JSONSerialization.data(withJSONObject: object)
+        return Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
     private init(port: Int) {
         self.port = port
     }
 
     var jwksURL: String { "http://127.0.0.1:\(port)/jwks" }
+    var tokenURL: String { "http://127.0.0.1:\(port)/token" }
+    var revokeURL: String { "http://127.0.0.1:\(port)/revoke" }
     /// How often the JWKS route was fetched.
     var jwksFetches: Int { fetches.load(ordering: .relaxed) }
 
@@ -123,6 +171,32 @@ final class TestOpenIDProvider: Sendable {
                 status: .ok,
                 headers: [.contentType: "application/json", .cacheControl: "public, max-age=\(provider.maxAge.withLock { $0 })"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        }
+        // The token endpoint: a code `c-…` grants the refresh token `r-…`, to a client with a good secret.
+        router.post("/token") { request, _ -> Response in
+            guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            let form = try await Self.form(request)
+            guard await provider.acceptsClientSecret(form) else { return try Self.json(.unauthorized, ["error": "invalid_client"]) }
+            guard form["grant_type"] == "authorization_code", let code = form["code"], code.hasPrefix("c-") else {
+                return try Self.json(.badRequest, ["error": "invalid_grant"])
+            }
+            return try Self.json(
+                .ok, ["access_token": "a-x", "token_type": "Bearer", "expires_in": 3_600, "refresh_token": "r-" + code.dropFirst(2)])
+        }
+        // The revocation endpoint: down (503) for the first `revokeFailuresLeft` calls.
+        router.post("/revoke") { request, _ -> Response in
+            guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            provider.revokeCalls.add(1, ordering: .relaxed)
+            let down = provider.revokeFailuresLeft.withLock { left in
+                defer { left = max(0, left - 1) }
+                return left > 0
+            }
+            if down { return Response(status: .serviceUnavailable) }
+            let form = try await Self.form(request)
+            guard await provider.acceptsClientSecret(form) else { return try Self.json(.unauthorized, ["error": "invalid_client"]) }
+            guard let token = form["token"] else { return try Self.json(.badRequest, ["error": "invalid_request"]) }
+            provider.revoked.withLock { $0.append(token) }
+            return Response(status: .ok)
         }
         var logger = Logger(label: "test-openid-provider")
         logger.logLevel = .warning

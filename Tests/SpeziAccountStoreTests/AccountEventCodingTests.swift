@@ -38,7 +38,8 @@ struct AccountEventCodingTests {
             secret: "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", algorithm: "SHA1", digits: 6, period: 30,
             recoveryCodeHashes: [String(repeating: "ef", count: 32), String(repeating: "01", count: 32)]),
         .totpConfirmed(step: 60_000_000), .totpUsed(step: 60_000_001),
-        .recoveryCodeUsed(codeHash: String(repeating: "ef", count: 32)), .totpRemoved(reason: "recovery-code")
+        .recoveryCodeUsed(codeHash: String(repeating: "ef", count: 32)), .totpRemoved(reason: "recovery-code"),
+        .providerTokenStored(issuer: "https://appleid.apple.com", token: "v1:AAEC"), .providerTokenRevoked(issuer: "https://appleid.apple.com")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

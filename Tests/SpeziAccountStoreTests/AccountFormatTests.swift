@@ -74,7 +74,10 @@ struct AccountFormatTests {
             to: id, expectedVersion: .any)
         let anonymous = try await store.signInAnonymously()
         try await store.upgrade(anonymous.accountId, with: leland(userId: "guest@stanford.edu"))
-        try await store.link(LinkedIdentity(issuer: "https://appleid.apple.com", subject: "001234.ab.0042"), to: anonymous.accountId)
+        try await store.link(
+            LinkedIdentity(issuer: "https://appleid.apple.com", subject: "001234.ab.0042"), to: anonymous.accountId, providerToken: "r.apple.1")
+        try await store.recordProviderTokenRevoked(
+            ProviderTokenRevocation(accountId: anonymous.accountId, issuer: "https://appleid.apple.com", token: "r.apple.1"))
         try await store.unlinkIdentity(issuer: "https://appleid.apple.com", from: anonymous.accountId)
         try await store.delete(id)
         let records = try await store.log.read()

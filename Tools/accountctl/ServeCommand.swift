@@ -99,7 +99,9 @@ struct Serve: AsyncParsableCommand {
         help: ArgumentHelp(
             "An OpenID Connect provider whose identity tokens sign in: id=NAME,issuer=URL,jwks=URL,client-id=ID (client-id repeatable), "
                 + "optionally email-user-id=true, nonce=raw|sha256-hex, alg=RS256|ES256 (repeatable); preset=apple or preset=google "
-                + "fills issuer, jwks, nonce and alg. Repeat for several providers.",
+                + "fills issuer, jwks, nonce and alg. To revoke refresh tokens when an account is deleted (Apple requires it): "
+                + "team-id=T,key-id=K,private-key=FILE.p8 (or client-secret-file=FILE), token-url=URL,revoke-url=URL (preset=apple fills "
+                + "them). Repeat for several providers.",
             valueName: "spec"))
     var identityProviders: [String] = []
 
@@ -220,7 +222,10 @@ extension Serve {
             guard pair.count == 2, !pair[1].isEmpty else { throw ValidationError("--identity-provider: \(part) is not key=value") }
             fields[pair[0], default: []].append(pair[1])
         }
-        let known: Set = ["id", "issuer", "jwks", "client-id", "email-user-id", "nonce", "alg", "preset"]
+        let known: Set = [
+            "id", "issuer", "jwks", "client-id", "email-user-id", "nonce", "alg", "preset", "token-url", "revoke-url", "team-id", "key-id",
+            "private-key", "client-secret-file"
+        ]
         if let unknown = fields.keys.first(where: { !known.contains($0) }) { throw ValidationError("--identity-provider: unknown key \(unknown)") }
         let clientIds = fields["client-id"] ?? []
         var provider: IdentityProviderConfiguration
@@ -247,8 +252,47 @@ extension Serve {
             guard algorithms.allSatisfy(["RS256", "ES256"].contains) else { throw ValidationError("--identity-provider: alg must be RS256 or ES256") }
             provider.algorithms = Set(algorithms)
         }
+        provider.tokenEndpoints = try tokenEndpoints(fields, preset: fields["preset"]?.last, clientId: clientIds.first)
         if let problem = provider.problem { throw ValidationError("--identity-provider: \(problem)") }
         return provider
+    }
+
+    /// The token endpoints of `--identity-provider`: with `team-id`, `key-id` and `private-key=FILE`
+    /// (Apple's signed client secret) or `client-secret-file=FILE`, and `token-url` and `revoke-url`
+    /// (Apple's preset fills them).
+    static func tokenEndpoints(_ fields: [String: [String]], preset: String?, clientId: String?) throws -> ProviderTokenEndpoints? {
+        let keyFile = fields["private-key"]?.last
+        let secretFile = fields["client-secret-file"]?.last
+        guard keyFile != nil || secretFile != nil else {
+            if fields["token-url"] != nil || fields["revoke-url"] != nil || fields["team-id"] != nil || fields["key-id"] != nil {
+                throw ValidationError("--identity-provider: token endpoints need private-key=FILE (with team-id, key-id) or client-secret-file=FILE")
+            }
+            return nil
+        }
+        guard let clientId else { throw ValidationError("--identity-provider: token endpoints need a client-id") }
+        func read(_ path: String) throws -> String {
+            do {
+                return try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            } catch {
+                throw ValidationError("--identity-provider: cannot read \(path): \(error.localizedDescription)")
+            }
+        }
+        let secret: ProviderClientSecret
+        if let keyFile {
+            guard let team = fields["team-id"]?.last, let key = fields["key-id"]?.last else {
+                throw ValidationError("--identity-provider: private-key needs team-id and key-id")
+            }
+            secret = .signedJWT(teamId: team, keyId: key, privateKeyPEM: try read(keyFile))
+        } else {
+            secret = .fixed(try read(secretFile ?? ""))
+        }
+        let apple = ProviderTokenEndpoints.apple(clientId: clientId, teamId: "", keyId: "", privateKeyPEM: "")
+        guard let tokenURL = fields["token-url"]?.last ?? (preset == "apple" ? apple.tokenURL : nil),
+            let revokeURL = fields["revoke-url"]?.last ?? (preset == "apple" ? apple.revokeURL : nil)
+        else {
+            throw ValidationError("--identity-provider: token endpoints need token-url and revoke-url")
+        }
+        return ProviderTokenEndpoints(tokenURL: tokenURL, revokeURL: revokeURL, clientId: clientId, clientSecret: secret)
     }
 }
 

@@ -87,6 +87,16 @@ public enum AccountEvent: Sendable, Equatable {
     case recoveryCodeUsed(codeHash: String)
     /// The TOTP second factor was removed; `reason` is `code` or `recovery-code` (what proved it).
     case totpRemoved(reason: String)
+    /// A provider's refresh token for the account's identity of `issuer` (Sign in with Apple's,
+    /// from the authorization code the app sent at sign-in or linking), kept so that the account's
+    /// deletion or the identity's unlinking can revoke it at the provider, as Apple requires.
+    /// `token` is sealed under a key of the store's vault, not the account's, so that it can still
+    /// be revoked after the account's key is destroyed (`v1:` and base64; `plain:` in a store
+    /// without a vault).
+    case providerTokenStored(issuer: String, token: String)
+    /// The provider confirmed the revocation of the account's token of `issuer` (or said it was
+    /// invalid already): nothing is left to revoke.
+    case providerTokenRevoked(issuer: String)
     /// An event of this type whose personal data can no longer be read: the account was deleted
     /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
     case redacted(type: String)
@@ -123,6 +133,8 @@ public enum AccountEvent: Sendable, Equatable {
         case .totpUsed: .totpUsed
         case .recoveryCodeUsed: .recoveryCodeUsed
         case .totpRemoved: .totpRemoved
+        case .providerTokenStored: .providerTokenStored
+        case .providerTokenRevoked: .providerTokenRevoked
         case let .redacted(type): Kind(name: type)
         }
     }
@@ -145,6 +157,7 @@ public enum AccountEvent: Sendable, Equatable {
         case identityLinked, identityUnlinked
         case sessionClient
         case totpEnrolled, totpConfirmed, totpUsed, recoveryCodeUsed, totpRemoved
+        case providerTokenStored, providerTokenRevoked
 
         /// The type name written to the log.
         public var name: String { declaration.name }
@@ -212,7 +225,7 @@ public enum AccountEvent: Sendable, Equatable {
         case .detailsModified, .passwordChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
             .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .passwordRehashed, .identityLinked,
             .identityUnlinked, .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved,
-            .redacted:
+            .providerTokenStored, .providerTokenRevoked, .redacted:
             nil
         }
     }
@@ -273,6 +286,11 @@ public enum AccountEvent: Sendable, Equatable {
             writer.string(hash)
         case let .totpRemoved(reason):
             writer.string(reason)
+        case let .providerTokenStored(issuer, token):
+            writer.string(issuer)
+            writer.string(token)
+        case let .providerTokenRevoked(issuer):
+            writer.string(issuer)
         case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             break
         }

@@ -232,6 +232,15 @@ extension AccountEvent.Kind {
             .init("auth.totp-removed", personalData: false, changesState: false, fields: [.string("reason")]) { fields in
                 .totpRemoved(reason: try fields.string())
             }
+        case .providerTokenStored:
+            .init("auth.provider-token-stored", personalData: false, changesState: false, fields: [.string("issuer"), .string("token")]) {
+                fields in
+                .providerTokenStored(issuer: try fields.string(), token: try fields.string())
+            }
+        case .providerTokenRevoked:
+            .init("auth.provider-token-revoked", personalData: false, changesState: false, fields: [.string("issuer")]) { fields in
+                .providerTokenRevoked(issuer: try fields.string())
+            }
         }
     }
 }

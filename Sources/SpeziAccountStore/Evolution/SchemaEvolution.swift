@@ -143,7 +143,8 @@ public struct SchemaEvolution: Sendable {
                 removed: upcast(removed: removed, writtenAt: version))
         case .passwordChanged, .userIdChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
             .sessionStarted, .sessionEnded, .externalDetailsErased, .passwordRehashed, .identityLinked, .identityUnlinked,
-            .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved, .redacted:
+            .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved, .providerTokenStored,
+            .providerTokenRevoked, .redacted:
             return event
         }
     }

@@ -251,7 +251,8 @@ public struct AccountState: Sendable, Equatable {
         case .totpRemoved:
             self.secondFactor = nil
             return
-        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .sessionClient, .redacted:
+        case .loggedOut, .externalDetailsModified, .externalDetailsErased, .sessionClient, .providerTokenStored, .providerTokenRevoked,
+            .redacted:
             return
         }
         self.updatedAt = time

@@ -22,13 +22,16 @@ extension AccountStore {
     ///   - newUserId: The user id a new account takes (the provider's verified e-mail address), or nil
     ///     for none: the account then signs in with the provider only.
     ///   - validity: How long the session lasts from now.
+    ///   - providerToken: A refresh token the provider gave for this sign-in (Sign in with Apple's,
+    ///     from the app's authorization code), kept sealed so that the account's deletion or the
+    ///     identity's unlinking revokes it (`auth.provider-token-stored`); nil for none.
     ///   - context: Who asks, recorded with the events.
     /// - Returns: The account's details, the new session, and whether the account was created.
     /// - Throws: `AccountServiceError.credentialsTaken` when a new account's user id belongs to
     ///   another account (that owner signs in with the password and links the identity), or
     ///   `AccountOperationError.invalidValue` for a user id the store does not take.
     public func startSession(
-        identity: LinkedIdentity, newUserId: String?, validity: Duration, context: Context = Context()
+        identity: LinkedIdentity, newUserId: String?, validity: Duration, providerToken: String? = nil, context: Context = Context()
     ) async throws -> (details: AccountDetails, session: AccountSession, created: Bool) {
         let secret = Self.makeResetToken()
         let expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
@@ -39,7 +42,8 @@ extension AccountStore {
                 let outcome = try await retrying(accountId) { state in
                     // Unlinked meanwhile: the identity signs in no one now.
                     guard state.identities.contains(identity) else { throw AccountServiceError.wrongCredentials }
-                    return ([.loginSucceeded, started], [], [])
+                    let kept = try providerToken.map { try self.providerTokenEvent($0, issuer: identity.issuer, accountId: accountId) }
+                    return ([.loginSucceeded, started] + (kept.map { [$0] } ?? []), [], [])
                 } context: {
                     context
                 }
@@ -58,10 +62,11 @@ extension AccountStore {
                 claims.formUnion(accounts.newClaims(forUserId: userId))
             }
             let accountId = options.makeAccountId()
-            let events: [AccountEvent] = [
+            var events: [AccountEvent] = [
                 .accountCreated(userId: userId, passwordHash: nil, isAnonymous: false, values: [:]),
                 .identityLinked(issuer: identity.issuer, subject: identity.subject), .loginSucceeded, started
             ]
+            if let providerToken { events.append(try providerTokenEvent(providerToken, issuer: identity.issuer, accountId: accountId)) }
             do {
                 let result = try await accounts.append(
                     events, to: accountId, expectedVersion: .noStream, metadata: context.metadata, claims: claims, releases: [])
@@ -88,21 +93,26 @@ extension AccountStore {
     /// - Parameters:
     ///   - identity: The verified issuer and subject.
     ///   - accountId: The signed-in account.
+    ///   - providerToken: A refresh token the provider gave for this link, kept for revocation as at
+    ///     ``startSession(identity:newUserId:validity:providerToken:context:)``; nil for none.
     ///   - context: Who asks, recorded with the event.
     /// - Returns: The account's state after the link.
     /// - Throws: ``AccountStoreError/identityTaken`` when another account holds the identity,
     ///   ``AccountStoreError/identityOfIssuerLinked(issuer:)`` when the account has another identity
     ///   of the same provider, ``AccountStoreError/accountNotFound(_:)``.
     @discardableResult
-    public func link(_ identity: LinkedIdentity, to accountId: String, context: Context = Context()) async throws -> AccountState {
+    public func link(
+        _ identity: LinkedIdentity, to accountId: String, providerToken: String? = nil, context: Context = Context()
+    ) async throws -> AccountState {
+        let kept = try providerToken.map { try providerTokenEvent($0, issuer: identity.issuer, accountId: accountId) }
         let claim = accounts.identityClaim(issuer: identity.issuer, subject: identity.subject)
         do {
             let outcome = try await retrying(accountId) { state in
-                if state.identities.contains(identity) { return ([], [], []) }
+                if state.identities.contains(identity) { return (kept.map { [$0] } ?? [], [], []) }
                 if state.identities.contains(where: { $0.issuer == identity.issuer }) {
                     throw AccountStoreError.identityOfIssuerLinked(issuer: identity.issuer)
                 }
-                return ([.identityLinked(issuer: identity.issuer, subject: identity.subject)], [claim], [])
+                return ([.identityLinked(issuer: identity.issuer, subject: identity.subject)] + (kept.map { [$0] } ?? []), [claim], [])
             } context: {
                 context
             }

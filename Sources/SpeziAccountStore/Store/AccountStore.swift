@@ -156,7 +156,8 @@ public final class AccountStore: Sendable {
                     ExternalDetailsProjection(evolution: options.evolution, vault: vault),
                     LookAlikeProjection(
                         claimsFrom: skeletonClaimsFrom, evolution: options.evolution, vault: vault,
-                        skeletonClaims: { [accounts] in accounts.skeletonClaims(forUserId: $0) })
+                        skeletonClaims: { [accounts] in accounts.skeletonClaims(forUserId: $0) }),
+                    ProviderTokenProjection(evolution: options.evolution, vault: vault)
                 ] + options.additionalProjections, options: options.projections)
         } catch {
             await log.close()
