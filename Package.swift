@@ -222,7 +222,10 @@ let package = Package(
         // and ids, headless versions of the seed's UI-test helpers. No XCTest or Testing import.
         .target(
             name: "SpeziAccountTesting",
-            dependencies: ["SpeziAccountStore", "SpeziAccount", "Projections", "EventLogProtocol", "EventLogConformance", "PostgresTestServer"]
+            dependencies: [
+                "SpeziAccountStore", "SpeziAccount", "Projections", "EventLogProtocol", "EventLogConformance", "PostgresTestServer",
+                .product(name: "Crypto", package: "swift-crypto")
+            ]
         ),
         // Upstream's test helper for modules: dependency resolution without an app.
         .target(name: "SpeziTesting", dependencies: ["Spezi"]),
@@ -304,6 +307,7 @@ let package = Package(
             dependencies: [
                 "TestTiers",
                 "AccountServer", "AccountSecurity", "SpeziAccountStore", "SpeziAccount", "accountctl", "TestSupport", "RemoteAccountService", "Spezi",
+                "SpeziAccountTesting",
                 "EventLog", "EventLogProtocol", "IdentityTokens",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Hummingbird", package: "hummingbird"),

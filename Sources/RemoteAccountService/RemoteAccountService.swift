@@ -37,6 +37,7 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
 
     @IdentityProvider(section: .primary) private var userIdPassword = UserIdPasswordSetup()
     @IdentityProvider private var anonymousSignup: AnonymousSignupSetup
+    @IdentityProvider private var singleSignOn: IdentityTokenSetup
 
     /// The bearer token of the signed-in session.
     private var token: String?
@@ -52,12 +53,15 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     ///   - transport: how requests travel (AsyncHTTPClient on Linux, URLSession elsewhere).
     ///   - userIdType: the kind of user id.
     ///   - supportsAnonymousSignIn: whether anonymous sign-in is offered as a setup option.
+    ///   - identityProviders: the ids of the server's identity providers (`apple`, `google`) offered
+    ///     as single sign-on setup options (``signIn(identityProvider:identityToken:nonce:authorizationCode:)``).
     ///   - currentPassword: asked for the current password before credential changes and deletion.
     public init(
         server: URL,
         transport: (any AccountServerTransport)? = nil,
         userIdType: UserIdConfiguration = .emailAddress,
         supportsAnonymousSignIn: Bool = false,
+        identityProviders: [String] = [],
         currentPassword: @escaping @Sendable (SecurityRelatedOperation) async throws -> String? = { _ in nil }
     ) {
         self.client = APIClient(base: server, transport: transport ?? defaultTransport())
@@ -70,6 +74,8 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
             }
         }
         self._anonymousSignup = IdentityProvider(wrappedValue: AnonymousSignupSetup(), enabled: supportsAnonymousSignIn, section: .singleSignOn)
+        self._singleSignOn = IdentityProvider(
+            wrappedValue: IdentityTokenSetup(providers: identityProviders), enabled: !identityProviders.isEmpty, section: .singleSignOn)
     }
 
     /// The keys the app configured, for decoding the server's details.
@@ -88,7 +94,23 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     ///   ``AccountServerProblem`` for another refusal (a rate limit, a lockout), or the transport's
     ///   error when the server cannot be reached.
     public func login(userId: String, password: String) async throws {
-        let body = try APIClient.json(["userId": userId, "password": password])
+        try await login(userId: userId, password: password, secondFactor: nil)
+    }
+
+    /// Logs in an account that has a TOTP second factor: the password and a current code (or a
+    /// recovery code).
+    ///
+    /// - Parameters:
+    ///   - userId: the account's user id.
+    ///   - password: its password.
+    ///   - secondFactor: a TOTP code or a recovery code; nil for an account without a second factor.
+    /// - Throws: as ``login(userId:password:)``; for an account with a second factor,
+    ///   ``AccountServerProblem`` `totp-required` (401) without a code and `invalid-totp` (403) for a
+    ///   wrong or used one.
+    public func login(userId: String, password: String, secondFactor: String?) async throws {
+        var fields: [String: String?] = ["userId": userId, "password": password]
+        if let secondFactor { fields["totp"] = secondFactor }
+        let body = try APIClient.json(fields)
         var answer = try await client.call("POST", "/v1/sessions", body: body)
         var tries = 1
         while let position = APIClient.acceptedPosition(answer), tries < 5 {
@@ -109,10 +131,14 @@ public actor RemoteAccountService: UserIdPasswordAccountService {
     ///   - identityToken: The token the provider handed the app.
     ///   - nonce: The nonce the app used, raw (for Sign in with Apple, the one whose SHA-256 it
     ///     handed to Apple).
+    ///   - authorizationCode: The authorization code that came with the token, for a server that
+    ///     keeps the provider's refresh token to revoke it when the account is deleted; nil for none.
     /// - Throws: ``AccountServerProblem`` for a refused token (`invalid-identity-token`), an unknown
     ///   provider or a rate limit, or the transport's error.
-    public func signIn(identityProvider provider: String, identityToken: String, nonce: String?) async throws {
-        let body = try APIClient.json(["provider": provider, "identityToken": identityToken, "nonce": nonce])
+    public func signIn(identityProvider provider: String, identityToken: String, nonce: String?, authorizationCode: String? = nil) async throws {
+        var fields: [String: String?] = ["provider": provider, "identityToken": identityToken, "nonce": nonce]
+        if let authorizationCode { fields["authorizationCode"] = authorizationCode }
+        let body = try APIClient.json(fields)
         var answer = try await client.call("POST", "/v1/sessions/identity", body: body)
         if let position = APIClient.acceptedPosition(answer) {
             // Signed in, the session not shown yet: once the server shows it, sign in again.

@@ -17,9 +17,10 @@ struct RemoteHarness {
     let notifications: AccountNotifications
     let service: RemoteAccountService
 
-    init(server: String, password: String? = "correct horse battery") async throws {
+    init(server: String, password: String? = "correct horse battery", identityProviders: [String] = []) async throws {
         let service = RemoteAccountService(
-            server: try #require(URL(string: server)), supportsAnonymousSignIn: true, currentPassword: { _ in password })
+            server: try #require(URL(string: server)), supportsAnonymousSignIn: true, identityProviders: identityProviders,
+            currentPassword: { _ in password })
         let configuration = AccountConfiguration(
             service: service, configuration: [.requires(\.userId), .requires(\.password), .requires(\.name), .collects(\.genderIdentity)])
         runtime = SpeziRuntime(configuration: Configuration { configuration })

@@ -211,7 +211,21 @@ public actor EventSourcedAccountService: UserIdPasswordAccountService {
     ///   - password: The password in the clear.
     /// - Throws: `AccountServiceError.wrongCredentials`, ``AccountStoreError/lockedOut(until:)``.
     public func login(userId: String, password: String) async throws {
-        let stored = try await store.login(userId: userId, password: password, context: context)
+        try await login(userId: userId, password: password, secondFactor: nil)
+    }
+
+    /// Logs in an account that has a TOTP second factor: the password and a current code (or a
+    /// recovery code, which is then used up).
+    ///
+    /// - Parameters:
+    ///   - userId: The account's user id.
+    ///   - password: Its password.
+    ///   - secondFactor: A TOTP code or a recovery code; nil for an account without a second factor.
+    /// - Throws: As ``login(userId:password:)``; with the right password,
+    ///   ``AccountStoreError/secondFactorRequired`` without a code and
+    ///   ``AccountStoreError/invalidSecondFactor`` for a wrong or used one.
+    public func login(userId: String, password: String, secondFactor: String?) async throws {
+        let stored = try await store.login(userId: userId, password: password, secondFactor: secondFactor, context: context)
         try await account.supplyUserDetails(try await sessionDetails(stored))
     }
 
