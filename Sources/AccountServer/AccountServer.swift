@@ -67,7 +67,7 @@ public struct AccountServerConfiguration: Sendable {
     /// The bounds on verifying identity tokens: key-set fetches, their timeout and size, clock skew.
     public var identityTokenLimits = IdentityTokenLimits()
     /// How often the server looks for provider tokens owed a revocation (of the providers with
-    /// ``IdentityProviderConfiguration/tokenEndpoints``), and the first wait after a failed one.
+    /// `IdentityProviderConfiguration.tokenEndpoints`), and the first wait after a failed one.
     public var providerTokenRevocationInterval: Duration = .seconds(5)
     /// The longest wait between two tries of one failing revocation.
     public var providerTokenRevocationMaximumBackoff: Duration = .seconds(600)

@@ -47,7 +47,7 @@ struct PasswordResetTests {
         #expect(
             try store.accounts.event(from: logged)
                 == .passwordResetRequested(
-                    tokenHash: AccountStore.resetTokenHash(request.token), expiresAtMicros: 1_800_000_600_000_000))
+                    tokenHash: BearerSecret.hash(request.token), expiresAtMicros: 1_800_000_600_000_000))
         #expect(logged.payload.range(of: Data(request.token.utf8)) == nil)
 
         await #expect(throws: AccountStoreError.invalidPasswordResetToken) {

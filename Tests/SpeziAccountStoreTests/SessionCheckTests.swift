@@ -120,18 +120,18 @@ struct SessionCheckTests {
     @Test("a token splits at its last dot, byte by byte; look-alike and malformed tokens are refused")
     func tokenParsing() async throws {
         let secret = String(repeating: "A", count: 43)
-        let parsed = try #require(AccountStore.parseSessionToken("acc.ount.\(secret)"))
+        let parsed = try #require(BearerSecret.parseSessionToken("acc.ount.\(secret)"))
         #expect(parsed.accountId == "acc.ount")
         // The session's hash is SHA-256 of the secret, in lowercase hexadecimal, as when it was issued.
-        #expect(parsed.sessionHash == AccountStore.resetTokenHash(secret))
+        #expect(parsed.sessionHash == BearerSecret.hash(secret))
         #expect(parsed.sessionHash == "0f007385b6f9d4b7eeb2748605afe1a984a0a3bfa3f014d09e2a784ce9e5cd1a")
-        #expect(AccountStore.parseSessionToken("é.\(secret)")?.accountId == "é")
+        #expect(BearerSecret.parseSessionToken("é.\(secret)")?.accountId == "é")
         for token in [
             secret, ".\(secret)", "account.\(secret.dropLast())", "account.\(secret)A", "account.",
             "account.\u{301}\(secret.dropLast())",  // a combining mark after the dot: 44 bytes of secret
             "account." + String(repeating: "A", count: 470)
         ] {
-            #expect(AccountStore.parseSessionToken(token) == nil, "\(token.prefix(20))")
+            #expect(BearerSecret.parseSessionToken(token) == nil, "\(token.prefix(20))")
         }
 
         // A whole check refuses a look-alike of a real token.
@@ -145,7 +145,7 @@ struct SessionCheckTests {
         let secretPart = String(token[token.utf8.index(after: dot)...])
         // 43 bytes after the dot, the first two a combining mark: parsed, then not found.
         let lookAlike = String(token[..<dot]) + ".\u{301}" + String(secretPart.dropFirst(2))
-        #expect(AccountStore.parseSessionToken(lookAlike)?.accountId == id)
+        #expect(BearerSecret.parseSessionToken(lookAlike)?.accountId == id)
         await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: lookAlike) }
         await #expect(throws: AccountStoreError.invalidSession) { try await store.authenticate(token: String(token.dropLast()) + "\u{301}") }
     }

@@ -91,7 +91,7 @@ extension AccountStore {
     /// - Returns: The account id, or nil.
     /// - Throws: the log's errors when the account's state cannot be read.
     package func accountOfEndedSession(token: String) async throws -> String? {
-        guard let (accountId, sessionHash) = Self.parseSessionToken(token), let state = try await currentState(of: accountId),
+        guard let (accountId, sessionHash) = BearerSecret.parseSessionToken(token), let state = try await currentState(of: accountId),
             let ended = state.endedSessions[sessionHash], AccountState.micros(options.clock()) - ended < 86_400_000_000
         else { return nil }
         return accountId

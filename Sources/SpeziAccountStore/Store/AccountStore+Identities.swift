@@ -33,9 +33,9 @@ extension AccountStore {
     public func startSession(
         identity: LinkedIdentity, newUserId: String?, validity: Duration, providerToken: String? = nil, context: Context = Context()
     ) async throws -> (details: AccountDetails, session: AccountSession, created: Bool) {
-        let secret = Self.makeResetToken()
+        let secret = BearerSecret.make()
         let expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
-        let started = AccountEvent.sessionStarted(sessionHash: Self.resetTokenHash(secret), expiresAtMicros: Self.micros(expiresAt))
+        let started = AccountEvent.sessionStarted(sessionHash: BearerSecret.hash(secret), expiresAtMicros: Self.micros(expiresAt))
         let claim = accounts.identityClaim(issuer: identity.issuer, subject: identity.subject)
         for _ in 0..<2 {
             if let accountId = try await accounts.accountId(forIssuer: identity.issuer, subject: identity.subject) {

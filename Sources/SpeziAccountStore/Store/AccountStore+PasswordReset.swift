@@ -37,13 +37,13 @@ extension AccountStore {
     ///   - context: who asks, recorded with the event.
     /// - Throws: a storage failure (never for an unknown user id).
     public func requestPasswordReset(userId: String, context: Context = Context()) async throws {
-        let token = Self.makeResetToken()
+        let token = BearerSecret.make()
         guard userId.utf8.count <= options.limits.maxUserIdBytes, let accountId = try await accounts.accountId(forUserId: userId),
             let state = try await currentState(of: accountId), !state.isDeleted, state.passwordHash != nil
         else { return }
         let expiresAt = options.clock().addingTimeInterval(Double(options.passwordResetValidity.components.seconds))
         let event = AccountEvent.passwordResetRequested(
-            tokenHash: Self.resetTokenHash(token), expiresAtMicros: Int64((expiresAt.timeIntervalSince1970 * 1_000_000).rounded()))
+            tokenHash: BearerSecret.hash(token), expiresAtMicros: Int64((expiresAt.timeIntervalSince1970 * 1_000_000).rounded()))
         try await accounts.append([event], to: accountId, expectedVersion: .any, metadata: context.metadata)
         guard let delivery = options.passwordResetDelivery else {
             Self.logger.warning("a password reset was requested, but no delivery is configured", metadata: ["account": "\(accountId)"])
@@ -108,7 +108,7 @@ extension AccountStore {
         else {
             throw AccountStoreError.invalidPasswordResetToken
         }
-        let presented = Array(Self.resetTokenHash(token).utf8)
+        let presented = Array(BearerSecret.hash(token).utf8)
         var newHash: String?
         for _ in 0..<options.maxConflictRetries {
             guard let state = try await currentState(of: accountId), !state.isDeleted, state.passwordHash != nil else {
@@ -138,22 +138,5 @@ extension AccountStore {
             }
         }
         throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
-    }
-
-    /// 32 random bytes as base64url without padding.
-    static func makeResetToken() -> String {
-        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
-
-    /// The lower-case hex SHA-256 of a token, as logged.
-    static func resetTokenHash(_ token: String) -> String {
-        tokenHash(token.utf8)
-    }
-
-    /// The lower-case hex SHA-256 of a token's bytes (a whole token, or a session token's secret),
-    /// hashed in place when they are contiguous, as a native string's are.
-    static func tokenHash(_ bytes: some Collection<UInt8>) -> String {
-        (bytes.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) } ?? SHA256.hash(data: Array(bytes))).hexString
     }
 }

@@ -190,6 +190,6 @@ extension AccountStore {
     /// - Returns: The hash, lower-case hex.
     public static func recoveryCodeHash(_ code: String, accountId: String) -> String {
         let normalized = code.uppercased().filter { $0 != "-" && !$0.isWhitespace }
-        return tokenHash(Array("spezi-recovery-code\u{0}\(accountId)\u{0}\(normalized)".utf8))
+        return BearerSecret.hash(bytes: Array("spezi-recovery-code\u{0}\(accountId)\u{0}\(normalized)".utf8))
     }
 }

@@ -37,9 +37,9 @@ extension AccountStore {
     public func startSession(
         userId: String, password: String, secondFactor: String? = nil, validity: Duration, context: Context = Context()
     ) async throws -> (details: AccountDetails, session: AccountSession) {
-        let secret = Self.makeResetToken()
+        let secret = BearerSecret.make()
         let expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
-        let sessionHash = Self.resetTokenHash(secret)
+        let sessionHash = BearerSecret.hash(secret)
         let event = AccountEvent.sessionStarted(sessionHash: sessionHash, expiresAtMicros: Self.micros(expiresAt))
         let details = try await login(
             userId: userId, password: password, secondFactor: secondFactor, context: context,
@@ -60,8 +60,8 @@ extension AccountStore {
     /// With an idempotency key in `context`, the session's secret is derived from it: a retry whose
     /// first attempt committed hands out the same token, with the first attempt's expiry.
     public func startSession(for accountId: String, validity: Duration, context: Context = Context()) async throws -> AccountSession {
-        let secret = try await keyedSessionSecret(accountId: accountId, context: context) ?? Self.makeResetToken()
-        let sessionHash = Self.resetTokenHash(secret)
+        let secret = try await keyedSessionSecret(accountId: accountId, context: context) ?? BearerSecret.make()
+        let sessionHash = BearerSecret.hash(secret)
         var expiresAt = options.clock().addingTimeInterval(Self.seconds(validity))
         let event = AccountEvent.sessionStarted(sessionHash: sessionHash, expiresAtMicros: Self.micros(expiresAt))
         let outcome = try await retrying(accountId, keyed: .sessionStart) { _ in
@@ -85,7 +85,7 @@ extension AccountStore {
     /// - Returns: The account's state, with the session among its open ones.
     /// - Throws: ``AccountStoreError/invalidSession`` for anything else (a malformed token too).
     public func authenticate(token: String) async throws -> AccountState {
-        guard let (accountId, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
+        guard let (accountId, sessionHash) = BearerSecret.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
         guard let state = try await currentState(of: accountId), !state.isDeleted, let expiry = state.sessions[sessionHash],
             expiry > Self.micros(options.clock())
         else {
@@ -103,7 +103,7 @@ extension AccountStore {
     /// - Throws: ``AccountStoreError/invalidSession`` when the token signs nothing in.
     public func endSession(token: String, context: Context = Context()) async throws {
         let state = try await authenticate(token: token)
-        guard let (_, sessionHash) = Self.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
+        guard let (_, sessionHash) = BearerSecret.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
         let outcome = try await retrying(state.accountId) { current in
             guard current.sessions[sessionHash] != nil else { throw AccountStoreError.invalidSession }
             return ([.sessionEnded(sessionHash: sessionHash, reason: "logout"), .loggedOut], [], [])
@@ -120,7 +120,7 @@ extension AccountStore {
     /// - Returns: The part before the last dot, or nil for a malformed token: longer than 512 bytes,
     ///   without a dot, with an empty account id, or with a secret that is not 43 characters long.
     public static func accountId(ofToken token: String) -> String? {
-        parseSessionToken(token)?.accountId
+        BearerSecret.parseSessionToken(token)?.accountId
     }
 
     /// The hash a session's events carry for a bearer token (nil for a malformed token): how a
@@ -129,7 +129,7 @@ extension AccountStore {
     /// - Parameter token: A bearer token.
     /// - Returns: The SHA-256 of the token's secret in hex, or nil for a malformed token.
     public static func sessionHash(ofToken token: String) -> String? {
-        parseSessionToken(token)?.sessionHash
+        BearerSecret.parseSessionToken(token)?.sessionHash
     }
 
     /// The `auth.session-client` that goes beside a session's start, when `context` names a client.
@@ -141,19 +141,6 @@ extension AccountStore {
     /// The events that end every open session of `state`, for `reason`, in hash order.
     func endingSessions(of state: AccountState, reason: String) -> [AccountEvent] {
         state.sessions.keys.sorted().map { .sessionEnded(sessionHash: $0, reason: reason) }
-    }
-
-    /// Splits `<account id>.<secret>` and hashes the secret; nil for anything else.
-    static func parseSessionToken(_ token: String) -> (accountId: String, sessionHash: String)? {
-        // Bytes, not characters: a token is ASCII when it is valid, and walking it as grapheme
-        // clusters cost more than the rest of the check (a "." followed by a combining mark, which
-        // no issued token has, now splits there and is refused like any unknown secret).
-        let utf8 = token.utf8
-        guard utf8.count <= 512, let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }
-        let secret = utf8[utf8.index(after: dot)...]
-        // `$` starts the store's own streams (the admin's audit stream): no session token names one.
-        guard dot != utf8.startIndex, utf8.first != UInt8(ascii: "$"), secret.count == 43 else { return nil }
-        return (String(token[..<dot]), tokenHash(secret))
     }
 
     static func micros(_ date: Date) -> Int64 {
