@@ -369,7 +369,7 @@ extension AccountStore {
             }
             if let newPasswordHash {
                 events.append(.passwordChanged(passwordHash: newPasswordHash))
-                events += endingSessions(of: state, reason: "password-changed")
+                events += Self.endingSessions(of: state, reason: "password-changed")
             }
             if !modified.isEmpty || !removed.isEmpty { events.append(.detailsModified(modified: modified, removed: removed)) }
             return (events, claims, releases)
@@ -396,7 +396,7 @@ extension AccountStore {
         do {
             position = try await retrying(accountId, keyed: .delete) { state in
                 let releases = (state.userId.isEmpty ? [] : accounts.claims(forUserId: state.userId)).union(identityClaims(of: state))
-                return (endingSessions(of: state, reason: "account-deleted") + [.accountDeleted], [], releases)
+                return (Self.endingSessions(of: state, reason: "account-deleted") + [.accountDeleted], [], releases)
             } context: {
                 context
             }.position

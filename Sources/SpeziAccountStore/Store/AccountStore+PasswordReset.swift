@@ -23,6 +23,13 @@ public struct PasswordResetRequest: Sendable {
 }
 
 extension AccountStore {
+    /// The store's password resets (``PasswordResets``), with its options.
+    var passwordResets: PasswordResets {
+        PasswordResets(
+            core: self, validity: options.passwordResetValidity, delivery: options.passwordResetDelivery,
+            answerFloor: options.defences.resetAnswerFloor ? options.defences.resetFloor : nil, background: backgroundWrites)
+    }
+
     /// Requests a password reset for the account of `userId`: a new single-use token, valid for
     /// ``AccountStoreOptions/passwordResetValidity``, is logged as its SHA-256
     /// (`auth.password-reset-requested`) and handed to ``AccountStoreOptions/passwordResetDelivery``.
@@ -37,19 +44,7 @@ extension AccountStore {
     ///   - context: who asks, recorded with the event.
     /// - Throws: a storage failure (never for an unknown user id).
     public func requestPasswordReset(userId: String, context: Context = Context()) async throws {
-        let token = BearerSecret.make()
-        guard userId.utf8.count <= options.limits.maxUserIdBytes, let accountId = try await accounts.accountId(forUserId: userId),
-            let state = try await currentState(of: accountId), !state.isDeleted, state.passwordHash != nil
-        else { return }
-        let expiresAt = options.clock().addingTimeInterval(Double(options.passwordResetValidity.components.seconds))
-        let event = AccountEvent.passwordResetRequested(
-            tokenHash: BearerSecret.hash(token), expiresAtMicros: Int64((expiresAt.timeIntervalSince1970 * 1_000_000).rounded()))
-        try await accounts.append([event], to: accountId, expectedVersion: .any, metadata: context.metadata)
-        guard let delivery = options.passwordResetDelivery else {
-            Self.logger.warning("a password reset was requested, but no delivery is configured", metadata: ["account": "\(accountId)"])
-            return
-        }
-        await delivery(PasswordResetRequest(accountId: accountId, userId: state.userId, token: token, expiresAt: expiresAt))
+        try await passwordResets.request(userId: userId, context: context)
     }
 
     /// ``requestPasswordReset(userId:context:)`` without waiting for it: the caller returns at
@@ -60,13 +55,7 @@ extension AccountStore {
     ///   - userId: the user id the reset is asked for.
     ///   - context: who asks, recorded with the event.
     public func startPasswordResetRequest(userId: String, context: Context = Context()) {
-        backgroundWrites.start { [self] in
-            do {
-                try await requestPasswordReset(userId: userId, context: context)
-            } catch {
-                Self.logger.error("a password reset request failed", metadata: ["error": "\(error)"])
-            }
-        }
+        passwordResets.start(userId: userId, context: context)
     }
 
     /// Completes a password reset with a token its owner received: `newPassword` (checked by the
@@ -87,56 +76,9 @@ extension AccountStore {
     /// - Throws: ``AccountStoreError/invalidPasswordResetToken`` for anything but a valid token of
     ///   this user id, `AccountOperationError` for a password the rules refuse.
     public func completePasswordReset(userId: String, token: String, newPassword: String, context: Context = Context()) async throws {
-        let start = ContinuousClock.now
-        do {
-            try await resetPassword(userId: userId, token: token, newPassword: newPassword, context: context)
-        } catch AccountStoreError.invalidPasswordResetToken {
-            if options.defences.resetAnswerFloor { try await Task.sleep(until: start + options.defences.resetFloor) }
-            throw AccountStoreError.invalidPasswordResetToken
-        }
+        try await passwordResets.complete(userId: userId, token: token, newPassword: newPassword, context: context)
     }
 
     /// The shortest time before a reset completion is refused for its token or user id.
     public static let invalidResetAnswerTime = Duration.milliseconds(250)
-
-    private func resetPassword(userId: String, token: String, newPassword: String, context: Context) async throws {
-        var proposed = AccountDetails()
-        proposed.password = newPassword
-        try AccountValidation.validateRules(proposed, service: serviceConfiguration)
-        guard newPassword.utf8.count <= options.limits.maxPasswordBytes, userId.utf8.count <= options.limits.maxUserIdBytes,
-            token.utf8.count <= 512, let accountId = try await accounts.accountId(forUserId: userId)
-        else {
-            throw AccountStoreError.invalidPasswordResetToken
-        }
-        let presented = Array(BearerSecret.hash(token).utf8)
-        var newHash: String?
-        for _ in 0..<options.maxConflictRetries {
-            guard let state = try await currentState(of: accountId), !state.isDeleted, state.passwordHash != nil else {
-                throw AccountStoreError.invalidPasswordResetToken
-            }
-            let now = AccountState.micros(options.clock())
-            // Every open token is compared, so the time taken does not say which one matched.
-            let matches = state.resetTokens.reduce(false) { found, request in
-                PasswordHasher.constantTimeEquals(presented, Array(request.key.utf8)) && now < request.value || found
-            }
-            guard matches else { throw AccountStoreError.invalidPasswordResetToken }
-            // Only a valid token pays for the new password's hash.
-            let hash: String
-            if let newHash { hash = newHash } else { hash = try await hashPassword(newPassword) }
-            newHash = hash
-            // Every open session ends with the reset (whoever knew the old password is signed out).
-            do {
-                let result = try await accounts.append(
-                    [.passwordChanged(passwordHash: hash)] + endingSessions(of: state, reason: "password-reset"), to: accountId,
-                    expectedVersion: .exact(state.version), metadata: context.metadata)
-                throttle.clear(userKey: AccountLog.normalizedUserId(userId), now: options.clock())
-                try await awaitCache(result.positions.upperBound)
-                return
-            } catch EventLogError.wrongExpectedVersion {
-                // The account changed meanwhile: look again (a password change there uses the tokens up).
-                continue
-            }
-        }
-        throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
-    }
 }

@@ -71,44 +71,7 @@ extension AccountStore {
     /// - Throws: ``AccountStoreError/accountNotFound(_:)`` for a deleted or unknown account; the
     ///   log's errors when the stream cannot be read.
     public func openSessions(of accountId: String, including: String? = nil) async throws -> OpenSessionList {
-        guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
-        let now = Self.micros(options.clock())
-        let open = state.sessions.filter { $0.value > now }
-        // When, and at which stream version (what orders sessions opened at the same time).
-        var opened: [String: (time: Date, version: UInt64)] = [:]
-        var clients: [String: SessionClient] = [:]
-        var next: UInt64 = 1
-        while next <= state.version, opened.count < open.count || clients.count < open.count {
-            let batch = try await log.readStream(accountId, from: next, limit: 512)
-            guard let last = batch.last else { break }
-            for record in batch where record.streamVersion <= state.version {
-                switch record.type {
-                case "auth.session-started":
-                    guard case let .sessionStarted(hash, _) = try accounts.event(from: record), open[hash] != nil else { continue }
-                    opened[hash] = (record.timestamp, record.streamVersion)
-                case "auth.session-client":
-                    guard case let .sessionClient(hash, address, userAgent) = try accounts.event(from: record), open[hash] != nil else { continue }
-                    clients[hash] = SessionClient(address: address, userAgent: userAgent)
-                default:
-                    continue
-                }
-            }
-            next = last.streamVersion + 1
-        }
-        let all = open.map { hash, expiry in
-            (
-                version: opened[hash]?.version ?? 0,
-                session: OpenSession(
-                    id: hash, openedAt: opened[hash]?.time ?? state.createdAt,
-                    expiresAt: Date(timeIntervalSince1970: Double(expiry) / 1_000_000), client: clients[hash])
-            )
-        }
-        .sorted { ($0.version, $0.session.id) > ($1.version, $1.session.id) }.map(\.session)
-        var listed = Array(all.prefix(Self.maxListedSessions))
-        if let including, !listed.contains(where: { $0.id == including }), let own = all.first(where: { $0.id == including }) {
-            listed[listed.count - 1] = own
-        }
-        return OpenSessionList(sessions: listed, total: all.count)
+        try await sessions.list(of: accountId, including: including)
     }
 
     /// Ends one open session of an account (`auth.session-ended` with reason `revoked`): from the
@@ -124,19 +87,6 @@ extension AccountStore {
     ///   log's errors.
     @discardableResult
     public func endSession(id: String, of accountId: String, context: Context = Context()) async throws -> Bool {
-        let now = Self.micros(options.clock())
-        var found = false
-        let outcome = try await retrying(accountId) { current in
-            guard let expiry = current.sessions[id], expiry > now else {
-                found = false
-                return ([], [], [])
-            }
-            found = true
-            return ([.sessionEnded(sessionHash: id, reason: "revoked")], [], [])
-        } context: {
-            context
-        }
-        if let position = outcome.position { try await awaitCache(position) }
-        return found
+        try await sessions.end(id: id, of: accountId, context: context)
     }
 }

@@ -22,6 +22,9 @@ public struct AccountSession: Sendable, Equatable {
 }
 
 extension AccountStore {
+    /// The store's session book (``SessionBook``).
+    var sessions: SessionBook { SessionBook(core: self) }
+
     /// Checks a user id and password (and a second factor) as
     /// ``login(userId:password:secondFactor:context:)`` does and, when they are right, opens a
     /// session in the same append as `auth.login-succeeded`.
@@ -85,13 +88,7 @@ extension AccountStore {
     /// - Returns: The account's state, with the session among its open ones.
     /// - Throws: ``AccountStoreError/invalidSession`` for anything else (a malformed token too).
     public func authenticate(token: String) async throws -> AccountState {
-        guard let (accountId, sessionHash) = BearerSecret.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
-        guard let state = try await currentState(of: accountId), !state.isDeleted, let expiry = state.sessions[sessionHash],
-            expiry > Self.micros(options.clock())
-        else {
-            throw AccountStoreError.invalidSession
-        }
-        return state
+        try await sessions.authenticate(token: token)
     }
 
     /// Ends the session of a bearer token (`auth.session-ended` with reason `logout`, then
@@ -102,15 +99,7 @@ extension AccountStore {
     ///   - context: Who asks, recorded with the events.
     /// - Throws: ``AccountStoreError/invalidSession`` when the token signs nothing in.
     public func endSession(token: String, context: Context = Context()) async throws {
-        let state = try await authenticate(token: token)
-        guard let (_, sessionHash) = BearerSecret.parseSessionToken(token) else { throw AccountStoreError.invalidSession }
-        let outcome = try await retrying(state.accountId) { current in
-            guard current.sessions[sessionHash] != nil else { throw AccountStoreError.invalidSession }
-            return ([.sessionEnded(sessionHash: sessionHash, reason: "logout"), .loggedOut], [], [])
-        } context: {
-            context
-        }
-        if let position = outcome.position { try await awaitCache(position) }
+        try await sessions.end(token: token, context: context)
     }
 
     /// The account a bearer token names (nil for a malformed token), whether or not its session
@@ -139,7 +128,7 @@ extension AccountStore {
     }
 
     /// The events that end every open session of `state`, for `reason`, in hash order.
-    func endingSessions(of state: AccountState, reason: String) -> [AccountEvent] {
+    static func endingSessions(of state: AccountState, reason: String) -> [AccountEvent] {
         state.sessions.keys.sorted().map { .sessionEnded(sessionHash: $0, reason: reason) }
     }
 
@@ -149,60 +138,5 @@ extension AccountStore {
 
     static func seconds(_ duration: Duration) -> TimeInterval {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-}
-
-extension AccountStore {
-    /// The account's state after every event of its stream, or nil when it has no stream (or its
-    /// id could not be one). What every command and session check decides on.
-    ///
-    /// The newest state at hand (kept in memory, ``AccountStoreOptions/recentStates``, or else the
-    /// details cache's) is brought up to date with the events after its version, read from the
-    /// stream in one call (on the embedded log, usually one index lookup that finds none); only
-    /// an account known to neither is folded from its first event. A command on an account with a
-    /// long history (every login appends two events) so costs the same as on a new one: folding
-    /// every stream from the start cost a time that grew with it. The details cache's states equal
-    /// the fold of their streams (the replay tests compare them), so the result is the fold's.
-    ///
-    /// - Parameter accountId: The account.
-    /// - Returns: The latest state, deleted accounts included, or nil.
-    /// - Throws: The log's `EventLogError` when the stream cannot be read, or a decoding error.
-    func currentState(of accountId: String) async throws -> AccountState? {
-        guard AccountLog.couldBeStream(accountId) else { return nil }
-        // A kept state never needs the details cache's (which costs a read, a seal opened and a
-        // decoding): the events after it are read either way.
-        let kept = recentStates.state(of: accountId)
-        let state = try await accounts.load(accountId, after: try kept ?? cachedState(of: accountId))
-        if let state, !state.isDeleted {
-            if state.version != kept?.version { recentStates.keep(state) }
-        } else if kept != nil {
-            // A deleted account's personal data does not stay in memory (crypto-shredding).
-            recentStates.forget(accountId)
-        }
-        return state
-    }
-
-    /// `render` applied to the account details of `state` (``details(from:)``), made once for
-    /// each version of an account's state and kept in memory beside it
-    /// (``AccountStoreOptions/recentStates``): a server that answers the same account many times
-    /// encodes its details once for each change, not for every request.
-    ///
-    /// The rendering is kept only while `state` is the newest state the store has seen of its
-    /// account, and goes with it: when the account changes, and when it is deleted (its personal
-    /// data does not stay in memory). With `recentStates` at 0 nothing is kept.
-    ///
-    /// - Parameters:
-    ///   - state: The account's state, as a session check or command returned it.
-    ///   - name: What the rendering is (one name for each kind a caller makes).
-    ///   - render: Makes the rendering from the details.
-    /// - Returns: The rendering.
-    /// - Throws: What ``details(from:)`` or `render` throws.
-    public func rendering<Value: Sendable>(
-        of state: AccountState, as name: String, _ render: (AccountDetails) throws -> Value
-    ) throws -> Value {
-        if let kept = recentStates.rendering(of: state, as: name, Value.self) { return kept }
-        let value = try render(try details(from: state))
-        recentStates.keep(value, as: name, of: state)
-        return value
     }
 }

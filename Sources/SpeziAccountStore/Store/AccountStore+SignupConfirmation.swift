@@ -29,6 +29,13 @@ public enum SignupConfirmationMessage: Sendable, Equatable {
 }
 
 extension AccountStore {
+    /// The store's signup confirmations (``SignupConfirmations``), with its options.
+    var signupConfirmations: SignupConfirmations {
+        SignupConfirmations(
+            core: self, validity: options.signupConfirmationValidity, delivery: options.signupConfirmationDelivery,
+            makeAccountId: options.makeAccountId)
+    }
+
     /// Requests a signup that only the owner of the user id can complete: the details are checked
     /// and the password hashed as ``signup(_:context:)`` does, then a
     /// ``SignupConfirmationMessage`` goes to ``AccountStoreOptions/signupConfirmationDelivery``:
@@ -44,10 +51,7 @@ extension AccountStore {
     /// - Throws: what ``signup(_:context:)`` throws for invalid details (never `credentialsTaken`),
     ///   ``AccountStoreError/signupConfirmationUnavailable(_:)`` without a delivery or a key vault.
     public func requestSignup(_ signupDetails: AccountDetails, context: Context = Context()) async throws {
-        let key = try signupTokenKey()
-        let signup = try await prepareSignup(signupDetails, validating: true)
-        let event = AccountEvent.accountCreated(userId: signup.userId, passwordHash: signup.hash, isAnonymous: false, values: signup.values)
-        try await deliverConfirmation(kind: .signup, accountId: options.makeAccountId(), userId: signup.userId, event: event, key: key)
+        try await signupConfirmations.requestSignup(signupDetails)
     }
 
     /// Requests the upgrade of the anonymous account `accountId` to a full one, confirmed like
@@ -62,12 +66,7 @@ extension AccountStore {
     /// - Throws: ``AccountStoreError/notAnonymous(_:)`` for a full account,
     ///   ``AccountStoreError/accountNotFound(_:)``, and what ``requestSignup(_:context:)`` throws.
     public func requestUpgrade(_ accountId: String, with signupDetails: AccountDetails, context: Context = Context()) async throws {
-        let key = try signupTokenKey()
-        guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
-        guard state.isAnonymous else { throw AccountStoreError.notAnonymous(accountId) }
-        let signup = try await prepareSignup(signupDetails, validating: true)
-        let event = AccountEvent.anonymousAccountUpgraded(userId: signup.userId, passwordHash: signup.hash, values: signup.values)
-        try await deliverConfirmation(kind: .upgrade, accountId: accountId, userId: signup.userId, event: event, key: key)
+        try await signupConfirmations.requestUpgrade(accountId, with: signupDetails)
     }
 
     /// Completes a signup (or upgrade) requested with ``requestSignup(_:context:)`` with the token
@@ -84,61 +83,6 @@ extension AccountStore {
     ///   upgraded), `AccountServiceError.credentialsTaken` when another account took the user id
     ///   since the request.
     public func confirmSignup(token: String, context: Context = Context()) async throws -> AccountDetails {
-        let key = try signupTokenKey()
-        guard let signup = SignupToken.open(token, with: key),
-            Int64((options.clock().timeIntervalSince1970 * 1_000_000).rounded()) < signup.expiresAtMicros
-        else { throw AccountStoreError.invalidSignupToken }
-        switch (signup.kind, signup.event) {
-        case let (.signup, .accountCreated(userId, hash?, false, values)):
-            // Used: its account exists, or existed (a deleted account's key is gone, so the
-            // append below could not even seal its values).
-            if let version = try await log.streamVersion(signup.accountId), version > 0 { throw AccountStoreError.invalidSignupToken }
-            do {
-                return try await create(signup.accountId, userId: userId, passwordHash: hash, values: values, context: context)
-            } catch EventLogError.wrongExpectedVersion {
-                throw AccountStoreError.invalidSignupToken
-            }
-        case let (.upgrade, .anonymousAccountUpgraded(userId, hash?, values)):
-            do {
-                return try await upgrade(signup.accountId, userId: userId, passwordHash: hash, values: values, context: context) {
-                    AccountStoreError.invalidSignupToken
-                }
-            } catch AccountStoreError.accountNotFound {
-                throw AccountStoreError.invalidSignupToken
-            }
-        default:
-            throw AccountStoreError.invalidSignupToken
-        }
-    }
-
-    /// Seals and delivers the confirmation of a free user id, or the notice for a taken one.
-    private func deliverConfirmation(
-        kind: SignupToken.Kind, accountId: String, userId: String, event: AccountEvent, key: SymmetricKey
-    )
-        async throws
-    {
-        guard let delivery = options.signupConfirmationDelivery else {
-            throw AccountStoreError.signupConfirmationUnavailable("no delivery is configured")
-        }
-        if try await accounts.accountId(forUserId: userId) != nil {
-            await delivery(.alreadyRegistered(userId: userId))
-            return
-        }
-        let expiresAt = options.clock().addingTimeInterval(Double(options.signupConfirmationValidity.components.seconds))
-        let token = try SignupToken(
-            kind: kind, accountId: accountId, expiresAtMicros: Int64((expiresAt.timeIntervalSince1970 * 1_000_000).rounded()), event: event
-        ).sealed(with: key)
-        await delivery(.confirm(userId: userId, token: token, expiresAt: expiresAt))
-    }
-
-    /// The key that seals signup tokens, derived from the vault's claim secret.
-    private func signupTokenKey() throws -> SymmetricKey {
-        guard options.signupConfirmationDelivery != nil else {
-            throw AccountStoreError.signupConfirmationUnavailable("no delivery is configured (AccountStoreOptions.signupConfirmationDelivery)")
-        }
-        guard let vault = accounts.vault else {
-            throw AccountStoreError.signupConfirmationUnavailable("the store has no key vault (AccountStoreOptions.cryptoShredding is off)")
-        }
-        return SignupToken.key(claimSecret: vault.claimSecret)
+        try await signupConfirmations.confirm(token: token, context: context)
     }
 }
