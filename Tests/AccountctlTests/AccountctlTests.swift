@@ -304,4 +304,44 @@ struct AccountctlTests {
         let plain = try await tool.run(["login", "--user-id", "user1@example.org", "--password-stdin"], input: "user1password\n")
         #expect(plain.status == 0, "\(plain.stderr)")
     }
+
+    @Test("serve's settings: the command line wins over ACCOUNTCTL_*, which wins over --config; mistakes are refused")
+    func serveSettings() async throws {
+        let tool = try Tool()
+        defer { tool.remove() }
+        try FileManager.default.createDirectory(at: tool.store, withIntermediateDirectories: true)
+        let config = tool.store.appendingPathComponent("serve.json")
+        try Data(
+            #"{"port": 9090, "host": "0.0.0.0", "max-body-bytes": 2048, "trusted-proxy": ["10.0.0.0/8", "192.168.0.0/16"], "secure-cookies": true}"#
+                .utf8
+        ).write(to: config)
+        let checked = try await tool.run(
+            ["serve", "--config", config.path, "--host", "127.0.0.2", "--check-config"],
+            environment: ["ACCOUNTCTL_MAX_BODY_BYTES": "4096", "ACCOUNTCTL_LOG": "postgres://app:hunter2@127.0.0.1:5432/accounts"])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        let lines = Set(checked.stdout.split(separator: "\n").map(String.init))
+        #expect(lines.contains("host = 127.0.0.2  [command line]"))
+        #expect(lines.contains("max-body-bytes = 4096  [environment]"))
+        #expect(lines.contains("port = 9090  [file]"))
+        #expect(lines.contains("trusted-proxy = 10.0.0.0/8, 192.168.0.0/16  [file]"))
+        #expect(lines.contains("secure-cookies = true  [file]"))
+        #expect(lines.contains("session-seconds = 86400  [default]"))
+        // No secret is printed.
+        #expect(lines.contains("log = postgres://app:***@127.0.0.1:5432/accounts  [environment]"))
+        #expect(!checked.stdout.contains("hunter2"))
+
+        // A typo in the file, a bad value in the environment, a list for a single option: refused, one line.
+        let typo = tool.store.appendingPathComponent("typo.json")
+        try Data(#"{"prot": 9090}"#.utf8).write(to: typo)
+        let refused = try await tool.run(["serve", "--config", typo.path, "--check-config"])
+        #expect(refused.failedCleanly && refused.stderr.contains("prot"), "\(refused)")
+        let badValue = try await tool.run(["serve", "--check-config"], environment: ["ACCOUNTCTL_PORT": "eighty"])
+        #expect(badValue.failedCleanly && badValue.stderr.contains("eighty"), "\(badValue)")
+        let list = tool.store.appendingPathComponent("list.json")
+        try Data(#"{"port": [1, 2]}"#.utf8).write(to: list)
+        let listRefused = try await tool.run(["serve", "--config", list.path, "--check-config"])
+        #expect(listRefused.failedCleanly && listRefused.stderr.contains("one value"), "\(listRefused)")
+        let missing = try await tool.run(["serve", "--check-config"], environment: ["ACCOUNTCTL_CONFIG": "/nonexistent/serve.json"])
+        #expect(missing.failedCleanly && missing.stderr.contains("cannot read"), "\(missing)")
+    }
 }

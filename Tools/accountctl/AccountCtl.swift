@@ -48,7 +48,20 @@ struct AccountCtl: AsyncParsableCommand {
         // `--log postgres://…` and ACCOUNTCTL_LOG reach a shared log through this module.
         PostgresLogSupport.register()
         do {
-            var command = try parseAsRoot()
+            var arguments = Array(CommandLine.arguments.dropFirst())
+            if arguments.first == "serve", !arguments.contains("--help"), !arguments.contains("-h"),
+                !arguments.contains("--experimental-dump-help")
+            {
+                // The environment and `--config` become arguments of `serve` (ServeSettings).
+                let resolved = try ServeSettings.resolve(Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+                arguments = ["serve"] + resolved.arguments
+                if resolved.arguments.contains("--check-config") {
+                    _ = try parseAsRoot(arguments)  // every value checked as for a real start
+                    print(ServeSettings.describe(resolved.settings))
+                    return
+                }
+            }
+            var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

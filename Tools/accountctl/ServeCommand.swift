@@ -112,6 +112,16 @@ struct Serve: AsyncParsableCommand {
             valueName: "file"))
     var firebaseHashParameters: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A JSON file of settings, keyed by these options' long names (a list for a repeatable one). The command line wins over "
+                + "the environment (ACCOUNTCTL_<NAME>, e.g. ACCOUNTCTL_MAX_BODY_BYTES), which wins over the file (also ACCOUNTCTL_CONFIG).",
+            valueName: "file"))
+    var config: String?
+
+    @Flag(help: "Print the effective settings, each with where it came from (command line, environment, file, default), and exit.")
+    var checkConfig = false
+
     @Flag(help: "Mark the admin session cookie Secure (sent over HTTPS only): for a console reached through a TLS proxy.")
     var secureCookies = false
 
