@@ -38,6 +38,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        // Only for OpenAPIClientTests: the client swift-openapi-generator makes from openapi.yaml.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.0"),
         // `swift package generate-documentation` (Tools/check-docs.sh); no code of it is linked.
@@ -315,7 +319,21 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto")
-            ])
+            ]),
+        // The client a Swift team would generate from openapi.yaml (Tools/generate-openapi-client.sh,
+        // committed under Generated/), run against the server with the generator's defaults.
+        .testTarget(
+            name: "OpenAPIClientTests",
+            dependencies: [
+                "TestTiers", "AccountServer", "SpeziAccountStore", "SpeziAccount",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
+            exclude: ["Generated/openapi.yaml.sha256"])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -21,9 +21,11 @@ enum JSONCoding {
         return decoder
     }
 
-    /// RFC 3339 with milliseconds, in UTC.
+    /// RFC 3339 in whole seconds, in UTC (`2026-11-29T12:00:00Z`): what OpenAPI clients parse with
+    /// their default date decoding (swift-openapi-generator's refuses fractional seconds). The
+    /// log keeps microseconds; the API's order is the log position, not the time.
     static func timestamp(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false).timeZone(separator: .omitted))
     }
 }
 
