@@ -108,6 +108,10 @@ struct Figure: Codable {
     var peakAnonMiB: Double?
     /// True when several back ends ran in the same child (the memory figures are then shared).
     var sharedProcess = false
+    /// With several rounds: this figure is the median round's; each round's throughput, in round order.
+    var roundsPerSecond: [Double]?
+    /// With several rounds: the median round's throughput (equal to `perSecond`).
+    var medianPerSecond: Double?
 
     init(_ workload: String, _ title: String, _ backEnd: BackEnd, operations: Int, seconds: Double) {
         self.workload = workload

@@ -18,6 +18,8 @@ struct Options {
     var records: Int?
     var quick = false
     var jsonPath: String?
+    /// `--rounds`: how often the whole set runs, this project and its peers in turn each round.
+    var rounds = 5
     var workloads = Set(Workload.table)
     /// `--scale`: the sizes whose costs are compared, instead of the tables.
     var scaleSizes: [Int]?
@@ -25,11 +27,14 @@ struct Options {
     var child: (workload: Workload, backEnd: BackEnd?, directory: URL, result: URL)?
 
     static let usage = """
-        usage: peer-compare [--records N] [--quick] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix,postgres]
+        usage: peer-compare [--records N] [--quick] [--rounds N] [--json FILE] [--only single,group,bulk,replay,rebuild,point,mix,postgres]
                peer-compare --scale [SIZES]
 
           --records N   events in the data set of bulk, replay, rebuild and point (default 1000000; 10 per account)
           --quick       small sizes for a smoke run (20,000 events, short append and mix runs)
+          --rounds N    interleaved rounds (default 5): each round runs every workload on this project, then on each
+                        peer; the tables show each figure's median round and each ratio's median with its lowest
+                        and highest round, and the targets are judged on the medians
           --json FILE   also write every figure, the machine and the targets as JSON
           --only LIST   run only these workloads (`scan` is accepted for `replay`)
           --scale SIZES how the costs grow: import, open, scan, replay, verify, rebuild and file size
@@ -56,6 +61,9 @@ struct Options {
                 guard let value = iterator.next().flatMap(Int.init), value >= 10 else { fail("--records takes a number of at least 10") }
                 records = value / 10 * 10
             case "--quick": quick = true
+            case "--rounds":
+                guard let value = iterator.next().flatMap(Int.init), (1...99).contains(value) else { fail("--rounds takes 1 to 99") }
+                rounds = value
             case "--json": jsonPath = iterator.next()
             case "--only":
                 let names = (iterator.next() ?? "").split(separator: ",").map { $0 == "scan" ? "replay" : String($0) }

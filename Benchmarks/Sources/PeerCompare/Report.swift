@@ -48,18 +48,82 @@ func byWorkload(_ figures: [Figure]) -> [(key: String, title: String, figures: [
 /// Rows of a peer alone, and the log's row they are set against (shown in their EventLog column).
 let peerRows = ["import-workequal": "import", "scan-checked-workequal": "scan-checked"]
 
-func throughputTable(_ figures: [Figure]) -> String {
+/// A ratio of this project's figure to a peer's, over interleaved rounds: the median of the
+/// rounds' ratios (each round's figures were measured minutes apart at most), and the lowest and
+/// highest round.
+struct RatioSummary: Codable {
+    let workload: String
+    let peer: BackEnd
+    let median: Double
+    let low: Double
+    let high: Double
+    let rounds: Int
+
+    var text: String {
+        rounds > 1 ? String(format: "%.2f× (%.2f–%.2f)", median, low, high) : String(format: "%.2f×", median)
+    }
+}
+
+/// The median of `values` (the lower middle one for an even count).
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted[(sorted.count - 1) / 2]
+}
+
+/// Each figure of the median round (by throughput) of its workload and back end, with every
+/// round's throughput beside it.
+func medianFigures(_ rounds: [[Figure]]) -> [Figure] {
+    guard let first = rounds.first else { return [] }
+    guard rounds.count > 1 else { return first }
+    return first.map { figure in
+        let same = rounds.compactMap { round in round.first { $0.workload == figure.workload && $0.backEnd == figure.backEnd } }
+        let middle = median(same.map(\.perSecond))
+        var chosen = same.first { $0.perSecond == middle } ?? figure
+        chosen.roundsPerSecond = same.map(\.perSecond)
+        chosen.medianPerSecond = middle
+        return chosen
+    }
+}
+
+/// This project's figure over each peer's, per workload, as the median of the rounds' ratios.
+func ratioSummaries(_ rounds: [[Figure]]) -> [RatioSummary] {
+    guard let first = rounds.first else { return [] }
+    var summaries: [RatioSummary] = []
+    for figure in first where figure.backEnd == .log {
+        let logKey = figure.workload
+        for peer in [BackEnd.raw, .sqlite] {
+            let ratios = rounds.compactMap { round -> Double? in
+                let ours = round.first { $0.workload == logKey && $0.backEnd == .log }
+                let theirs =
+                    round.first { $0.workload == logKey && $0.backEnd == peer }
+                    ?? peerRows.first { $0.value == logKey }.flatMap { key, _ in round.first { $0.workload == key && $0.backEnd == peer } }
+                guard let ours, let theirs, theirs.perSecond > 0 else { return nil }
+                return ours.perSecond / theirs.perSecond
+            }
+            guard !ratios.isEmpty else { continue }
+            summaries.append(
+                RatioSummary(
+                    workload: logKey, peer: peer, median: median(ratios), low: ratios.min() ?? 0, high: ratios.max() ?? 0, rounds: ratios.count))
+        }
+    }
+    return summaries
+}
+
+func throughputTable(_ figures: [Figure], ratios: [RatioSummary] = []) -> String {
     let rows = byWorkload(figures).map { row -> [String] in
         var rowFigures = row.figures
         if let logRow = peerRows[row.key], rowFigures[.log] == nil {
             rowFigures[.log] = figures.first { $0.workload == logRow && $0.backEnd == .log }
         }
         let cells = BackEnd.embedded.map { rowFigures[$0].map { grouped($0.perSecond) } ?? "—" }
-        let ratios = [BackEnd.raw, .sqlite].map { peer -> String in
+        let ratioCells = [BackEnd.raw, .sqlite].map { peer -> String in
+            if let summary = ratios.first(where: { $0.workload == (peerRows[row.key] ?? row.key) && $0.peer == peer }), summary.rounds > 1 {
+                return summary.text
+            }
             guard let ours = rowFigures[.log], let theirs = rowFigures[peer], theirs.perSecond > 0 else { return "—" }
             return String(format: "%.2f×", ours.perSecond / theirs.perSecond)
         }
-        return [row.title] + cells + ratios
+        return [row.title] + cells + ratioCells
     }
     return markdownTable(["workload (per second)", "EventLog", "raw LMDB", "SQLite", "EventLog / raw", "EventLog / SQLite"], rows)
 }
@@ -99,11 +163,13 @@ struct Target: Codable {
     let detail: String
 }
 
-func targets(_ figures: [Figure], records: Int) -> [Target] {
+func targets(_ figures: [Figure], records: Int, ratios: [RatioSummary] = []) -> [Target] {
     func find(_ workload: String, _ backEnd: BackEnd = .log) -> Figure? {
         figures.first { $0.workload == workload && $0.backEnd == backEnd }
     }
+    /// Over several rounds, the median of the rounds' ratios; else the ratio of the figures.
     func ratio(_ workload: String, _ peer: BackEnd) -> Double? {
+        if let summary = ratios.first(where: { $0.workload == workload && $0.peer == peer }) { return summary.median }
         guard let ours = find(workload), let theirs = find(workload, peer), theirs.perSecond > 0 else { return nil }
         return ours.perSecond / theirs.perSecond
     }
@@ -199,7 +265,10 @@ struct Report: Codable {
     let accounts: Int
     let meanPayloadBytes: Double
     let memoryMethod: String
+    /// Interleaved rounds: each figure is its median round's, each ratio the median of the rounds'.
+    let rounds: Int
     let figures: [Figure]
+    let ratios: [RatioSummary]
     let targets: [Target]
 }
 

@@ -68,42 +68,59 @@ print(
 )
 print("durable = fsync per commit (SQLite: WAL, synchronous=FULL; relaxed: synchronous=OFF)\n")
 
-var figures: [Figure] = []
-if options.only(.single) {
-    figures += try inChild(.single, nil, root.appendingPathComponent("single"))
-}
-if options.only(.group) {
-    for backEnd in BackEnd.embedded { figures += try inChild(.group, backEnd, root.appendingPathComponent("group-\(backEnd.rawValue)")) }
-}
-// The data set is written (bulk) before it is replayed, folded (rebuild) and read (point), even
-// when only a later step is asked for; only the asked-for steps are reported.
-if [.bulk, .replay, .rebuild, .point].contains(where: options.only) {
-    for backEnd in BackEnd.embedded {
-        let directory = root.appendingPathComponent("data-\(backEnd.rawValue)")
-        let written = try inChild(.bulk, backEnd, directory)
-        if options.only(.bulk) { figures += written }
-        if options.only(.replay) { figures += try inChild(.replay, backEnd, directory) }
-        if options.only(.rebuild) || options.only(.point) {
-            let rebuilt = try inChild(.rebuild, backEnd, directory)
-            if options.only(.rebuild) { figures += rebuilt }
-        }
-        if options.only(.point) { figures += try inChild(.point, backEnd, directory) }
-        try? FileManager.default.removeItem(at: directory)
+/// One round: every asked-for workload, this project's back end first, then each peer's.
+func runRound(_ round: Int) throws -> [Figure] {
+    var figures: [Figure] = []
+    if options.only(.single) {
+        figures += try inChild(.single, nil, root.appendingPathComponent("single-\(round)"))
     }
+    if options.only(.group) {
+        for backEnd in BackEnd.embedded { figures += try inChild(.group, backEnd, root.appendingPathComponent("group-\(backEnd.rawValue)-\(round)")) }
+    }
+    // The data set is written (bulk) before it is replayed, folded (rebuild) and read (point), even
+    // when only a later step is asked for; only the asked-for steps are reported.
+    if [.bulk, .replay, .rebuild, .point].contains(where: options.only) {
+        for backEnd in BackEnd.embedded {
+            let directory = root.appendingPathComponent("data-\(backEnd.rawValue)-\(round)")
+            let written = try inChild(.bulk, backEnd, directory)
+            if options.only(.bulk) { figures += written }
+            if options.only(.replay) { figures += try inChild(.replay, backEnd, directory) }
+            if options.only(.rebuild) || options.only(.point) {
+                let rebuilt = try inChild(.rebuild, backEnd, directory)
+                if options.only(.rebuild) { figures += rebuilt }
+            }
+            if options.only(.point) { figures += try inChild(.point, backEnd, directory) }
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+    if options.only(.mix) {
+        for backEnd in BackEnd.embedded { figures += try inChild(.mix, backEnd, root.appendingPathComponent("mix-\(backEnd.rawValue)-\(round)")) }
+    }
+    if options.only(.postgres) {
+        figures += try inChild(.postgres, nil, root.appendingPathComponent("postgres-\(round)"))
+    }
+    // The round's folders go with it, so that five rounds take no more disk than one.
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [] where name.hasSuffix("-\(round)") {
+        try? FileManager.default.removeItem(at: root.appendingPathComponent(name))
+    }
+    return figures
 }
-if options.only(.mix) {
-    for backEnd in BackEnd.embedded { figures += try inChild(.mix, backEnd, root.appendingPathComponent("mix-\(backEnd.rawValue)")) }
+
+var rounds: [[Figure]] = []
+for round in 1...options.rounds {
+    if options.rounds > 1 { FileHandle.standardError.write(Data("round \(round) of \(options.rounds)\n".utf8)) }
+    rounds.append(try runRound(round))
 }
-if options.only(.postgres) {
-    figures += try inChild(.postgres, nil, root.appendingPathComponent("postgres"))
-}
+let figures = medianFigures(rounds)
+let ratios = ratioSummaries(rounds)
+if options.rounds > 1 { print("\(options.rounds) interleaved rounds: figures are each one's median round; ratios the median of the rounds' ratios (lowest–highest)\n") }
 
 let loadAtEnd = loadAverage()
 let memoryMethod =
     "max RSS: ru_maxrss of the workload's child process from wait4 (includes memory-mapped file pages); "
     + "anonymous: the child's RssAnon from /proc/self/status sampled every 10 ms (heap and stacks only); "
     + "* = the three back ends ran in one child"
-print(throughputTable(figures))
+print(throughputTable(figures, ratios: ratios))
 print("")
 if figures.contains(where: { $0.latency != nil }) {
     print(latencyTable(figures))
@@ -119,7 +136,7 @@ for figure in figures where !figure.notes.isEmpty {
     let notes = figure.notes.sorted { $0.key < $1.key }.map { "\($0.key) = \(String(format: "%.3f", $0.value))" }.joined(separator: ", ")
     print("note: \(figure.workload) on \(figure.backEnd.title): \(notes)")
 }
-let checked = targets(figures, records: scale.records) + postgresTargets(figures)
+let checked = targets(figures, records: scale.records, ratios: ratios) + postgresTargets(figures)
 print("\ntargets (issues 7, 14, 15 and 43):")
 print(targetLines(checked))
 print("\nload average at end: \(loadAtEnd)")
@@ -128,7 +145,7 @@ if let jsonPath = options.jsonPath {
     let report = Report(
         command: CommandLine.arguments.joined(separator: " "), machine: machine, loadAverageAtStart: loadAtStart,
         loadAverageAtEnd: loadAtEnd, records: scale.records, accounts: scale.accounts, meanPayloadBytes: meanPayload,
-        memoryMethod: memoryMethod, figures: figures, targets: checked)
+        memoryMethod: memoryMethod, rounds: options.rounds, figures: figures, ratios: ratios, targets: checked)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(report).write(to: URL(fileURLWithPath: jsonPath))
