@@ -4,7 +4,7 @@
 //
 // Load on the account server over loopback, with wrk (Debian's `wrk`) as the client:
 //   swift run -c release server-load [--seconds 10] [--connections 64] [--peers postgres,sqlite|none]
-//                                    [--postgres-connections 20] [--recent-states 4096]
+//                                    [--postgres-connections 20] [--recent-states 4096] [--rounds 5] [--json FILE]
 // Runs, on one durable store with 64 signed-in accounts:
 //   1. GET /health            the framework's floor: Hummingbird answering a fixed JSON (the peer)
 //   2. GET /v1/account        a signed-in details read (session check + details cache)
@@ -18,6 +18,9 @@
 // instead: the same routes on Hummingbird over an accounts and a sessions table, in PostgreSQL
 // and in SQLite, the same password hashing), with the same scripts and connections; a second
 // table gives each side's requests/s and p99 and the ratio this / peer.
+// Every row runs in interleaved rounds (this project, then each peer, then the next row; the
+// whole set again each round): the tables give each row's median round and each ratio's median
+// over the rounds with its lowest and highest.
 
 import AccountServer
 import Foundation
@@ -32,6 +35,10 @@ struct Options {
     var postgresConnections = 20
     /// The store's `recentStates` (0: every command and session check decodes the cached state).
     var recentStates = AccountStoreOptions().recentStates
+    /// Interleaved rounds of every row.
+    var rounds = 5
+    /// Where to write the medians and every round as JSON.
+    var jsonPath: String?
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -42,10 +49,12 @@ struct Options {
             case "--peers": peers = Set((iterator.next() ?? "").split(separator: ",").map(String.init))
             case "--postgres-connections": postgresConnections = iterator.next().flatMap(Int.init) ?? postgresConnections
             case "--recent-states": recentStates = iterator.next().flatMap(Int.init) ?? recentStates
+            case "--rounds": rounds = max(1, min(99, iterator.next().flatMap(Int.init) ?? rounds))
+            case "--json": jsonPath = iterator.next()
             default:
                 FileHandle.standardError.write(
                     Data(
-                        "usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N] [--recent-states N]\n"
+                        "usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N] [--recent-states N] [--rounds N] [--json FILE]\n"
                             .utf8))
                 exit(2)
             }
@@ -125,25 +134,55 @@ let connections = options.connections
 print(
     "wrk: \(connections) connections, 2 threads, \(seconds) s per row, durable store (recentStates \(options.recentStates)), on \(ProcessInfo.processInfo.activeProcessorCount) cores"
 )
-let floor = try runWrk(base: base, path: "/health", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
-// Each row on the account server, then on each peer, so that the two sides run minutes apart at most.
-var peerResults: [[LoadResult]] = peers.map { _ in [] }
-func peerRow(_ peers: [RunningPeer], path: String, mode: String, seconds: Int, connections: Int) throws -> [LoadResult] {
-    try peers.map { peer in try runWrk(base: peer.base, path: path, mode: mode, tokens: peer.tokens, seconds: seconds, connections: connections) }
+/// One round of every row: the floor, then each row on the account server and right after on each peer.
+struct Round {
+    var floor: LoadResult
+    var ours: [LoadResult]
+    var peers: [[LoadResult]]
 }
-let reads = try runWrk(base: base, path: "/v1/account", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
-for (index, result) in try peerRow(peers, path: "/v1/account", mode: "read", seconds: seconds, connections: connections).enumerated() {
-    peerResults[index].append(result)
+let rows: [(path: String, mode: String, connections: Int)] = [
+    ("/v1/account", "read", connections), ("/v1/account", "mixed", connections), ("/v1/sessions", "login", 8)
+]
+var roundResults: [Round] = []
+for round in 1...options.rounds {
+    if options.rounds > 1 { print("round \(round) of \(options.rounds)") }
+    let floor = try runWrk(base: base, path: "/health", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
+    var result = Round(floor: floor, ours: [], peers: peers.map { _ in [] })
+    for row in rows {
+        result.ours.append(try runWrk(base: base, path: row.path, mode: row.mode, tokens: tokens, seconds: seconds, connections: row.connections))
+        for (index, peer) in peers.enumerated() {
+            result.peers[index].append(
+                try runWrk(base: peer.base, path: row.path, mode: row.mode, tokens: peer.tokens, seconds: seconds, connections: row.connections))
+        }
+    }
+    roundResults.append(result)
 }
-let mixed = try runWrk(base: base, path: "/v1/account", mode: "mixed", tokens: tokens, seconds: seconds, connections: connections)
 let modificationsLogged = try await loggedModifications() - modificationsBefore
-for (index, result) in try peerRow(peers, path: "/v1/account", mode: "mixed", seconds: seconds, connections: connections).enumerated() {
-    peerResults[index].append(result)
+let acknowledgedPatches = roundResults.map { $0.ours[1].acknowledgedPatches }.reduce(0, +)
+
+/// The median of `values` (the lower middle one for an even count).
+func median(_ values: [Double]) -> Double { values.sorted()[(values.count - 1) / 2] }
+/// The round whose requests/s is the median of `results`.
+func medianResult(_ results: [LoadResult]) -> LoadResult {
+    let middle = median(results.map(\.requestsPerSecond))
+    return results.first { $0.requestsPerSecond == middle } ?? results[0]
 }
-let logins = try runWrk(base: base, path: "/v1/sessions", mode: "login", tokens: tokens, seconds: seconds, connections: 8)
-for (index, result) in try peerRow(peers, path: "/v1/sessions", mode: "login", seconds: seconds, connections: 8).enumerated() {
-    peerResults[index].append(result)
+/// The median of the rounds' ratios, with the lowest and highest.
+func ratioOverRounds(_ ours: [LoadResult], _ theirs: [LoadResult]) -> (median: Double, low: Double, high: Double) {
+    let ratios = zip(ours, theirs).map { $0.requestsPerSecond / max($1.requestsPerSecond, 1e-9) }
+    return (median(ratios), ratios.min() ?? 0, ratios.max() ?? 0)
 }
+func ratioText(_ ratio: (median: Double, low: Double, high: Double)) -> String {
+    options.rounds > 1 ? String(format: "%.2f× (%.2f–%.2f)", ratio.median, ratio.low, ratio.high) : String(format: "%.2f×", ratio.median)
+}
+let floorRounds = roundResults.map(\.floor)
+let floor = medianResult(floorRounds)
+let oursRounds = rows.indices.map { row in roundResults.map { $0.ours[row] } }
+let peerRounds = peers.indices.map { peer in rows.indices.map { row in roundResults.map { $0.peers[peer][row] } } }
+let reads = medianResult(oursRounds[0])
+let mixed = medianResult(oursRounds[1])
+let logins = medianResult(oursRounds[2])
+let peerResults = peerRounds.map { rowsOfPeer in rowsOfPeer.map(medianResult) }
 
 // scrypt alone, one thread: the ceiling of logins per core.
 let hasher = try PasswordHasher(algorithm: .scrypt(.owaspMinimum))
@@ -174,6 +213,14 @@ for (name, result) in [
         "| \(name) | \(format(result.requestsPerSecond)) | \(ratio(result.requestsPerSecond, floor.requestsPerSecond)) | \(milliseconds(result.p50Micros)) | \(milliseconds(result.p99Micros)) | \(result.errors) |"
     )
 }
+if options.rounds > 1 {
+    print("")
+    print("| ratio to the floor over \(options.rounds) rounds | median (lowest–highest) |")
+    print("| --- | ---: |")
+    for (row, name) in ["GET /v1/account", "80% GET, 20% PATCH /v1/account", "POST /v1/sessions"].enumerated() {
+        print("| \(name) | \(ratioText(ratioOverRounds(oursRounds[row], floorRounds))) |")
+    }
+}
 if !peers.isEmpty {
     print("")
     let names = peers.map(\.name)
@@ -185,8 +232,10 @@ if !peers.isEmpty {
     for (row, (name, ours)) in [
         ("GET /v1/account", reads), ("80% GET, 20% PATCH /v1/account (durable)", mixed), ("POST /v1/sessions (8 connections, Argon2id)", logins)
     ].enumerated() {
-        let cells = peerResults.map { results in
-            "\(format(results[row].requestsPerSecond)) | \(milliseconds(results[row].p99Micros)) | \(ratio(ours.requestsPerSecond, results[row].requestsPerSecond))"
+        let cells = peerResults.indices.map { peer in
+            let results = peerResults[peer]
+            return
+                "\(format(results[row].requestsPerSecond)) | \(milliseconds(results[row].p99Micros)) | \(ratioText(ratioOverRounds(oursRounds[row], peerRounds[peer][row])))"
         }
         let errors = ([ours.errors] + peerResults.map { $0[row].errors }).map(String.init).joined(separator: ", ")
         print(
@@ -194,18 +243,44 @@ if !peers.isEmpty {
     }
 }
 print("")
-print("modifications acknowledged: \(mixed.acknowledgedPatches); in the log: \(modificationsLogged)")
+print("modifications acknowledged: \(acknowledgedPatches); in the log: \(modificationsLogged)")
 print(String(format: "scrypt (N=2^17, r=8, p=1) on one thread: %.1f hashes/s (%.0f ms each)", hashesPerSecond, 1_000 / hashesPerSecond))
 print(
     String(
         format: "Argon2id (m=19 MiB, t=2, p=1) on one thread: %.1f hashes/s (%.0f ms each), %.1f× scrypt's rate", argonPerSecond,
         1_000 / argonPerSecond, argonPerSecond / hashesPerSecond))
-let lost = mixed.acknowledgedPatches > modificationsLogged
+let lost = acknowledgedPatches > modificationsLogged
 if lost { print("LOST: acknowledged modifications missing from the log") }
 // A peer that answers errors, or otherwise than the account server, is not a fair peer.
 for (peer, results) in zip(peers, peerResults) where results.contains(where: { $0.errors > 0 }) {
     print("UNFAIR: the \(peer.name) peer answered \(results.map(\.errors).reduce(0, +)) requests with errors")
     unfair = true
+}
+
+if let jsonPath = options.jsonPath {
+    /// One row: each round's requests/s and the median.
+    func figure(_ name: String, _ results: [LoadResult]) -> [String: Any] {
+        ["row": name, "roundsPerSecond": results.map(\.requestsPerSecond), "medianPerSecond": median(results.map(\.requestsPerSecond))]
+    }
+    var figures = [figure("floor", floorRounds)]
+    for (row, name) in ["read", "mixed", "login"].enumerated() {
+        figures.append(figure(name, oursRounds[row]))
+        for (peer, running) in peers.enumerated() { figures.append(figure("\(name) on the \(running.name) peer", peerRounds[peer][row])) }
+    }
+    var ratios: [[String: Any]] = []
+    for (row, name) in ["read", "mixed", "login"].enumerated() {
+        let toFloor = ratioOverRounds(oursRounds[row], floorRounds)
+        ratios.append(["row": name, "against": "floor", "median": toFloor.median, "low": toFloor.low, "high": toFloor.high])
+        for (peer, running) in peers.enumerated() {
+            let value = ratioOverRounds(oursRounds[row], peerRounds[peer][row])
+            ratios.append(["row": name, "against": running.name, "median": value.median, "low": value.low, "high": value.high])
+        }
+    }
+    let report: [String: Any] = [
+        "command": CommandLine.arguments.joined(separator: " "), "rounds": options.rounds, "seconds": seconds, "figures": figures, "ratios": ratios
+    ]
+    try JSONSerialization.data(withJSONObject: report, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: jsonPath))
+    print("wrote \(jsonPath)")
 }
 
 for peer in peers { await peer.stop() }
