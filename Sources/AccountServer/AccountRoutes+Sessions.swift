@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import Foundation
 import Hummingbird
 import SpeziAccountStore
 
@@ -63,6 +64,65 @@ extension AdminRoutes {
         }
         guard ended else { throw Problem.noSuchSession }
         logger.notice("session ended by an administrator", metadata: ["account": "\(accountId)", "admin": "\(context.admin)"])
+        return Response(status: .noContent)
+    }
+}
+
+extension AdminRoutes {
+    /// `DELETE /admin/api/accounts/{id}/sessions`: ends every open session of the account
+    /// (`auth.session-ended`, reason `revoked`, actor `admin:<name>`), recorded as
+    /// `admin.sessions-ended`; answers how many were ended.
+    func endAllSessions(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
+        guard let accountId = context.parameters.get("id"), !accountId.hasPrefix("$"), !accountId.containsNUL else { throw Problem.noSuchAccount }
+        let correlationID = correlation(request)
+        let ended: Int
+        do {
+            ended = try await store.endAllSessions(
+                of: accountId, context: AccountStore.Context(actor: "admin:\(context.admin)", correlationID: correlationID))
+        } catch AccountStoreError.accountNotFound {
+            throw Problem.noSuchAccount
+        }
+        try await store.recordAdminAction(.sessionsEnded(accountId: accountId, count: UInt64(ended)), by: context.admin, correlationID: correlationID)
+        logger.notice("all sessions ended by an administrator", metadata: ["account": "\(accountId)", "admin": "\(context.admin)", "ended": "\(ended)"])
+        return try AccountRoutes.json(["ended": ended])
+    }
+
+    /// `POST /admin/api/accounts/{id}/erase` with `{"reason"}`: erases the account on request —
+    /// deleted as its owner would delete it (its sessions end, its identities and user id are
+    /// released, its key is destroyed, actor `admin:<name>`) — and records `admin.account-erased`
+    /// with the reason in the audit stream. The deletion is the commitment: once it is in the log
+    /// the answer is 204, and a failure to record the audit entry after it is logged as an error.
+    func erase(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
+        guard let accountId = context.parameters.get("id"), !accountId.hasPrefix("$"), !accountId.containsNUL else { throw Problem.noSuchAccount }
+        guard request.headers[.contentType] != nil else {
+            throw Problem("unsupported-media-type", .unsupportedMediaType, "Admin requests with a body take application/json.")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: 4_096)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw Problem.bodyTooLarge(4_096)
+        }
+        struct EraseBody: Decodable { let reason: String }
+        guard let body = try? JSONDecoder().decode(EraseBody.self, from: Data(buffer.readableBytesView)),
+            !body.reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, body.reason.unicodeScalars.count <= 500
+        else {
+            throw Problem.malformed("the body must be {\"reason\": \"...\"}, a reason of 1 to 500 characters")
+        }
+        let correlationID = correlation(request)
+        guard !accountId.containsNUL, let state = try await store.accounts.load(accountId), !state.isDeleted else { throw Problem.noSuchAccount }
+        do {
+            try await store.delete(accountId, context: AccountStore.Context(actor: "admin:\(context.admin)", correlationID: correlationID))
+        } catch AccountStoreError.accountNotFound {
+            throw Problem.noSuchAccount
+        }
+        do {
+            try await store.recordAdminAction(.accountErased(accountId: accountId, reason: body.reason), by: context.admin, correlationID: correlationID)
+        } catch {
+            logger.error(
+                "an erasure is done, but its reason could not be recorded", metadata: ["account": "\(accountId)", "error": "\(error)"])
+        }
+        logger.notice("account erased by an administrator", metadata: ["account": "\(accountId)", "admin": "\(context.admin)"])
         return Response(status: .noContent)
     }
 }

@@ -186,6 +186,10 @@ struct AuditEntryBody: Encodable {
             (accountId, projection, outcome) = (nil, name, nil)
         case let .rebuildFinished(name, error):
             (accountId, projection, outcome) = (nil, name, error.map { "failed: \($0)" } ?? "finished")
+        case let .sessionsEnded(id, count):
+            (accountId, projection, outcome) = (id, nil, "\(count) ended")
+        case let .accountErased(id, reason):
+            (accountId, projection, outcome) = (id, nil, "erased: \(reason)")
         }
     }
 }

@@ -50,6 +50,12 @@ struct AdminRoutes: Sendable {
         AdminRoute(.delete, "/admin/api/accounts/:id/sessions/:sessionId", access: .session) { routes, request, context in
             try await routes.endSession(request, context)
         },
+        AdminRoute(.delete, "/admin/api/accounts/:id/sessions", access: .session) { routes, request, context in
+            try await routes.endAllSessions(request, context)
+        },
+        AdminRoute(.post, "/admin/api/accounts/:id/erase", access: .session) { routes, request, context in
+            try await routes.erase(request, context)
+        },
         AdminRoute(.get, "/admin/api/activity", access: .session) { routes, request, _ in try await routes.activity(request) },
         AdminRoute(.get, "/admin/api/log", access: .session) { routes, _, _ in try await routes.logState() },
         AdminRoute(.get, "/admin/api/log/records", access: .session) { routes, request, _ in try await routes.records(request) },

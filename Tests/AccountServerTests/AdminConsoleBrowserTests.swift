@@ -39,6 +39,7 @@ struct AdminConsoleBrowserTests {
             json: #"{"userId":"alice@example.org","password":"correct horse battery","name":{"givenName":"Alice","familyName":"Liddell"}}"#)
         try #require(live.status == 201)
         let liveToken = try #require(live.body["token"] as? String)
+        let liveId = try #require((live.body["account"] as? [String: Any])?["accountId"] as? String)
         let renamed = try await server.send(
             "PATCH", "/v1/account", token: liveToken, json: #"{"set":{"name":{"givenName":"Alicia","familyName":"Liddell"}}}"#)
         #expect(renamed.status == 200)
@@ -51,7 +52,7 @@ struct AdminConsoleBrowserTests {
         #expect(try await server.send("DELETE", "/v1/account", token: goneToken, json: #"{"currentPassword":"correct horse battery"}"#).status == 204)
 
         let expect: [String: Any] = [
-            "liveUserId": "alice@example.org", "before": "Alice", "after": "Alicia", "deletedAccountId": goneId, "deletedGivenName": "Bartholomew",
+            "liveUserId": "alice@example.org", "liveAccountId": liveId, "before": "Alice", "after": "Alicia", "deletedAccountId": goneId, "deletedGivenName": "Bartholomew",
             "signups": 2, "deletions": 1, "failedLogins": 1, "projection": "account-details"
         ]
         let append = [
@@ -89,7 +90,7 @@ struct AdminConsoleBrowserTests {
             "the console check failed (or Chromium, chromium-driver or Selenium are missing: Tools/run.sh install-test-dependencies):\n\(text)")
         // Not vacuous: the script ran its checks to the end.
         #expect(text.contains("all checks passed") && text.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count >= 22, "\(text)")
-        for name in ["timeline", "deleted-account", "verified", "console", "signed-out"] {
+        for name in ["timeline", "deleted-account", "verified", "console", "erased", "signed-out"] {
             let path = screenshots.appendingPathComponent("\(name).png").path
             let attributes = try? FileManager.default.attributesOfItem(atPath: path)
             let written = attributes?[.modificationDate] as? Date
@@ -102,8 +103,16 @@ struct AdminConsoleBrowserTests {
         // The audit stream names the administrator for each look and each job.
         let audit = try await server.sendList("/admin/api/audit", basic: "auditor:an auditor's long password")
         let actions = audit.compactMap { $0["action"] as? String }
-        #expect(actions.filter { $0 == "admin.history-viewed" }.count == 2, "\(actions)")
-        #expect(Set(actions).isSuperset(of: ["admin.verified", "admin.rebuild-started", "admin.rebuild-finished"]), "\(actions)")
+        // Alice, Bob, Alice again for the actions, and Alice once more after the erasure.
+        #expect(actions.filter { $0 == "admin.history-viewed" }.count == 4, "\(actions)")
+        #expect(
+            Set(actions).isSuperset(of: [
+                "admin.verified", "admin.rebuild-started", "admin.rebuild-finished", "admin.sessions-ended", "admin.account-erased"
+            ]), "\(actions)")
+        #expect(actions.filter { $0 == "admin.account-erased" }.count == 1, "the cross-site erasure was refused: \(actions)")
+        let erased = try #require(audit.first { $0["action"] as? String == "admin.account-erased" })
+        #expect(erased["accountId"] as? String == liveId)
+        #expect((erased["outcome"] as? String)?.contains("the owner asked by mail") == true, "\(erased)")
         #expect(audit.allSatisfy { $0["admin"] as? String == "auditor" })
         #expect(await server.terminate() == 0)
     }

@@ -198,6 +198,59 @@ struct AdminRoutesTests {
         }
     }
 
+    @Test("admin actions: every session of an account ended, then the account erased with its reason; each audited, refused cross-site")
+    func endSessionsAndErase() async throws {
+        try await ServerFixture().withServer(configuration: try configuration()) { api, store in
+            let (token, accountId) = try await api.signup("ada@example.org")
+            let second = try await api.send(.post, "/v1/sessions", json: #"{"userId":"ada@example.org","password":"correct horse battery"}"#)
+            let secondToken = try #require(second.token)
+
+            // Cross-site, with a valid credential: refused, nothing ended or erased.
+            let crossSite: HTTPFields = [.init("Sec-Fetch-Site")!: "cross-site", .contentType: "application/json"]
+            var refused = try await api.send(.delete, "/admin/api/accounts/\(accountId)/sessions", headers: basic() + crossSite)
+            #expect(refused.status == 403 && refused.problemType == "urn:spezi-account-store:problem:cross-site-request")
+            refused = try await api.send(
+                .post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"x"}"#, headers: basic() + crossSite)
+            #expect(refused.status == 403)
+            #expect(try await api.send(.get, "/v1/account", token: token).status == 200)
+
+            let ended = try await api.send(.delete, "/admin/api/accounts/\(accountId)/sessions", headers: basic())
+            #expect(ended.status == 200 && ended.body["ended"] as? Int == 2, "\(ended.text)")
+            #expect(try await api.send(.get, "/v1/account", token: token).status == 401)
+            #expect(try await api.send(.get, "/v1/account", token: secondToken).status == 401)
+            let records = try await store.log.readStream(accountId, from: 1, limit: 100)
+            let endings = records.filter { $0.type == "auth.session-ended" }
+            #expect(endings.count == 2 && endings.allSatisfy { $0.metadata.actor == "admin:grace" })
+            #expect(try await api.send(.delete, "/admin/api/accounts/nobody/sessions", headers: basic()).status == 404)
+
+            // Erasure needs a reason and JSON.
+            #expect(try await api.send(.post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"  "}"#, headers: basic()).status == 400)
+            #expect(try await api.send(.post, "/admin/api/accounts/\(accountId)/erase", json: "{}", headers: basic()).status == 400)
+            let tooLong = String(repeating: "r", count: 501)
+            #expect(
+                try await api.send(.post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"\#(tooLong)"}"#, headers: basic()).status == 400)
+            #expect(try await api.send(.post, "/admin/api/accounts/nobody/erase", json: #"{"reason":"asked"}"#, headers: basic()).status == 404)
+            let erased = try await api.send(
+                .post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"the owner asked by mail"}"#, headers: basic())
+            #expect(erased.status == 204, "\(erased.text)")
+            let state = try #require(try await store.accounts.load(accountId))
+            #expect(state.isDeleted)
+            #expect(try await store.accounts.accountId(forUserId: "ada@example.org") == nil)
+            let deletion = try #require(try await store.log.readStream(accountId, from: 1, limit: 100).last)
+            #expect(deletion.type == "account.deleted" && deletion.metadata.actor == "admin:grace")
+            // Once erased, the account is no more: a second erasure is 404, and the audit has one of each.
+            #expect(
+                try await api.send(.post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"again"}"#, headers: basic()).status == 404)
+            let audit = try await api.send(.get, "/admin/api/audit", headers: basic())
+            let actions = try #require(JSONSerialization.jsonObject(with: Data(audit.text.utf8)) as? [[String: Any]])
+            let kinds = actions.compactMap { $0["action"] as? String }
+            #expect(kinds.filter { $0 == "admin.sessions-ended" }.count == 1 && kinds.filter { $0 == "admin.account-erased" }.count == 1, "\(kinds)")
+            let erasure = try #require(try await store.adminActions().first { $0.action.typeName == "admin.account-erased" })
+            #expect(erasure.action == .accountErased(accountId: accountId, reason: "the owner asked by mail"))
+            #expect(erasure.admin == "grace")
+        }
+    }
+
     @Test("an account's summary: its state from the log without personal values, not recorded as a viewing; 404 for no account")
     func summary() async throws {
         try await ServerFixture().withServer(configuration: try configuration()) { api, store in
@@ -285,5 +338,14 @@ struct AdminRoutesTests {
             #expect(audit.map(\.action.typeName) == ["admin.rebuild-finished", "admin.rebuild-started", "admin.verified"])
             #expect(audit.allSatisfy { $0.admin == "grace" })
         }
+    }
+}
+
+extension HTTPFields {
+    /// Both sets of fields.
+    fileprivate static func + (lhs: HTTPFields, rhs: HTTPFields) -> HTTPFields {
+        var fields = lhs
+        fields.append(contentsOf: rhs)
+        return fields
     }
 }

@@ -68,12 +68,16 @@ def fetch_json(driver, path):
     """, path)
 
 
-def attack(driver, base, account_id):
-    """Serves two pages from another origin on this host and opens them: a form that POSTs a
-    verify as text/plain, and a navigation to an account's history. Both must be answered 403."""
+def attack(driver, base, account_id, live_account_id):
+    """Serves three pages from another origin on this host and opens them: a form that POSTs a
+    verify as text/plain, one that POSTs an erasure of the live account, and a navigation to an
+    account's history. All must be answered 403."""
     pages = {
         "/form": ("<form id=f method=post enctype=text/plain action='%s/admin/api/verify'>"
                   "<input name=x value=y></form><script>document.getElementById('f').submit()</script>" % base),
+        "/erase": ("<form id=f method=post enctype=text/plain action='%s/admin/api/accounts/%s/erase'>"
+                   "<input name='{\"reason\": \"x' value='\"}'></form><script>document.getElementById('f').submit()</script>"
+                   % (base, live_account_id)),
         "/navigate": "<script>location = '%s/admin/api/accounts/%s/history'</script>" % (base, account_id),
     }
 
@@ -231,13 +235,40 @@ def main():
         # A page on another origin (this host, another port: same-site, so the SameSite=Strict
         # cookie goes along) form-POSTs a verify and navigates to an account's history: refused.
         audit_before = fetch_json(driver, "/admin/api/audit")
-        attack(driver, arguments.base, expect["deletedAccountId"])
+        attack(driver, arguments.base, expect["deletedAccountId"], expect["liveAccountId"])
         driver.get(arguments.base + "/admin/")
         wait_for(driver, "back in the console", lambda: driver.find_element(By.ID, "admin-name").text == name)
         audit_after = fetch_json(driver, "/admin/api/audit")
         check(audit_before["status"] == 200 and audit_after["body"] == audit_before["body"],
               "the cross-site requests appended nothing to the audit stream (%d entries before, %d after)"
               % (len(audit_before["body"] or []), len(audit_after["body"] or [])))
+
+        # Admin actions on the live account (still there: the cross-site erasure was refused): end
+        # its sessions, then erase it on request with a reason.
+        query = driver.find_element(By.ID, "find-query")
+        query.clear()
+        query.send_keys(expect["liveUserId"])
+        driver.find_element(By.ID, "find-button").click()
+        end_button = wait_for(driver, "the live account offers its actions", lambda: driver.find_elements(By.ID, "end-sessions") or None)
+        if end_button:
+            end_button[0].click()
+            wait_for(driver, "its sessions are ended", lambda: driver.find_element(By.ID, "action-status").text.endswith("sessions ended"))
+            ended = driver.find_element(By.ID, "action-status").text
+            check(ended.split(" ")[0].isdigit() and int(ended.split(" ")[0]) >= 1, "at least one session was ended (%r)" % ended)
+            driver.find_element(By.ID, "erase-account").click()
+            wait_for(driver, "an erasure without a reason is not sent",
+                     lambda: "reason" in driver.find_element(By.ID, "action-status").text)
+            driver.find_element(By.ID, "erase-reason").send_keys("the owner asked by mail")
+            driver.find_element(By.ID, "erase-account").click()
+            wait_for(driver, "the erased account is marked deleted",
+                     lambda: driver.find_elements(By.CSS_SELECTOR, "#account .badge.deleted") or None)
+            types = [entry.get_attribute("data-type") for entry in driver.find_elements(By.CSS_SELECTOR, "#timeline > li")]
+            check(types[-1:] == ["account.deleted"] and "auth.session-ended" in types,
+                  "the timeline ends with the sessions ended and the deletion (%s)" % types[-4:])
+            wait_for(driver, "the audit trail lists the ended sessions and the erasure", lambda: {
+                row.get_attribute("data-action") for row in driver.find_elements(By.CSS_SELECTOR, "#audit-rows tr")
+            } >= {"admin.sessions-ended", "admin.account-erased"})
+            shot("erased")
 
         # Sign out: the form again, and the old session is refused.
         driver.find_element(By.ID, "signout-button").click()

@@ -62,11 +62,46 @@ async function openAccount(query) {
         more.disabled = false;
       }
     });
-    target.replaceChildren(title, count, list, more);
+    target.replaceChildren(title, ...(found.deleted ? [] : [accountActions(found.accountId)]), count, list, more);
     refreshAudit();
   } catch (error) {
     target.replaceChildren(el("p", { class: "error" }, error.message));
   }
+}
+
+// What an administrator can do to a live account: end its sessions, erase it on request (with
+// the reason, which the audit stream keeps). Both go through the same CSRF rules as every call.
+function accountActions(accountId) {
+  const path = "accounts/" + encodeURIComponent(accountId);
+  const status = el("span", { class: "muted", id: "action-status" });
+  const endSessions = el("button", { type: "button", id: "end-sessions" }, "End all sessions");
+  endSessions.addEventListener("click", async () => {
+    endSessions.disabled = true;
+    try {
+      const answer = await api(path + "/sessions", { method: "DELETE" });
+      status.textContent = answer.ended + " sessions ended";
+      refreshAudit();
+    } catch (error) {
+      status.textContent = error.message;
+    } finally {
+      endSessions.disabled = false;
+    }
+  });
+  const reason = el("input", { type: "text", id: "erase-reason", maxlength: "500", placeholder: "reason (e.g. the owner's request)" });
+  const erase = el("button", { type: "button", id: "erase-account", class: "danger" }, "Erase account");
+  erase.addEventListener("click", async () => {
+    if (!reason.value.trim()) { status.textContent = "give the reason for erasing first"; return; }
+    erase.disabled = true;
+    try {
+      await api(path + "/erase", { method: "POST", headers: { "Content-Type": "application/json" },
+                                    body: JSON.stringify({ reason: reason.value }) });
+      await openAccount(accountId);
+    } catch (error) {
+      status.textContent = error.message;
+      erase.disabled = false;
+    }
+  });
+  return el("div", { class: "account-actions" }, endSessions, reason, erase, status);
 }
 
 function timelineEntry(entry) {

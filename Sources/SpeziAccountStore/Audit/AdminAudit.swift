@@ -19,6 +19,10 @@ public enum AdminAction: Sendable, Equatable {
     case rebuildStarted(projection: String)
     /// A projection's rebuild ended; `error` says why it failed, nil when it finished.
     case rebuildFinished(projection: String, error: String?)
+    /// The administrator ended every open session of the account (`count` of them).
+    case sessionsEnded(accountId: String, count: UInt64)
+    /// The administrator erased the account on request: deleted, its key destroyed, for `reason`.
+    case accountErased(accountId: String, reason: String)
 
     /// The record type (`admin.history-viewed` …).
     public var typeName: String {
@@ -28,6 +32,8 @@ public enum AdminAction: Sendable, Equatable {
         case .verified: "admin.verified"
         case .rebuildStarted: "admin.rebuild-started"
         case .rebuildFinished: "admin.rebuild-finished"
+        case .sessionsEnded: "admin.sessions-ended"
+        case .accountErased: "admin.account-erased"
         }
     }
 
@@ -42,6 +48,8 @@ public enum AdminAction: Sendable, Equatable {
             ]
         case let .rebuildStarted(projection): ["projection": .text(projection)]
         case let .rebuildFinished(projection, error): ["projection": .text(projection), "error": error.map(AdminField.text) ?? .none]
+        case let .sessionsEnded(accountId, count): ["accountId": .text(accountId), "count": .number(count)]
+        case let .accountErased(accountId, reason): ["accountId": .text(accountId), "reason": .text(reason)]
         }
     }
 
@@ -65,6 +73,12 @@ public enum AdminAction: Sendable, Equatable {
         case "admin.rebuild-finished":
             guard let projection = object["projection"] as? String else { return nil }
             self = .rebuildFinished(projection: projection, error: object["error"] as? String)
+        case "admin.sessions-ended":
+            guard let accountId = object["accountId"] as? String, let count = (object["count"] as? NSNumber)?.uint64Value else { return nil }
+            self = .sessionsEnded(accountId: accountId, count: count)
+        case "admin.account-erased":
+            guard let accountId = object["accountId"] as? String, let reason = object["reason"] as? String else { return nil }
+            self = .accountErased(accountId: accountId, reason: reason)
         default:
             return nil
         }

@@ -86,6 +86,22 @@ struct SessionBook: Sendable {
         return OpenSessionList(sessions: listed, total: all.count)
     }
 
+    /// Ends every open session of the account (`auth.session-ended` with reason `revoked` for
+    /// each, in one append); returns how many were open.
+    func endAll(of accountId: String, context: AccountStore.Context) async throws -> Int {
+        let now = AccountState.micros(core.now())
+        var ended = 0
+        let outcome = try await core.retrying(accountId, keyed: nil) { current in
+            let open = current.sessions.filter { $0.value > now }.keys.sorted()
+            ended = open.count
+            return (open.map { .sessionEnded(sessionHash: $0, reason: "revoked") }, [], [])
+        } context: {
+            context
+        }
+        if let position = outcome.position { try await core.awaitCache(position) }
+        return ended
+    }
+
     /// Ends one open session of the account (`auth.session-ended` with reason `revoked`); false
     /// when `id` is not an open session of it.
     func end(id: String, of accountId: String, context: AccountStore.Context) async throws -> Bool {

@@ -89,4 +89,17 @@ extension AccountStore {
     public func endSession(id: String, of accountId: String, context: Context = Context()) async throws -> Bool {
         try await sessions.end(id: id, of: accountId, context: context)
     }
+
+    /// Ends every open session of an account (`auth.session-ended` with reason `revoked` for each,
+    /// in one append): an administrator's action (whose name is then `context`'s actor).
+    ///
+    /// - Parameters:
+    ///   - accountId: The account.
+    ///   - context: Who asks, recorded with the events.
+    /// - Returns: How many sessions were open and are now ended.
+    /// - Throws: ``AccountStoreError/accountNotFound(_:)`` for a deleted or unknown account; the log's errors.
+    @discardableResult
+    public func endAllSessions(of accountId: String, context: Context = Context()) async throws -> Int {
+        try await sessions.endAll(of: accountId, context: context)
+    }
 }

@@ -8265,6 +8265,757 @@ internal enum Operations {
             }
         }
     }
+    /// End every open session of an account: auth.session-ended (reason revoked) for each, with the administrator as its actor, in one append; recorded as admin.sessions-ended. Answers how many were open.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /admin/api/accounts/{id}/sessions`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)`.
+    internal enum adminEndAllSessions {
+        internal static let id: Swift.String = "adminEndAllSessions"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/path`.
+            internal struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/path/id`.
+                internal var id: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id:
+                internal init(id: Swift.String) {
+                    self.id = id
+                }
+            }
+            internal var path: Operations.adminEndAllSessions.Input.Path
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/header`.
+            internal struct Headers: Sendable, Hashable {
+                /// Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/header/X-Request-ID`.
+                internal var X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID?
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminEndAllSessions.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - X_hyphen_Request_hyphen_ID: Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///   - accept:
+                internal init(
+                    X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminEndAllSessions.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.X_hyphen_Request_hyphen_ID = X_hyphen_Request_hyphen_ID
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.adminEndAllSessions.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            internal init(
+                path: Operations.adminEndAllSessions.Input.Path,
+                headers: Operations.adminEndAllSessions.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/responses/200/content/json`.
+                    internal struct jsonPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/responses/200/content/json/ended`.
+                        internal var ended: Swift.Int
+                        /// Creates a new `jsonPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - ended:
+                        internal init(ended: Swift.Int) {
+                            self.ended = ended
+                        }
+                        internal enum CodingKeys: String, CodingKey {
+                            case ended
+                        }
+                    }
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/sessions/DELETE/responses/200/content/application\/json`.
+                    case json(Operations.adminEndAllSessions.Output.Ok.Body.jsonPayload)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Operations.adminEndAllSessions.Output.Ok.Body.jsonPayload {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.adminEndAllSessions.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.adminEndAllSessions.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The sessions ended.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.adminEndAllSessions.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.adminEndAllSessions.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Committed at the log position given, but this node's details cache could not confirm it in time (its projection is stalled). The write is done: do not repeat it. Poll Location.
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Components.Responses.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            internal var accepted: Components.Responses.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The admin credential is missing or wrong (WWW-Authenticate asks for it).
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.AdminUnauthenticated)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.AdminUnauthenticated {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Refused (problem cross-site-request): an admin request a browser sent from another origin (Sec-Fetch-Site other than same-origin or none, or an Origin that is not this host).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.CrossSite)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            internal var forbidden: Components.Responses.CrossSite {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            internal var conflict: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            internal var unsupportedMediaType: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            internal var serviceUnavailable: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case application_problem_plus_json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "application/problem+json":
+                    self = .application_problem_plus_json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .application_problem_plus_json:
+                    return "application/problem+json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json,
+                    .application_problem_plus_json
+                ]
+            }
+        }
+    }
+    /// Erase an account on request: deleted as its owner would delete it (sessions ended, user id and identities released, its key destroyed: crypto-shredding), with the administrator as the actor; the reason is recorded as admin.account-erased in the audit stream.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/erase`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)`.
+    internal enum adminEraseAccount {
+        internal static let id: Swift.String = "adminEraseAccount"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/path/id`.
+                internal var id: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id:
+                internal init(id: Swift.String) {
+                    self.id = id
+                }
+            }
+            internal var path: Operations.adminEraseAccount.Input.Path
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                /// Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/header/X-Request-ID`.
+                internal var X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID?
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminEraseAccount.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - X_hyphen_Request_hyphen_ID: Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///   - accept:
+                internal init(
+                    X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminEraseAccount.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.X_hyphen_Request_hyphen_ID = X_hyphen_Request_hyphen_ID
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.adminEraseAccount.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/requestBody/json`.
+                internal struct jsonPayload: Codable, Hashable, Sendable {
+                    /// Why the account is erased: its owner's request, say (at most 500 Unicode scalars).
+                    ///
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/requestBody/json/reason`.
+                    internal struct reasonPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/requestBody/json/reason/value1`.
+                        internal var value1: Components.Schemas.NotBlank
+                        /// Creates a new `reasonPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - value1:
+                        internal init(value1: Components.Schemas.NotBlank) {
+                            self.value1 = value1
+                        }
+                        internal init(from decoder: any Swift.Decoder) throws {
+                            self.value1 = try decoder.decodeFromSingleValueContainer()
+                        }
+                        internal func encode(to encoder: any Swift.Encoder) throws {
+                            try encoder.encodeToSingleValueContainer(self.value1)
+                        }
+                    }
+                    /// Why the account is erased: its owner's request, say (at most 500 Unicode scalars).
+                    ///
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/requestBody/json/reason`.
+                    internal var reason: Operations.adminEraseAccount.Input.Body.jsonPayload.reasonPayload
+                    /// Creates a new `jsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - reason: Why the account is erased: its owner's request, say (at most 500 Unicode scalars).
+                    internal init(reason: Operations.adminEraseAccount.Input.Body.jsonPayload.reasonPayload) {
+                        self.reason = reason
+                    }
+                    internal enum CodingKeys: String, CodingKey {
+                        case reason
+                    }
+                }
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/erase/POST/requestBody/content/application\/json`.
+                case json(Operations.adminEraseAccount.Input.Body.jsonPayload)
+            }
+            internal var body: Operations.adminEraseAccount.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.adminEraseAccount.Input.Path,
+                headers: Operations.adminEraseAccount.Input.Headers = .init(),
+                body: Operations.adminEraseAccount.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            /// Committed at the log position given, but this node's details cache could not confirm it in time (its projection is stalled). The write is done: do not repeat it. Poll Location.
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Components.Responses.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            internal var accepted: Components.Responses.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            internal struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                internal init() {}
+            }
+            /// The account is erased.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.adminEraseAccount.Output.NoContent)
+            /// The account is erased.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            internal static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            internal var noContent: Operations.adminEraseAccount.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The admin credential is missing or wrong (WWW-Authenticate asks for it).
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.AdminUnauthenticated)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.AdminUnauthenticated {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Refused (problem cross-site-request): an admin request a browser sent from another origin (Sec-Fetch-Site other than same-origin or none, or an Origin that is not this host).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.CrossSite)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            internal var forbidden: Components.Responses.CrossSite {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            internal var conflict: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            internal var unsupportedMediaType: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            internal var serviceUnavailable: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case application_problem_plus_json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "application/problem+json":
+                    self = .application_problem_plus_json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .application_problem_plus_json:
+                    return "application/problem+json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json,
+                    .application_problem_plus_json
+                ]
+            }
+        }
+    }
     /// End one open session of an account: auth.session-ended (reason revoked) with the administrator as its actor, in the account's history. 404 for a session that is not open.
     ///
     ///

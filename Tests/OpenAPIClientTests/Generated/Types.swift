@@ -186,6 +186,18 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /admin/api/accounts/{id}/sessions`.
     /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/get(adminAccountSessions)`.
     func adminAccountSessions(_ input: Operations.adminAccountSessions.Input) async throws -> Operations.adminAccountSessions.Output
+    /// End every open session of an account: auth.session-ended (reason revoked) for each, with the administrator as its actor, in one append; recorded as admin.sessions-ended. Answers how many were open.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /admin/api/accounts/{id}/sessions`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)`.
+    func adminEndAllSessions(_ input: Operations.adminEndAllSessions.Input) async throws -> Operations.adminEndAllSessions.Output
+    /// Erase an account on request: deleted as its owner would delete it (sessions ended, user id and identities released, its key destroyed: crypto-shredding), with the administrator as the actor; the reason is recorded as admin.account-erased in the audit stream.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/erase`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)`.
+    func adminEraseAccount(_ input: Operations.adminEraseAccount.Input) async throws -> Operations.adminEraseAccount.Output
     /// End one open session of an account: auth.session-ended (reason revoked) with the administrator as its actor, in the account's history. 404 for a session that is not open.
     ///
     ///
@@ -622,6 +634,36 @@ extension APIProtocol {
         try await adminAccountSessions(Operations.adminAccountSessions.Input(
             path: path,
             headers: headers
+        ))
+    }
+    /// End every open session of an account: auth.session-ended (reason revoked) for each, with the administrator as its actor, in one append; recorded as admin.sessions-ended. Answers how many were open.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /admin/api/accounts/{id}/sessions`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/delete(adminEndAllSessions)`.
+    internal func adminEndAllSessions(
+        path: Operations.adminEndAllSessions.Input.Path,
+        headers: Operations.adminEndAllSessions.Input.Headers = .init()
+    ) async throws -> Operations.adminEndAllSessions.Output {
+        try await adminEndAllSessions(Operations.adminEndAllSessions.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Erase an account on request: deleted as its owner would delete it (sessions ended, user id and identities released, its key destroyed: crypto-shredding), with the administrator as the actor; the reason is recorded as admin.account-erased in the audit stream.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/erase`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)`.
+    internal func adminEraseAccount(
+        path: Operations.adminEraseAccount.Input.Path,
+        headers: Operations.adminEraseAccount.Input.Headers = .init(),
+        body: Operations.adminEraseAccount.Input.Body
+    ) async throws -> Operations.adminEraseAccount.Output {
+        try await adminEraseAccount(Operations.adminEraseAccount.Input(
+            path: path,
+            headers: headers,
+            body: body
         ))
     }
     /// End one open session of an account: auth.session-ended (reason revoked) with the administrator as its actor, in the account's history. 404 for a session that is not open.
