@@ -83,7 +83,8 @@ extension AdminRoutes {
             throw Problem.noSuchAccount
         }
         try await store.recordAdminAction(.sessionsEnded(accountId: accountId, count: UInt64(ended)), by: context.admin, correlationID: correlationID)
-        logger.notice("all sessions ended by an administrator", metadata: ["account": "\(accountId)", "admin": "\(context.admin)", "ended": "\(ended)"])
+        logger.notice(
+            "all sessions ended by an administrator", metadata: ["account": "\(accountId)", "admin": "\(context.admin)", "ended": "\(ended)"])
         return try AccountRoutes.json(["ended": ended])
     }
 
@@ -117,7 +118,8 @@ extension AdminRoutes {
             throw Problem.noSuchAccount
         }
         do {
-            try await store.recordAdminAction(.accountErased(accountId: accountId, reason: body.reason), by: context.admin, correlationID: correlationID)
+            try await store.recordAdminAction(
+                .accountErased(accountId: accountId, reason: body.reason), by: context.admin, correlationID: correlationID)
         } catch {
             logger.error(
                 "an erasure is done, but its reason could not be recorded", metadata: ["account": "\(accountId)", "error": "\(error)"])

@@ -41,7 +41,10 @@ struct AccountRoutes: Sendable {
         self.providerTokens = Dictionary(
             uniqueKeysWithValues: configuration.identityProviders.compactMap { provider in
                 provider.tokenEndpoints.map {
-                    (provider.id, ProviderTokenClient(endpoints: $0, issuer: provider.issuer, timeout: configuration.identityTokenLimits.fetchTimeout))
+                    (
+                        provider.id,
+                        ProviderTokenClient(endpoints: $0, issuer: provider.issuer, timeout: configuration.identityTokenLimits.fetchTimeout)
+                    )
                 }
             })
         self.streams = StreamSlots(

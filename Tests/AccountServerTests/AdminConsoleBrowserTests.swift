@@ -52,7 +52,8 @@ struct AdminConsoleBrowserTests {
         #expect(try await server.send("DELETE", "/v1/account", token: goneToken, json: #"{"currentPassword":"correct horse battery"}"#).status == 204)
 
         let expect: [String: Any] = [
-            "liveUserId": "alice@example.org", "liveAccountId": liveId, "before": "Alice", "after": "Alicia", "deletedAccountId": goneId, "deletedGivenName": "Bartholomew",
+            "liveUserId": "alice@example.org", "liveAccountId": liveId, "before": "Alice", "after": "Alicia", "deletedAccountId": goneId,
+            "deletedGivenName": "Bartholomew",
             "signups": 2, "deletions": 1, "failedLogins": 1, "projection": "account-details"
         ]
         let append = [

@@ -228,7 +228,8 @@ struct AdminRoutesTests {
             #expect(try await api.send(.post, "/admin/api/accounts/\(accountId)/erase", json: "{}", headers: basic()).status == 400)
             let tooLong = String(repeating: "r", count: 501)
             #expect(
-                try await api.send(.post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"\#(tooLong)"}"#, headers: basic()).status == 400)
+                try await api.send(.post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"\#(tooLong)"}"#, headers: basic()).status
+                    == 400)
             #expect(try await api.send(.post, "/admin/api/accounts/nobody/erase", json: #"{"reason":"asked"}"#, headers: basic()).status == 404)
             let erased = try await api.send(
                 .post, "/admin/api/accounts/\(accountId)/erase", json: #"{"reason":"the owner asked by mail"}"#, headers: basic())

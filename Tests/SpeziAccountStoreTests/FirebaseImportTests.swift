@@ -24,7 +24,9 @@ struct FirebaseImportTests {
         [
             FirebaseUser(
                 localId: uid, email: "user1@example.org", passwordHash: hash, salt: salt, displayName: "Ada King Lovelace",
-                providerUserInfo: [.init(providerId: "password", rawId: "user1@example.org"), .init(providerId: "apple.com", rawId: "001234.abcd.0042")]),
+                providerUserInfo: [
+                    .init(providerId: "password", rawId: "user1@example.org"), .init(providerId: "apple.com", rawId: "001234.abcd.0042")
+                ]),
             FirebaseUser(localId: "googleOnly-1", email: "g@example.org", providerUserInfo: [.init(providerId: "google.com", rawId: "1098765")]),
             FirebaseUser(localId: "disabled1", email: "d@example.org", passwordHash: hash, salt: salt, disabled: true),
             FirebaseUser(localId: "phoneOnly1", providerUserInfo: [.init(providerId: "phone", rawId: "+15555550100")]),

@@ -175,25 +175,25 @@ enum ServeSettings {
             guard let option = byName[key] else {
                 throw ValidationError("--config: \(path) sets \(key), which is no option of serve")
             }
-            let where_ = "--config: \(key)"
+            let context = "--config: \(key)"
             if option.isFlag {
-                guard let flag = value as? Bool else { throw ValidationError("\(where_) must be true or false") }
+                guard let flag = value as? Bool else { throw ValidationError("\(context) must be true or false") }
                 settings[key] = [flag ? "true" : "false"]
             } else if let array = value as? [Any] {
-                guard option.isRepeating else { throw ValidationError("\(where_) takes one value, not a list") }
-                settings[key] = try array.map { try text($0, where_) }
+                guard option.isRepeating else { throw ValidationError("\(context) takes one value, not a list") }
+                settings[key] = try array.map { try text($0, context) }
             } else {
-                settings[key] = [try text(value, where_)]
+                settings[key] = [try text(value, context)]
             }
         }
         return settings
     }
 
-    private static func text(_ value: Any, _ where_: String) throws -> String {
+    private static func text(_ value: Any, _ context: String) throws -> String {
         if let string = value as? String { return string }
         if let integer = value as? Int { return String(integer) }
         if let number = value as? Double { return String(number) }
-        throw ValidationError("\(where_) must be a string or a number")
+        throw ValidationError("\(context) must be a string or a number")
     }
 
     /// The settings as `accountctl serve --check-config` prints them: one per line, with its

@@ -113,7 +113,9 @@ for round in 1...options.rounds {
 }
 let figures = medianFigures(rounds)
 let ratios = ratioSummaries(rounds)
-if options.rounds > 1 { print("\(options.rounds) interleaved rounds: figures are each one's median round; ratios the median of the rounds' ratios (lowest–highest)\n") }
+if options.rounds > 1 {
+    print("\(options.rounds) interleaved rounds: figures are each one's median round; ratios the median of the rounds' ratios (lowest–highest)\n")
+}
 
 let loadAtEnd = loadAverage()
 let memoryMethod =

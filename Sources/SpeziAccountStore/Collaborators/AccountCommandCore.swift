@@ -31,7 +31,9 @@ protocol AccountCommandCore: Sendable {
     /// Checks a signup's details and hashes its password.
     func prepareSignup(_ details: AccountDetails, validating: Bool) async throws -> (userId: String, hash: String, values: EncodedAccountValues)
     /// Appends a signup whose password is hashed already, as the first event of `accountId`.
-    func create(_ accountId: String, userId: String, passwordHash: String, values: EncodedAccountValues, context: AccountStore.Context)
+    func create(
+        _ accountId: String, userId: String, passwordHash: String, values: EncodedAccountValues, context: AccountStore.Context
+    )
         async throws -> AccountDetails
     /// Appends the upgrade of an anonymous account whose password is hashed already.
     func upgrade(

@@ -88,10 +88,12 @@ extension AccountStore {
         }
         return entries.compactMap { accountId, issuer, stored in
             do {
-                return ProviderTokenRevocation(accountId: accountId, issuer: issuer, token: try openProviderToken(stored, issuer: issuer, accountId: accountId))
+                return ProviderTokenRevocation(
+                    accountId: accountId, issuer: issuer, token: try openProviderToken(stored, issuer: issuer, accountId: accountId))
             } catch {
                 Self.logger.error(
-                    "a provider token owed a revocation does not open", metadata: ["account": "\(accountId)", "issuer": "\(issuer)", "error": "\(error)"])
+                    "a provider token owed a revocation does not open",
+                    metadata: ["account": "\(accountId)", "issuer": "\(issuer)", "error": "\(error)"])
                 return nil
             }
         }
