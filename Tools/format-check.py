@@ -138,6 +138,8 @@ ACCOUNT_EVENTS = {
     "auth.totp-removed": [("reason", "string")],
     "auth.provider-token-stored": [("issuer", "string"), ("token", "string")],
     "auth.provider-token-revoked": [("issuer", "string")],
+    "account.disabled": [("reason", "string")],
+    "account.enabled": [("reason", "string")],
 }
 
 

@@ -35,6 +35,8 @@ struct AccountSummaryBody: Encodable {
     let openPasswordResets: Int
     /// Whether this node's details cache has applied the account's latest record.
     let applied: Bool
+    /// Whether an administrator disabled the account (it cannot sign in).
+    var disabled = false
 
     init(_ state: AccountState, now: Date, applied: Bool) {
         let micros = Int64((now.timeIntervalSince1970 * 1_000_000).rounded())
@@ -190,6 +192,10 @@ struct AuditEntryBody: Encodable {
             (accountId, projection, outcome) = (id, nil, "\(count) ended")
         case let .accountErased(id, reason):
             (accountId, projection, outcome) = (id, nil, "erased: \(reason)")
+        case let .accountDisabled(id, reason):
+            (accountId, projection, outcome) = (id, nil, "disabled: \(reason)")
+        case let .accountEnabled(id, reason):
+            (accountId, projection, outcome) = (id, nil, "enabled: \(reason)")
         }
     }
 }

@@ -17,6 +17,8 @@ extension AdminRoutes {
             let state = try await store.accounts.load(accountId)
         else { throw Problem.noSuchAccount }
         let applied = try store.cachedState(of: accountId)?.version == state.version
-        return try AccountRoutes.json(AccountSummaryBody(state, now: store.now(), applied: applied))
+        var summary = AccountSummaryBody(state, now: store.now(), applied: applied)
+        summary.disabled = try await store.isDisabled(accountId)
+        return try AccountRoutes.json(summary)
     }
 }

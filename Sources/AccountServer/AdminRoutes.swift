@@ -56,6 +56,12 @@ struct AdminRoutes: Sendable {
         AdminRoute(.post, "/admin/api/accounts/:id/erase", access: .session) { routes, request, context in
             try await routes.erase(request, context)
         },
+        AdminRoute(.post, "/admin/api/accounts/:id/disable", access: .session) { routes, request, context in
+            try await routes.disable(request, context)
+        },
+        AdminRoute(.post, "/admin/api/accounts/:id/enable", access: .session) { routes, request, context in
+            try await routes.enable(request, context)
+        },
         AdminRoute(.get, "/admin/api/activity", access: .session) { routes, request, _ in try await routes.activity(request) },
         AdminRoute(.get, "/admin/api/log", access: .session) { routes, _, _ in try await routes.logState() },
         AdminRoute(.get, "/admin/api/log/records", access: .session) { routes, request, _ in try await routes.records(request) },

@@ -104,11 +104,12 @@ struct AdminConsoleBrowserTests {
         // The audit stream names the administrator for each look and each job.
         let audit = try await server.sendList("/admin/api/audit", basic: "auditor:an auditor's long password")
         let actions = audit.compactMap { $0["action"] as? String }
-        // Alice, Bob, Alice again for the actions, and Alice once more after the erasure.
-        #expect(actions.filter { $0 == "admin.history-viewed" }.count == 4, "\(actions)")
+        // Alice, Bob, Alice again for the actions, once more after disabling, enabling and erasing.
+        #expect(actions.filter { $0 == "admin.history-viewed" }.count == 6, "\(actions)")
         #expect(
             Set(actions).isSuperset(of: [
-                "admin.verified", "admin.rebuild-started", "admin.rebuild-finished", "admin.sessions-ended", "admin.account-erased"
+                "admin.verified", "admin.rebuild-started", "admin.rebuild-finished", "admin.sessions-ended", "admin.account-disabled",
+                "admin.account-enabled", "admin.account-erased"
             ]), "\(actions)")
         #expect(actions.filter { $0 == "admin.account-erased" }.count == 1, "the cross-site erasure was refused: \(actions)")
         let erased = try #require(audit.first { $0["action"] as? String == "admin.account-erased" })

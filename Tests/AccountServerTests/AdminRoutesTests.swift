@@ -252,6 +252,33 @@ struct AdminRoutesTests {
         }
     }
 
+    @Test("admin disable and enable: sign-in answered 429 locked-out meanwhile, the summary says so, each audited")
+    func disableAndEnable() async throws {
+        try await ServerFixture().withServer(configuration: try configuration()) { api, store in
+            let (token, accountId) = try await api.signup("ada@example.org")
+            let login = #"{"userId":"ada@example.org","password":"correct horse battery"}"#
+            #expect(try await api.send(.post, "/admin/api/accounts/\(accountId)/disable", json: "{}", headers: basic()).status == 400)
+            let disabled = try await api.send(
+                .post, "/admin/api/accounts/\(accountId)/disable", json: #"{"reason":"a support ticket"}"#, headers: basic())
+            #expect(disabled.status == 200 && disabled.body["ended"] as? Int == 1, "\(disabled.text)")
+            #expect(try await api.send(.get, "/v1/account", token: token).status == 401)
+            let refused = try await api.send(.post, "/v1/sessions", json: login)
+            #expect(refused.status == 429 && refused.problemType == "urn:spezi-account-store:problem:locked-out", "\(refused.text)")
+            #expect(refused.headers[.retryAfter] != nil)
+            let summary = try await api.send(.get, "/admin/api/accounts/\(accountId)", headers: basic())
+            #expect(summary.body["disabled"] as? Bool == true)
+
+            #expect(
+                try await api.send(.post, "/admin/api/accounts/\(accountId)/enable", json: #"{"reason":"resolved"}"#, headers: basic()).status == 204)
+            #expect(try await api.send(.post, "/v1/sessions", json: login).status == 201)
+            #expect(try await api.send(.get, "/admin/api/accounts/\(accountId)", headers: basic()).body["disabled"] as? Bool == false)
+            #expect(try await api.send(.post, "/admin/api/accounts/nobody/disable", json: #"{"reason":"x"}"#, headers: basic()).status == 404)
+            let kinds = try await store.adminActions().map(\.action)
+            #expect(kinds.contains(.accountDisabled(accountId: accountId, reason: "a support ticket")))
+            #expect(kinds.contains(.accountEnabled(accountId: accountId, reason: "resolved")))
+        }
+    }
+
     @Test("an account's summary: its state from the log without personal values, not recorded as a viewing; 404 for no account")
     func summary() async throws {
         try await ServerFixture().withServer(configuration: try configuration()) { api, store in

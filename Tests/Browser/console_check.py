@@ -258,6 +258,15 @@ def main():
             driver.find_element(By.ID, "erase-account").click()
             wait_for(driver, "an erasure without a reason is not sent",
                      lambda: "reason" in driver.find_element(By.ID, "action-status").text)
+            # Disable, then enable again: both in the timeline.
+            driver.find_element(By.ID, "erase-reason").send_keys("a support ticket")
+            driver.find_element(By.ID, "disable-account").click()
+            wait_for(driver, "the timeline shows the account disabled", lambda: driver.find_elements(
+                By.CSS_SELECTOR, "#timeline li[data-type='account.disabled']") or None)
+            driver.find_element(By.ID, "erase-reason").send_keys("resolved")
+            driver.find_element(By.ID, "enable-account").click()
+            wait_for(driver, "the timeline shows the account enabled", lambda: driver.find_elements(
+                By.CSS_SELECTOR, "#timeline li[data-type='account.enabled']") or None)
             driver.find_element(By.ID, "erase-reason").send_keys("the owner asked by mail")
             driver.find_element(By.ID, "erase-account").click()
             wait_for(driver, "the erased account is marked deleted",
@@ -267,7 +276,7 @@ def main():
                   "the timeline ends with the sessions ended and the deletion (%s)" % types[-4:])
             wait_for(driver, "the audit trail lists the ended sessions and the erasure", lambda: {
                 row.get_attribute("data-action") for row in driver.find_elements(By.CSS_SELECTOR, "#audit-rows tr")
-            } >= {"admin.sessions-ended", "admin.account-erased"})
+            } >= {"admin.sessions-ended", "admin.account-disabled", "admin.account-enabled", "admin.account-erased"})
             shot("erased")
 
         # Sign out: the form again, and the old session is refused.

@@ -39,7 +39,8 @@ struct AccountEventCodingTests {
             recoveryCodeHashes: [String(repeating: "ef", count: 32), String(repeating: "01", count: 32)]),
         .totpConfirmed(step: 60_000_000), .totpUsed(step: 60_000_001),
         .recoveryCodeUsed(codeHash: String(repeating: "ef", count: 32)), .totpRemoved(reason: "recovery-code"),
-        .providerTokenStored(issuer: "https://appleid.apple.com", token: "v1:AAEC"), .providerTokenRevoked(issuer: "https://appleid.apple.com")
+        .providerTokenStored(issuer: "https://appleid.apple.com", token: "v1:AAEC"), .providerTokenRevoked(issuer: "https://appleid.apple.com"),
+        .accountDisabled(reason: "asked by its owner, ü"), .accountEnabled(reason: "resolved")
     ]
 
     @Test("every event round-trips through its payload", arguments: samples)

@@ -79,6 +79,8 @@ struct AccountFormatTests {
         try await store.recordProviderTokenRevoked(
             ProviderTokenRevocation(accountId: anonymous.accountId, issuer: "https://appleid.apple.com", token: "r.apple.1"))
         try await store.unlinkIdentity(issuer: "https://appleid.apple.com", from: anonymous.accountId)
+        try await store.disable(anonymous.accountId, reason: "a support ticket, ü")
+        try await store.enable(anonymous.accountId, reason: "resolved")
         try await store.delete(id)
         let records = try await store.log.read()
         await store.close()

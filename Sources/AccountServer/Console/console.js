@@ -87,7 +87,7 @@ function accountActions(accountId) {
       endSessions.disabled = false;
     }
   });
-  const reason = el("input", { type: "text", id: "erase-reason", maxlength: "500", placeholder: "reason (e.g. the owner's request)" });
+  const reason = el("input", { type: "text", id: "erase-reason", maxlength: "500", placeholder: "reason (for disabling, enabling or erasing)" });
   const erase = el("button", { type: "button", id: "erase-account", class: "danger" }, "Erase account");
   erase.addEventListener("click", async () => {
     if (!reason.value.trim()) { status.textContent = "give the reason for erasing first"; return; }
@@ -101,7 +101,25 @@ function accountActions(accountId) {
       erase.disabled = false;
     }
   });
-  return el("div", { class: "account-actions" }, endSessions, reason, erase, status);
+  // Disable and enable take the same reason; the timeline shows account.disabled / account.enabled.
+  const toggle = (label, id, action) => {
+    const button = el("button", { type: "button", id }, label);
+    button.addEventListener("click", async () => {
+      if (!reason.value.trim()) { status.textContent = "give the reason first"; return; }
+      button.disabled = true;
+      try {
+        await api(path + "/" + action, { method: "POST", headers: { "Content-Type": "application/json" },
+                                          body: JSON.stringify({ reason: reason.value }) });
+        await openAccount(accountId);
+      } catch (error) {
+        status.textContent = error.message;
+        button.disabled = false;
+      }
+    });
+    return button;
+  };
+  return el("div", { class: "account-actions" }, endSessions, reason, toggle("Disable", "disable-account", "disable"),
+            toggle("Enable", "enable-account", "enable"), erase, status);
 }
 
 function timelineEntry(entry) {

@@ -23,6 +23,10 @@ public enum AdminAction: Sendable, Equatable {
     case sessionsEnded(accountId: String, count: UInt64)
     /// The administrator erased the account on request: deleted, its key destroyed, for `reason`.
     case accountErased(accountId: String, reason: String)
+    /// The administrator disabled the account, for `reason`.
+    case accountDisabled(accountId: String, reason: String)
+    /// The administrator enabled the account again, for `reason`.
+    case accountEnabled(accountId: String, reason: String)
 
     /// The record type (`admin.history-viewed` …).
     public var typeName: String {
@@ -34,6 +38,8 @@ public enum AdminAction: Sendable, Equatable {
         case .rebuildFinished: "admin.rebuild-finished"
         case .sessionsEnded: "admin.sessions-ended"
         case .accountErased: "admin.account-erased"
+        case .accountDisabled: "admin.account-disabled"
+        case .accountEnabled: "admin.account-enabled"
         }
     }
 
@@ -49,7 +55,8 @@ public enum AdminAction: Sendable, Equatable {
         case let .rebuildStarted(projection): ["projection": .text(projection)]
         case let .rebuildFinished(projection, error): ["projection": .text(projection), "error": error.map(AdminField.text) ?? .none]
         case let .sessionsEnded(accountId, count): ["accountId": .text(accountId), "count": .number(count)]
-        case let .accountErased(accountId, reason): ["accountId": .text(accountId), "reason": .text(reason)]
+        case let .accountErased(accountId, reason), let .accountDisabled(accountId, reason), let .accountEnabled(accountId, reason):
+            ["accountId": .text(accountId), "reason": .text(reason)]
         }
     }
 
@@ -76,9 +83,13 @@ public enum AdminAction: Sendable, Equatable {
         case "admin.sessions-ended":
             guard let accountId = object["accountId"] as? String, let count = (object["count"] as? NSNumber)?.uint64Value else { return nil }
             self = .sessionsEnded(accountId: accountId, count: count)
-        case "admin.account-erased":
+        case "admin.account-erased", "admin.account-disabled", "admin.account-enabled":
             guard let accountId = object["accountId"] as? String, let reason = object["reason"] as? String else { return nil }
-            self = .accountErased(accountId: accountId, reason: reason)
+            switch type {
+            case "admin.account-erased": self = .accountErased(accountId: accountId, reason: reason)
+            case "admin.account-disabled": self = .accountDisabled(accountId: accountId, reason: reason)
+            default: self = .accountEnabled(accountId: accountId, reason: reason)
+            }
         default:
             return nil
         }

@@ -97,6 +97,13 @@ public enum AccountEvent: Sendable, Equatable {
     /// The provider confirmed the revocation of the account's token of `issuer` (or said it was
     /// invalid already): nothing is left to revoke.
     case providerTokenRevoked(issuer: String)
+    /// An administrator disabled the account, for `reason`: its sessions end in the same append,
+    /// and it cannot sign in (answered as a locked account) until it is enabled again. The account
+    /// holds the claim `disabled:<account id>` meanwhile. Personal data (the reason may name the
+    /// owner), so sealed.
+    case accountDisabled(reason: String)
+    /// An administrator enabled a disabled account again, for `reason` (its claim is released).
+    case accountEnabled(reason: String)
     /// An event of this type whose personal data can no longer be read: the account was deleted
     /// and its key destroyed (crypto-shredding). It is never appended; replay yields it.
     case redacted(type: String)
@@ -135,6 +142,8 @@ public enum AccountEvent: Sendable, Equatable {
         case .totpRemoved: .totpRemoved
         case .providerTokenStored: .providerTokenStored
         case .providerTokenRevoked: .providerTokenRevoked
+        case .accountDisabled: .accountDisabled
+        case .accountEnabled: .accountEnabled
         case let .redacted(type): Kind(name: type)
         }
     }
@@ -158,6 +167,7 @@ public enum AccountEvent: Sendable, Equatable {
         case sessionClient
         case totpEnrolled, totpConfirmed, totpUsed, recoveryCodeUsed, totpRemoved
         case providerTokenStored, providerTokenRevoked
+        case accountDisabled, accountEnabled
 
         /// The type name written to the log.
         public var name: String { declaration.name }
@@ -225,7 +235,7 @@ public enum AccountEvent: Sendable, Equatable {
         case .detailsModified, .passwordChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
             .sessionStarted, .sessionEnded, .externalDetailsModified, .externalDetailsErased, .passwordRehashed, .identityLinked,
             .identityUnlinked, .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved,
-            .providerTokenStored, .providerTokenRevoked, .redacted:
+            .providerTokenStored, .providerTokenRevoked, .accountDisabled, .accountEnabled, .redacted:
             nil
         }
     }
@@ -291,6 +301,8 @@ public enum AccountEvent: Sendable, Equatable {
             writer.string(token)
         case let .providerTokenRevoked(issuer):
             writer.string(issuer)
+        case let .accountDisabled(reason), let .accountEnabled(reason):
+            writer.string(reason)
         case .accountDeleted, .loginSucceeded, .loggedOut, .externalDetailsErased, .redacted:
             break
         }

@@ -241,6 +241,14 @@ extension AccountEvent.Kind {
             .init("auth.provider-token-revoked", personalData: false, changesState: false, fields: [.string("issuer")]) { fields in
                 .providerTokenRevoked(issuer: try fields.string())
             }
+        case .accountDisabled:
+            .init("account.disabled", personalData: true, changesState: false, fields: [.string("reason")]) { fields in
+                .accountDisabled(reason: try fields.string())
+            }
+        case .accountEnabled:
+            .init("account.enabled", personalData: true, changesState: false, fields: [.string("reason")]) { fields in
+                .accountEnabled(reason: try fields.string())
+            }
         }
     }
 }

@@ -144,7 +144,7 @@ public struct SchemaEvolution: Sendable {
         case .passwordChanged, .userIdChanged, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested,
             .sessionStarted, .sessionEnded, .externalDetailsErased, .passwordRehashed, .identityLinked, .identityUnlinked,
             .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved, .providerTokenStored,
-            .providerTokenRevoked, .redacted:
+            .providerTokenRevoked, .accountDisabled, .accountEnabled, .redacted:
             return event
         }
     }

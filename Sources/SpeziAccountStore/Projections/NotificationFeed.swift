@@ -191,7 +191,8 @@ extension AccountStore {
             return [notification(.disassociatingAccount(current))]
         case .passwordChanged, .passwordRehashed, .loginFailed, .passwordResetRequested, .sessionStarted, .sessionEnded,
             .externalDetailsModified, .externalDetailsErased, .identityLinked, .identityUnlinked, .sessionClient, .totpEnrolled,
-            .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved, .providerTokenStored, .providerTokenRevoked, .redacted:
+            .totpConfirmed, .totpUsed, .recoveryCodeUsed, .totpRemoved, .providerTokenStored, .providerTokenRevoked, .accountDisabled,
+            .accountEnabled, .redacted:
             return []
         }
     }

@@ -252,7 +252,7 @@ public struct AccountState: Sendable, Equatable {
             self.secondFactor = nil
             return
         case .loggedOut, .externalDetailsModified, .externalDetailsErased, .sessionClient, .providerTokenStored, .providerTokenRevoked,
-            .redacted:
+            .accountDisabled, .accountEnabled, .redacted:
             return
         }
         self.updatedAt = time

@@ -104,7 +104,7 @@ public struct ChangeBudget: Sendable, Equatable {
             issuer.utf8.count + subject.utf8.count
         case .accountCreated, .accountDeleted, .loginSucceeded, .loginFailed, .loggedOut, .passwordResetRequested, .sessionStarted,
             .sessionEnded, .passwordRehashed, .sessionClient, .totpEnrolled, .totpConfirmed, .totpUsed, .recoveryCodeUsed,
-            .totpRemoved, .providerTokenStored, .providerTokenRevoked, .redacted:
+            .totpRemoved, .providerTokenStored, .providerTokenRevoked, .accountDisabled, .accountEnabled, .redacted:
             nil
         }
     }

@@ -396,6 +396,7 @@ extension AccountStore {
         do {
             position = try await retrying(accountId, keyed: .delete) { state in
                 let releases = (state.userId.isEmpty ? [] : accounts.claims(forUserId: state.userId)).union(identityClaims(of: state))
+                    .union([Self.disabledClaim(accountId)])
                 return (Self.endingSessions(of: state, reason: "account-deleted") + [.accountDeleted], [], releases)
             } context: {
                 context

@@ -39,6 +39,9 @@ extension AccountStore {
         let claim = accounts.identityClaim(issuer: identity.issuer, subject: identity.subject)
         for _ in 0..<2 {
             if let accountId = try await accounts.accountId(forIssuer: identity.issuer, subject: identity.subject) {
+                if try await isDisabled(accountId) {
+                    throw AccountStoreError.lockedOut(until: options.clock().addingTimeInterval(Self.disabledRetryAfter))
+                }
                 let outcome = try await retrying(accountId) { state in
                     // Unlinked meanwhile: the identity signs in no one now.
                     guard state.identities.contains(identity) else { throw AccountServiceError.wrongCredentials }
@@ -48,6 +51,7 @@ extension AccountStore {
                     context
                 }
                 if let position = outcome.position { try await awaitCache(position) }
+                try await refuseIfDisabled(accountId, after: [started], context: context)
                 let details = try details(from: outcome.state)
                 return (details, AccountSession(accountId: accountId, token: "\(accountId).\(secret)", expiresAt: expiresAt), false)
             }

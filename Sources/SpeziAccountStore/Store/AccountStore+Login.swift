@@ -69,6 +69,10 @@ extension AccountStore {
             recordFailedLogin(accountId, context: context)
             throw AccountServiceError.wrongCredentials
         }
+        // A disabled account answers the right password as a locked one does (the wrong one as any wrong one).
+        if try await isDisabled(accountId) {
+            throw AccountStoreError.lockedOut(until: options.clock().addingTimeInterval(Self.disabledRetryAfter))
+        }
         // With a confirmed second factor, the password alone is not enough.
         var proof: AccountEvent?
         if let factor = state.secondFactor, factor.isConfirmed {
@@ -94,6 +98,7 @@ extension AccountStore {
                 let expected: ExpectedVersion = options.defences.loginVersionCheck ? .exact(state.version) : .any
                 let result = try await accounts.append(events, to: accountId, expectedVersion: expected, metadata: context.metadata)
                 try await awaitCache(result.positions.upperBound)
+                try await refuseIfDisabled(accountId, after: events, context: context)
                 guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
                 return details
             } catch EventLogError.wrongExpectedVersion {

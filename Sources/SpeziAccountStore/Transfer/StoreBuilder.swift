@@ -167,8 +167,12 @@ enum StoreBuilder {
                 let claim = accounts.identityClaim(issuer: issuer, subject: subject)
                 heldIdentities[stream]?.remove(claim)
                 return (claims, releases.union([claim]))
+            case .accountDisabled:
+                return (claims.union([AccountStore.disabledClaim(stream)]), releases)
+            case .accountEnabled:
+                return (claims, releases.union([AccountStore.disabledClaim(stream)]))
             case .accountDeleted:
-                return (claims, releases.union(heldIdentities.removeValue(forKey: stream) ?? []))
+                return (claims, releases.union(heldIdentities.removeValue(forKey: stream) ?? []).union([AccountStore.disabledClaim(stream)]))
             default:
                 return (claims, releases)
             }

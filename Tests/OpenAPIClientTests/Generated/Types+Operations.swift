@@ -7543,6 +7543,10 @@ internal enum Operations {
                         ///
                         /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/GET/responses/200/content/json/applied`.
                         internal var applied: Swift.Bool
+                        /// Whether an administrator disabled the account: it cannot sign in until enabled.
+                        ///
+                        /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/GET/responses/200/content/json/disabled`.
+                        internal var disabled: Swift.Bool
                         /// Creates a new `jsonPayload`.
                         ///
                         /// - Parameters:
@@ -7557,6 +7561,7 @@ internal enum Operations {
                         ///   - openSessions: Sessions that have neither expired nor ended.
                         ///   - openPasswordResets: Password reset requests that are still valid.
                         ///   - applied: Whether this node's details cache has applied the account's latest record.
+                        ///   - disabled: Whether an administrator disabled the account: it cannot sign in until enabled.
                         internal init(
                             accountId: Swift.String,
                             version: Swift.Int,
@@ -7568,7 +7573,8 @@ internal enum Operations {
                             lastFailedLogin: Foundation.Date? = nil,
                             openSessions: Swift.Int,
                             openPasswordResets: Swift.Int,
-                            applied: Swift.Bool
+                            applied: Swift.Bool,
+                            disabled: Swift.Bool
                         ) {
                             self.accountId = accountId
                             self.version = version
@@ -7581,6 +7587,7 @@ internal enum Operations {
                             self.openSessions = openSessions
                             self.openPasswordResets = openPasswordResets
                             self.applied = applied
+                            self.disabled = disabled
                         }
                         internal enum CodingKeys: String, CodingKey {
                             case accountId
@@ -7594,6 +7601,7 @@ internal enum Operations {
                             case openSessions
                             case openPasswordResets
                             case applied
+                            case disabled
                         }
                     }
                     /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/GET/responses/200/content/application\/json`.
@@ -8959,6 +8967,849 @@ internal enum Operations {
             /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
             ///
             /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            internal var serviceUnavailable: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case application_problem_plus_json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "application/problem+json":
+                    self = .application_problem_plus_json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .application_problem_plus_json:
+                    return "application/problem+json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json,
+                    .application_problem_plus_json
+                ]
+            }
+        }
+    }
+    /// Disable an account: account.disabled with the reason and the end of every open session, in one append, with the administrator as actor; recorded as admin.account-disabled. Until it is enabled, its sign-ins (password or identity) are answered as a locked account's (429 locked-out). Answers how many sessions ended (0 when it was disabled already).
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/disable`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)`.
+    internal enum adminDisableAccount {
+        internal static let id: Swift.String = "adminDisableAccount"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/path/id`.
+                internal var id: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id:
+                internal init(id: Swift.String) {
+                    self.id = id
+                }
+            }
+            internal var path: Operations.adminDisableAccount.Input.Path
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                /// Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/header/X-Request-ID`.
+                internal var X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID?
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminDisableAccount.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - X_hyphen_Request_hyphen_ID: Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///   - accept:
+                internal init(
+                    X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminDisableAccount.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.X_hyphen_Request_hyphen_ID = X_hyphen_Request_hyphen_ID
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.adminDisableAccount.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/requestBody/json`.
+                internal struct jsonPayload: Codable, Hashable, Sendable {
+                    /// Why (at most 500 Unicode scalars): recorded sealed in the account's history and in the audit stream.
+                    ///
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/requestBody/json/reason`.
+                    internal struct reasonPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/requestBody/json/reason/value1`.
+                        internal var value1: Components.Schemas.NotBlank
+                        /// Creates a new `reasonPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - value1:
+                        internal init(value1: Components.Schemas.NotBlank) {
+                            self.value1 = value1
+                        }
+                        internal init(from decoder: any Swift.Decoder) throws {
+                            self.value1 = try decoder.decodeFromSingleValueContainer()
+                        }
+                        internal func encode(to encoder: any Swift.Encoder) throws {
+                            try encoder.encodeToSingleValueContainer(self.value1)
+                        }
+                    }
+                    /// Why (at most 500 Unicode scalars): recorded sealed in the account's history and in the audit stream.
+                    ///
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/requestBody/json/reason`.
+                    internal var reason: Operations.adminDisableAccount.Input.Body.jsonPayload.reasonPayload
+                    /// Creates a new `jsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - reason: Why (at most 500 Unicode scalars): recorded sealed in the account's history and in the audit stream.
+                    internal init(reason: Operations.adminDisableAccount.Input.Body.jsonPayload.reasonPayload) {
+                        self.reason = reason
+                    }
+                    internal enum CodingKeys: String, CodingKey {
+                        case reason
+                    }
+                }
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/requestBody/content/application\/json`.
+                case json(Operations.adminDisableAccount.Input.Body.jsonPayload)
+            }
+            internal var body: Operations.adminDisableAccount.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.adminDisableAccount.Input.Path,
+                headers: Operations.adminDisableAccount.Input.Headers = .init(),
+                body: Operations.adminDisableAccount.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            /// Committed at the log position given, but this node's details cache could not confirm it in time (its projection is stalled). The write is done: do not repeat it. Poll Location.
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Components.Responses.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            internal var accepted: Components.Responses.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/responses/200/content/json`.
+                    internal struct jsonPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/responses/200/content/json/ended`.
+                        internal var ended: Swift.Int
+                        /// Creates a new `jsonPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - ended:
+                        internal init(ended: Swift.Int) {
+                            self.ended = ended
+                        }
+                        internal enum CodingKeys: String, CodingKey {
+                            case ended
+                        }
+                    }
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/disable/POST/responses/200/content/application\/json`.
+                    case json(Operations.adminDisableAccount.Output.Ok.Body.jsonPayload)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Operations.adminDisableAccount.Output.Ok.Body.jsonPayload {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.adminDisableAccount.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.adminDisableAccount.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The account is disabled.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.adminDisableAccount.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.adminDisableAccount.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The admin credential is missing or wrong (WWW-Authenticate asks for it).
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.AdminUnauthenticated)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.AdminUnauthenticated {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Refused (problem cross-site-request): an admin request a browser sent from another origin (Sec-Fetch-Site other than same-origin or none, or an Origin that is not this host).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.CrossSite)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            internal var forbidden: Components.Responses.CrossSite {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            internal var conflict: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            internal var unsupportedMediaType: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            internal var serviceUnavailable: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case application_problem_plus_json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                case "application/problem+json":
+                    self = .application_problem_plus_json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                case .application_problem_plus_json:
+                    return "application/problem+json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json,
+                    .application_problem_plus_json
+                ]
+            }
+        }
+    }
+    /// Enable a disabled account again: account.enabled with the reason; recorded as admin.account-enabled. 204 also when it was not disabled (nothing is appended then).
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/enable`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)`.
+    internal enum adminEnableAccount {
+        internal static let id: Swift.String = "adminEnableAccount"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/path/id`.
+                internal var id: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id:
+                internal init(id: Swift.String) {
+                    self.id = id
+                }
+            }
+            internal var path: Operations.adminEnableAccount.Input.Path
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                /// Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/header/X-Request-ID`.
+                internal var X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID?
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminEnableAccount.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - X_hyphen_Request_hyphen_ID: Recorded with the admin.* event as its correlation id (the first 128 characters).
+                ///   - accept:
+                internal init(
+                    X_hyphen_Request_hyphen_ID: Components.Parameters.RequestID? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.adminEnableAccount.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.X_hyphen_Request_hyphen_ID = X_hyphen_Request_hyphen_ID
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.adminEnableAccount.Input.Headers
+            /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/requestBody/json`.
+                internal struct jsonPayload: Codable, Hashable, Sendable {
+                    /// Why (at most 500 Unicode scalars): recorded sealed in the account's history and in the audit stream.
+                    ///
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/requestBody/json/reason`.
+                    internal struct reasonPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/requestBody/json/reason/value1`.
+                        internal var value1: Components.Schemas.NotBlank
+                        /// Creates a new `reasonPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - value1:
+                        internal init(value1: Components.Schemas.NotBlank) {
+                            self.value1 = value1
+                        }
+                        internal init(from decoder: any Swift.Decoder) throws {
+                            self.value1 = try decoder.decodeFromSingleValueContainer()
+                        }
+                        internal func encode(to encoder: any Swift.Encoder) throws {
+                            try encoder.encodeToSingleValueContainer(self.value1)
+                        }
+                    }
+                    /// Why (at most 500 Unicode scalars): recorded sealed in the account's history and in the audit stream.
+                    ///
+                    /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/requestBody/json/reason`.
+                    internal var reason: Operations.adminEnableAccount.Input.Body.jsonPayload.reasonPayload
+                    /// Creates a new `jsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - reason: Why (at most 500 Unicode scalars): recorded sealed in the account's history and in the audit stream.
+                    internal init(reason: Operations.adminEnableAccount.Input.Body.jsonPayload.reasonPayload) {
+                        self.reason = reason
+                    }
+                    internal enum CodingKeys: String, CodingKey {
+                        case reason
+                    }
+                }
+                /// - Remark: Generated from `#/paths/admin/api/accounts/{id}/enable/POST/requestBody/content/application\/json`.
+                case json(Operations.adminEnableAccount.Input.Body.jsonPayload)
+            }
+            internal var body: Operations.adminEnableAccount.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.adminEnableAccount.Input.Path,
+                headers: Operations.adminEnableAccount.Input.Headers = .init(),
+                body: Operations.adminEnableAccount.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            /// Committed at the log position given, but this node's details cache could not confirm it in time (its projection is stalled). The write is done: do not repeat it. Poll Location.
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Components.Responses.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            internal var accepted: Components.Responses.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            internal struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                internal init() {}
+            }
+            /// The account can sign in again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.adminEnableAccount.Output.NoContent)
+            /// The account can sign in again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            internal static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            internal var noContent: Operations.adminEnableAccount.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            internal var badRequest: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The admin credential is missing or wrong (WWW-Authenticate asks for it).
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.AdminUnauthenticated)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            internal var unauthorized: Components.Responses.AdminUnauthenticated {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Refused (problem cross-site-request): an admin request a browser sent from another origin (Sec-Fetch-Site other than same-origin or none, or an Origin that is not this host).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.CrossSite)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            internal var forbidden: Components.Responses.CrossSite {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            internal var notFound: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            internal var conflict: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            internal var contentTooLarge: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            internal var unsupportedMediaType: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.RetryLater)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            internal var tooManyRequests: Components.Responses.RetryLater {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem that passes (a limit, a lockout, storage or a provider unavailable); Retry-After says when to try again.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)/responses/503`.
             ///
             /// HTTP response code: `503 serviceUnavailable`.
             case serviceUnavailable(Components.Responses.RetryLater)

@@ -198,6 +198,18 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /admin/api/accounts/{id}/erase`.
     /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/erase/post(adminEraseAccount)`.
     func adminEraseAccount(_ input: Operations.adminEraseAccount.Input) async throws -> Operations.adminEraseAccount.Output
+    /// Disable an account: account.disabled with the reason and the end of every open session, in one append, with the administrator as actor; recorded as admin.account-disabled. Until it is enabled, its sign-ins (password or identity) are answered as a locked account's (429 locked-out). Answers how many sessions ended (0 when it was disabled already).
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/disable`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)`.
+    func adminDisableAccount(_ input: Operations.adminDisableAccount.Input) async throws -> Operations.adminDisableAccount.Output
+    /// Enable a disabled account again: account.enabled with the reason; recorded as admin.account-enabled. 204 also when it was not disabled (nothing is appended then).
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/enable`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)`.
+    func adminEnableAccount(_ input: Operations.adminEnableAccount.Input) async throws -> Operations.adminEnableAccount.Output
     /// End one open session of an account: auth.session-ended (reason revoked) with the administrator as its actor, in the account's history. 404 for a session that is not open.
     ///
     ///
@@ -661,6 +673,38 @@ extension APIProtocol {
         body: Operations.adminEraseAccount.Input.Body
     ) async throws -> Operations.adminEraseAccount.Output {
         try await adminEraseAccount(Operations.adminEraseAccount.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Disable an account: account.disabled with the reason and the end of every open session, in one append, with the administrator as actor; recorded as admin.account-disabled. Until it is enabled, its sign-ins (password or identity) are answered as a locked account's (429 locked-out). Answers how many sessions ended (0 when it was disabled already).
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/disable`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/disable/post(adminDisableAccount)`.
+    internal func adminDisableAccount(
+        path: Operations.adminDisableAccount.Input.Path,
+        headers: Operations.adminDisableAccount.Input.Headers = .init(),
+        body: Operations.adminDisableAccount.Input.Body
+    ) async throws -> Operations.adminDisableAccount.Output {
+        try await adminDisableAccount(Operations.adminDisableAccount.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Enable a disabled account again: account.enabled with the reason; recorded as admin.account-enabled. 204 also when it was not disabled (nothing is appended then).
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/accounts/{id}/enable`.
+    /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/enable/post(adminEnableAccount)`.
+    internal func adminEnableAccount(
+        path: Operations.adminEnableAccount.Input.Path,
+        headers: Operations.adminEnableAccount.Input.Headers = .init(),
+        body: Operations.adminEnableAccount.Input.Body
+    ) async throws -> Operations.adminEnableAccount.Output {
+        try await adminEnableAccount(Operations.adminEnableAccount.Input(
             path: path,
             headers: headers,
             body: body
