@@ -91,7 +91,7 @@ extension AccountStore {
     ///
     /// - Parameter url: The file `firebase auth:export --format=json` wrote.
     /// - Returns: Its users.
-    /// - Throws: ``AccountStoreError.storeTransfer(_:)`` naming the user (by position and UID) whose entry is not one.
+    /// - Throws: `AccountStoreError.storeTransfer` naming the user (by position and UID) whose entry is not one.
     public static func readFirebaseExport(from url: URL) throws -> [FirebaseUser] {
         let data: Data
         do {
