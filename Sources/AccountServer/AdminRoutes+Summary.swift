@@ -13,9 +13,8 @@ extension AdminRoutes {
     /// personal values (so viewing it is not recorded, unlike its history): deleted or not,
     /// anonymous, failed logins, open sessions and reset requests. 404 for an id no account has.
     func summary(_ context: AdminRequestContext) async throws -> Response {
-        guard let accountId = context.parameters.get("id"), !accountId.hasPrefix("$"), !accountId.containsNUL,
-            let state = try await store.accounts.load(accountId)
-        else { throw Problem.noSuchAccount }
+        let accountId = try accountParameter(context)
+        guard let state = try await store.accounts.load(accountId) else { throw Problem.noSuchAccount }
         let applied = try store.cachedState(of: accountId)?.version == state.version
         var summary = AccountSummaryBody(state, now: store.now(), applied: applied)
         summary.disabled = try await store.isDisabled(accountId)

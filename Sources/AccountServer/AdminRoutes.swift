@@ -113,17 +113,7 @@ struct AdminRoutes: Sendable {
     /// Every try counts towards the client's limit.
     private func signIn(_ request: Request, _ context: AdminRequestContext) async throws -> Response {
         try await attempts.admit(request, client: context.client, logger: context.logger)
-        // The guard has refused other content types; a body needs this one.
-        guard request.headers[.contentType] != nil else {
-            throw Problem("unsupported-media-type", .unsupportedMediaType, "Admin requests with a body take application/json.")
-        }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: 4_096)
-        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
-            throw Problem.bodyTooLarge(4_096)
-        }
-        let body = try JSONDecoder().decode(SignInBody.self, from: Data(buffer.readableBytesView))
+        let body = try JSONDecoder().decode(SignInBody.self, from: try await jsonBody(request))
         guard let cookie = sessions.signIn(name: body.name, password: body.password, now: Date()) else {
             logger.notice("admin credential refused", metadata: ["client": "\(context.client)"])
             return AdminRequiredMiddleware.unauthenticated(request)

@@ -13,6 +13,11 @@ extension AccountStore {
     /// How long a disabled account's sign-in is told to wait (as a locked account's is).
     static let disabledRetryAfter: TimeInterval = 86_400
 
+    /// What a disabled account's sign-in is answered: a lock of ``disabledRetryAfter``.
+    var disabledRefusal: AccountStoreError {
+        .lockedOut(until: options.clock().addingTimeInterval(Self.disabledRetryAfter))
+    }
+
     /// Disables an account (an administrator's action): `account.disabled` with the reason, and
     /// the end of every open session, in one append that takes the claim `disabled:<account id>`.
     /// Until ``enable(_:reason:context:)``, a sign-in with the right password or a linked identity
@@ -90,6 +95,6 @@ extension AccountStore {
             let result = try await accounts.append(ending, to: accountId, expectedVersion: .any, metadata: context.metadata)
             try await awaitCache(result.positions.upperBound)
         }
-        throw AccountStoreError.lockedOut(until: options.clock().addingTimeInterval(Self.disabledRetryAfter))
+        throw disabledRefusal
     }
 }

@@ -40,7 +40,7 @@ extension AccountStore {
         for _ in 0..<2 {
             if let accountId = try await accounts.accountId(forIssuer: identity.issuer, subject: identity.subject) {
                 if try await isDisabled(accountId) {
-                    throw AccountStoreError.lockedOut(until: options.clock().addingTimeInterval(Self.disabledRetryAfter))
+                    throw disabledRefusal
                 }
                 let outcome = try await retrying(accountId) { state in
                     // Unlinked meanwhile: the identity signs in no one now.

@@ -71,7 +71,7 @@ extension AccountStore {
         }
         // A disabled account answers the right password as a locked one does (the wrong one as any wrong one).
         if try await isDisabled(accountId) {
-            throw AccountStoreError.lockedOut(until: options.clock().addingTimeInterval(Self.disabledRetryAfter))
+            throw disabledRefusal
         }
         // With a confirmed second factor, the password alone is not enough.
         var proof: AccountEvent?
