@@ -240,30 +240,21 @@ public final class IdentityTokenVerifier: Sendable {
         let timeout = limits.fetchTimeout
         let maxBytes = limits.maxKeySetBytes
         let client = client
-        let (body, cacheControl) = try await withThrowingTaskGroup(of: (ByteBuffer, String?).self) { group in
-            group.addTask {
-                var request = HTTPClientRequest(url: provider.jwksURL)
-                request.headers.add(name: "Accept", value: "application/json")
-                let response = try await client.execute(request, timeout: TimeAmount.nanoseconds(Int64(Self.seconds(timeout) * 1e9)))
-                guard response.status == .ok else { throw KeySetFetchError.status(Int(response.status.code)) }
-                if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > maxBytes {
-                    throw KeySetFetchError.tooLarge(maxBytes)
-                }
-                let body: ByteBuffer
-                do {
-                    body = try await response.body.collect(upTo: maxBytes)
-                } catch is NIOTooManyBytesError {
-                    throw KeySetFetchError.tooLarge(maxBytes)
-                }
-                return (body, response.headers[canonicalForm: "Cache-Control"].joined(separator: ","))
+        let (body, cacheControl) = try await withDeadline(timeout, timedOut: KeySetFetchError.timedOut(timeout)) {
+            var request = HTTPClientRequest(url: provider.jwksURL)
+            request.headers.add(name: "Accept", value: "application/json")
+            let response = try await client.execute(request, timeout: TimeAmount.nanoseconds(Int64(Self.seconds(timeout) * 1e9)))
+            guard response.status == .ok else { throw KeySetFetchError.status(Int(response.status.code)) }
+            if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > maxBytes {
+                throw KeySetFetchError.tooLarge(maxBytes)
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw KeySetFetchError.timedOut(timeout)
+            let body: ByteBuffer
+            do {
+                body = try await response.body.collect(upTo: maxBytes)
+            } catch is NIOTooManyBytesError {
+                throw KeySetFetchError.tooLarge(maxBytes)
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw KeySetFetchError.timedOut(timeout) }
-            return first
+            return (body, response.headers[canonicalForm: "Cache-Control"].joined(separator: ","))
         }
         let document: LenientKeySet
         do {

@@ -178,24 +178,15 @@ public struct ProviderTokenClient: Sendable {
         let timeout = timeout
         let maxBytes = maxResponseBytes
         let prepared = request
-        return try await withThrowingTaskGroup(of: (Int, Data).self) { group in
-            group.addTask {
-                let response = try await client.execute(prepared, timeout: .nanoseconds(Int64(IdentityTokenVerifier.seconds(timeout) * 1e9)))
-                let buffer: ByteBuffer
-                do {
-                    buffer = try await response.body.collect(upTo: maxBytes)
-                } catch is NIOTooManyBytesError {
-                    throw ProviderTokenError.malformed("larger than \(maxBytes) bytes")
-                }
-                return (Int(response.status.code), Data(buffer.readableBytesView))
+        return try await withDeadline(timeout, timedOut: ProviderTokenError.timedOut) {
+            let response = try await client.execute(prepared, timeout: .nanoseconds(Int64(IdentityTokenVerifier.seconds(timeout) * 1e9)))
+            let buffer: ByteBuffer
+            do {
+                buffer = try await response.body.collect(upTo: maxBytes)
+            } catch is NIOTooManyBytesError {
+                throw ProviderTokenError.malformed("larger than \(maxBytes) bytes")
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw ProviderTokenError.timedOut
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw ProviderTokenError.timedOut }
-            return first
+            return (Int(response.status.code), Data(buffer.readableBytesView))
         }
     }
 }
