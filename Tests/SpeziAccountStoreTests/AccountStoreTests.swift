@@ -4,6 +4,7 @@
 //
 
 import EventLog
+import EventLogProtocol
 import Foundation
 import Projections
 import SpeziAccount
@@ -30,6 +31,18 @@ struct StoreFixture {
     }
 
     func cleanup() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// Writes the export of `log` (``LogTransfer/export(_:to:)``) to a new file at `url`.
+///
+/// - Returns: How many records were written.
+@discardableResult
+func writeExport(of log: any EventLogBackend, to url: URL) async throws -> UInt64 {
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: url)
+    let count = try await LogTransfer.export(log, to: handle)
+    try handle.close()
+    return count
 }
 
 func leland(userId: String = "lelandstanford@stanford.edu", password: String = "StanfordRocks123!") -> AccountDetails {

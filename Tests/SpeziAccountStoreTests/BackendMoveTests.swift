@@ -16,10 +16,7 @@ import Testing
 /// Writes `store`'s export and a copy of its vault into `folder`; returns both.
 private func exportWithVault(_ store: AccountStore, into folder: URL) async throws -> (export: URL, vault: URL) {
     let export = folder.appendingPathComponent("export-\(UUID().uuidString).jsonl")
-    _ = FileManager.default.createFile(atPath: export.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: export)
-    _ = try await LogTransfer.export(store.log, to: handle)
-    try handle.close()
+    try await writeExport(of: store.log, to: export)
     let vault = folder.appendingPathComponent("vault-\(UUID().uuidString)")
     try #require(store.accounts.vault).copy(to: vault.path)
     return (export, vault)

@@ -13,6 +13,12 @@ import Testing
 struct DisabledAccountTests {
     static let apple = LinkedIdentity(issuer: "https://appleid.apple.com", subject: "001234.dis.0001")
 
+    /// Whether `error` is the answer a locked (or disabled) account gets.
+    static func isLockedOut(_ error: any Error) -> Bool {
+        if case AccountStoreError.lockedOut = error { return true }
+        return false
+    }
+
     @Test("disabling ends the sessions and refuses sign-in as a locked account; enabling lets it in again")
     func disableThenEnable() async throws {
         let fixture = StoreFixture()
@@ -32,8 +38,7 @@ struct DisabledAccountTests {
         await #expect {
             try await store.login(userId: "lelandstanford@stanford.edu", password: "StanfordRocks123!")
         } throws: { error in
-            if case AccountStoreError.lockedOut = error { return true }
-            return false
+            Self.isLockedOut(error)
         }
         #expect(try await store.log.lastPosition() == head, "a refused sign-in of a disabled account appended nothing")
         await #expect(throws: AccountServiceError.wrongCredentials) {
@@ -42,8 +47,7 @@ struct DisabledAccountTests {
         await #expect {
             try await store.startSession(identity: Self.apple, newUserId: nil, validity: .seconds(60))
         } throws: { error in
-            if case AccountStoreError.lockedOut = error { return true }
-            return false
+            Self.isLockedOut(error)
         }
         // A second disable changes nothing.
         #expect(try await store.disable(accountId, reason: "again") == nil)
@@ -78,8 +82,7 @@ struct DisabledAccountTests {
         await #expect {
             try await store.refuseIfDisabled(accountId, after: events, context: .init())
         } throws: { error in
-            if case AccountStoreError.lockedOut = error { return true }
-            return false
+            Self.isLockedOut(error)
         }
         let state = try #require(try await store.accounts.load(accountId))
         #expect(state.sessions.isEmpty)
@@ -105,10 +108,7 @@ struct DisabledAccountTests {
         try await store.disable(enabledAgain, reason: "fraud check")
         try await store.enable(enabledAgain, reason: "cleared")
         let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
-        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: exportURL)
-        _ = try await LogTransfer.export(store.log, to: handle)
-        try handle.close()
+        try await writeExport(of: store.log, to: exportURL)
         await store.close()
 
         _ = try await LogTransfer.importLog(from: exportURL, into: target.directory.path, vault: nil)
@@ -118,8 +118,7 @@ struct DisabledAccountTests {
         await #expect {
             try await imported.login(userId: "disabled@example.org", password: "StanfordRocks123!")
         } throws: { error in
-            if case AccountStoreError.lockedOut = error { return true }
-            return false
+            Self.isLockedOut(error)
         }
         await imported.close()
     }

@@ -128,10 +128,7 @@ struct StoreTransferTests {
         let store = try await fixture.open { $0.cryptoShredding = false }
         for index in 0..<3 { try await store.signup(leland(userId: "decode-\(index)@example.org")) }
         let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
-        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: exportURL)
-        _ = try await LogTransfer.export(store.log, to: handle)
-        try handle.close()
+        try await writeExport(of: store.log, to: exportURL)
         await store.close()
 
         // Line 2, an `account.created`, gets a user id cut short: it took no claim before, silently.
@@ -167,10 +164,7 @@ struct StoreTransferTests {
         let store = try await fixture.open()
         for index in 0..<5 { try await store.signup(leland(userId: "import-\(index)@example.org")) }
         let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
-        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: exportURL)
-        _ = try await LogTransfer.export(store.log, to: handle)
-        try handle.close()
+        try await writeExport(of: store.log, to: exportURL)
         let head = try await store.log.verify().headHash
         await store.close()
         let vault = fixture.directory.appendingPathComponent("keys/vault")

@@ -61,10 +61,7 @@ struct TestKitTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let export = folder.appendingPathComponent("production.jsonl")
-        _ = FileManager.default.createFile(atPath: export.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: export)
-        _ = try await LogTransfer.export(production.store.log, to: handle)
-        try handle.close()
+        try await writeExport(of: production.store.log, to: export)
         let vault = folder.appendingPathComponent("vault")
         try #require(production.store.accounts.vault).copy(to: vault.path)
         let head = try await production.store.log.verify(progress: nil).headHash

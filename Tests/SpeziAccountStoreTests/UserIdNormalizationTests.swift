@@ -181,10 +181,7 @@ struct UserIdNormalizationTests {
         // An import takes the normalized claim for the first account of a group, the older claim
         // for the others: account-c now holds "strasse", so account d has no claim left.
         let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
-        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: exportURL)
-        _ = try await LogTransfer.export(store.log, to: handle)
-        try handle.close()
+        try await writeExport(of: store.log, to: exportURL)
         let position = try #require(try await store.log.readStream(d, from: 1, limit: 1).first?.position)
         await store.close()
         let vault = fixture.directory.appendingPathComponent("keys/vault")
@@ -212,10 +209,7 @@ struct UserIdNormalizationTests {
                 expectedVersion: .noStream, claims: [store.accounts.legacyClaim(forUserId: userId)])
         }
         let exportURL = fixture.directory.appendingPathComponent("export.jsonl")
-        _ = FileManager.default.createFile(atPath: exportURL.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: exportURL)
-        _ = try await LogTransfer.export(store.log, to: handle)
-        try handle.close()
+        try await writeExport(of: store.log, to: exportURL)
         await store.close()
 
         let vault = fixture.directory.appendingPathComponent("keys/vault")
