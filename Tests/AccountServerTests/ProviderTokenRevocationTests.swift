@@ -92,4 +92,38 @@ struct ProviderTokenRevocationTests {
             }
         }
     }
+
+    @Test(
+        "a provider that sends its answer's head and then stalls costs the timeout, not more: token calls and key sets",
+        .timeLimit(.minutes(1)))
+    func stallingProvider() async throws {
+        try await TestOpenIDProvider.with { provider in
+            let endpoints = ProviderTokenEndpoints(
+                tokenURL: provider.stallingURL, revokeURL: provider.stallingURL, clientId: provider.clientId, clientSecret: .fixed("secret"))
+            let client = ProviderTokenClient(endpoints: endpoints, issuer: provider.issuer, timeout: .milliseconds(300))
+            var started = ContinuousClock.now
+            await #expect(throws: ProviderTokenError.timedOut) { try await client.revoke(refreshToken: "r-1") }
+            await #expect(throws: ProviderTokenError.timedOut) { _ = try await client.exchange(authorizationCode: "c-1") }
+            // HTTP's own timeout covers the head only: without the deadline each call waits for the whole trickle.
+            #expect(ContinuousClock.now - started < .seconds(20))
+
+            var limits = IdentityTokenLimits()
+            limits.fetchTimeout = .milliseconds(300)
+            let verifier = IdentityTokenVerifier(
+                providers: [
+                    IdentityProviderConfiguration(id: "stall", issuer: provider.issuer, jwksURL: provider.stallingURL, clientIds: [provider.clientId])
+                ],
+                limits: limits)
+            await provider.addES256(kid: "es-1")
+            let token = try await provider.mint(provider.goodClaims(nonce: "n"), kid: "es-1")
+            started = ContinuousClock.now
+            await #expect {
+                try await verifier.verify(token, provider: "stall", nonce: "n")
+            } throws: { error in
+                if case IdentityTokenError.keysUnavailable = error { return true }
+                return false
+            }
+            #expect(ContinuousClock.now - started < .seconds(20))
+        }
+    }
 }

@@ -100,6 +100,9 @@ final class TestOpenIDProvider: Sendable {
 
     var jwksURL: String { "http://127.0.0.1:\(port)/jwks" }
     var tokenURL: String { "http://127.0.0.1:\(port)/token" }
+    /// Answers 200 at once, then sends its 1,024 bytes one a second: a provider that trickles its
+    /// answer (a client without a deadline on the body waits 17 minutes).
+    var stallingURL: String { "http://127.0.0.1:\(port)/stall" }
     var revokeURL: String { "http://127.0.0.1:\(port)/revoke" }
     /// How often the JWKS route was fetched.
     var jwksFetches: Int { fetches.load(ordering: .relaxed) }
@@ -182,6 +185,28 @@ final class TestOpenIDProvider: Sendable {
             }
             return try Self.json(
                 .ok, ["access_token": "a-x", "token_type": "Bearer", "expires_in": 3_600, "refresh_token": "r-" + code.dropFirst(2)])
+        }
+        router.get("/stall") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(contentLength: 1_024) { writer in
+                    // A byte a second: a client that gives up ends this at the next write.
+                    for _ in 0..<1_024 {
+                        try await writer.write(ByteBuffer(string: " "))
+                        try await Task.sleep(for: .seconds(1))
+                    }
+                })
+        }
+        router.post("/stall") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(contentLength: 1_024) { writer in
+                    // A byte a second: a client that gives up ends this at the next write.
+                    for _ in 0..<1_024 {
+                        try await writer.write(ByteBuffer(string: " "))
+                        try await Task.sleep(for: .seconds(1))
+                    }
+                })
         }
         // The revocation endpoint: down (503) for the first `revokeFailuresLeft` calls.
         router.post("/revoke") { request, _ -> Response in
