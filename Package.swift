@@ -185,6 +185,7 @@ let package = Package(
             dependencies: [
                 "SpeziAccountStore", "AccountSecurity", "SpeziAccount", "EventLogProtocol", "Projections", "IdentityTokens",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),

@@ -71,6 +71,9 @@ public struct AccountServerConfiguration: Sendable {
     public var providerTokenRevocationInterval: Duration = .seconds(5)
     /// The longest wait between two tries of one failing revocation.
     public var providerTokenRevocationMaximumBackoff: Duration = .seconds(600)
+    /// How webhook subscriptions are delivered (see <doc:Webhooks>): on by default; nothing is sent
+    /// until an administrator adds a subscription.
+    public var webhooks = WebhookSettings()
 
     /// The defaults: 127.0.0.1:8080, sessions of 24 hours, bodies of at most 64 KiB, a heartbeat every 15 s.
     public init() {}
@@ -175,10 +178,23 @@ public struct AccountServer: Service {
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil,
                 availableConnectionsDelegate: .maximum(limits.effectiveMaxConnections, logger: logger)),
-            services: revocationServices,
+            services: backgroundServices,
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+    }
+
+    /// The webhook deliveries (unless turned off), and the provider token revoker when a provider
+    /// has token endpoints.
+    private var backgroundServices: [any Service] {
+        var services: [any Service] = []
+        if configuration.webhooks.isEnabled {
+            services.append(
+                WebhookDeliveryService(
+                    store: routes.store, settings: configuration.webhooks,
+                    node: configuration.webhooks.node ?? "\(ProcessInfo.processInfo.hostName):\(configuration.port)", logger: logger))
+        }
+        return services + revocationServices
     }
 
     /// The provider token revoker, when a provider has token endpoints.

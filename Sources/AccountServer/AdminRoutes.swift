@@ -62,6 +62,20 @@ struct AdminRoutes: Sendable {
         AdminRoute(.post, "/admin/api/accounts/:id/enable", access: .session) { routes, request, context in
             try await routes.enable(request, context)
         },
+        AdminRoute(.get, "/admin/api/webhooks", access: .session) { routes, _, _ in try await routes.listWebhooks() },
+        AdminRoute(.post, "/admin/api/webhooks", access: .session) { routes, request, context in try await routes.addWebhook(request, context) },
+        AdminRoute(.post, "/admin/api/webhooks/:id/pause", access: .session) { routes, request, context in
+            try await routes.changeWebhook(request, context, .pause)
+        },
+        AdminRoute(.post, "/admin/api/webhooks/:id/resume", access: .session) { routes, request, context in
+            try await routes.changeWebhook(request, context, .resume)
+        },
+        AdminRoute(.post, "/admin/api/webhooks/:id/replay", access: .session) { routes, request, context in
+            try await routes.replayWebhook(request, context)
+        },
+        AdminRoute(.delete, "/admin/api/webhooks/:id", access: .session) { routes, request, context in
+            try await routes.changeWebhook(request, context, .remove)
+        },
         AdminRoute(.get, "/admin/api/activity", access: .session) { routes, request, _ in try await routes.activity(request) },
         AdminRoute(.get, "/admin/api/log", access: .session) { routes, _, _ in try await routes.logState() },
         AdminRoute(.get, "/admin/api/log/records", access: .session) { routes, request, _ in try await routes.records(request) },

@@ -13,7 +13,7 @@
 ///   - body: The work.
 /// - Returns: What `body` returned.
 /// - Throws: What `body` threw, or `timedOut()`.
-func withDeadline<T: Sendable>(
+package func withDeadline<T: Sendable>(
     _ timeout: Duration, timedOut: @autoclosure @escaping @Sendable () -> any Error, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in

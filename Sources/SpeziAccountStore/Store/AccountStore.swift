@@ -157,7 +157,8 @@ public final class AccountStore: Sendable {
                     LookAlikeProjection(
                         claimsFrom: skeletonClaimsFrom, evolution: options.evolution, vault: vault,
                         skeletonClaims: { [accounts] in accounts.skeletonClaims(forUserId: $0) }),
-                    ProviderTokenProjection(evolution: options.evolution, vault: vault)
+                    ProviderTokenProjection(evolution: options.evolution, vault: vault),
+                    WebhookProjection()
                 ] + options.additionalProjections, options: options.projections)
         } catch {
             await log.close()
