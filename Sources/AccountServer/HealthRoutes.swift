@@ -82,6 +82,9 @@ extension AccountRoutes {
                     "projection \(status.name) is \(status.lag) records behind and has not advanced for \(Int(Date().timeIntervalSince(last))) s")
             }
         }
+        // Webhook deliveries are reported, never a reason: a receiver that is down must not take
+        // this node out of service.
+        let webhooks = reached == nil ? nil : try? await store.webhookState(waitingForHead: false)
         let formatter = ISO8601DateFormatter()
         let body = ReadinessBody(
             status: reasons.isEmpty ? "ready" : "not-ready", reasons: reasons,
@@ -90,7 +93,8 @@ extension AccountRoutes {
                     name: status.name, checkpoint: status.checkpoint, lag: status.lag, failure: status.failure,
                     lastError: status.storageError, since: status.storageErrorSince.map(formatter.string(from:)),
                     lastAdvanced: status.lastAdvanced.map(formatter.string(from:)))
-            })
+            },
+            webhooks: webhooks.map(ReadinessBody.Webhooks.init))
         Gauge(label: "account_server_ready").record(reasons.isEmpty ? 1 : 0)
         if !reasons.isEmpty { logger.notice("not ready", metadata: ["reasons": "\(reasons.joined(separator: "; "))"]) }
         var response = try Self.json(body, status: reasons.isEmpty ? .ok : .serviceUnavailable)
@@ -125,4 +129,22 @@ struct ReadinessBody: Encodable {
     let status: String
     let reasons: [String]
     let projections: [Projection]
+    /// The webhook deliveries in figures (no URL: this route is open); nil when they could not be read.
+    let webhooks: Webhooks?
+
+    struct Webhooks: Encodable {
+        let subscriptions: Int
+        let paused: Int
+        /// Subscriptions whose next event failed and waits for its retry.
+        let failing: Int
+        /// The most records any active subscription's checkpoint is behind the head.
+        let behind: UInt64
+
+        init(_ state: WebhookState) {
+            subscriptions = state.subscriptions.count
+            paused = state.subscriptions.filter(\.isPaused).count
+            failing = state.subscriptions.filter { $0.failures > 0 }.count
+            behind = state.subscriptions.filter { !$0.isPaused }.map { state.head > $0.checkpoint ? state.head - $0.checkpoint : 0 }.max() ?? 0
+        }
+    }
 }

@@ -7,6 +7,7 @@ import AsyncHTTPClient
 import Foundation
 import IdentityTokens
 import Logging
+import Metrics
 import NIOCore
 import ServiceLifecycle
 import SpeziAccountStore
@@ -68,14 +69,45 @@ struct WebhookDeliveryService: Service {
             store: store, node: node, leaseDuration: settings.leaseDuration, retryBase: settings.retryBase,
             maximumBackoff: settings.maximumBackoff, logger: logger
         ) { delivery in
-            try await Self.post(delivery, client: client, settings: settings)
+            do {
+                try await Self.post(delivery, client: client, settings: settings)
+                Counter(label: "account_webhook_deliveries_total", dimensions: [("result", "delivered")]).increment()
+            } catch {
+                Counter(label: "account_webhook_deliveries_total", dimensions: [("result", "failed")]).increment()
+                throw error
+            }
         }
         // Shutdown cancels the loop: what was delivered but not checkpointed is delivered again
         // after the restart (at least once).
         try? await cancelWhenGracefulShutdown {
-            try await runner.run(interval: settings.interval)
+            var gaugesDue = ContinuousClock.now
+            while !Task.isCancelled {
+                do {
+                    try await runner.step()
+                } catch is CancellationError {
+                    break
+                } catch {
+                    logger.error("a webhook delivery step failed", metadata: ["error": "\(error)"])
+                }
+                if ContinuousClock.now >= gaugesDue {
+                    gaugesDue = .now + .seconds(5)
+                    await recordGauges()
+                }
+                try await Task.sleep(for: settings.interval)
+            }
         }
         try await client.shutdown()
+    }
+
+    /// The backlog and failures of each subscription (at most 32, so the label stays bounded).
+    private func recordGauges() async {
+        guard let state = try? await store.webhookState(waitingForHead: false) else { return }
+        for subscription in state.subscriptions {
+            let dimensions = [("subscription", subscription.id)]
+            let behind = subscription.isPaused || state.head <= subscription.checkpoint ? 0 : state.head - subscription.checkpoint
+            Gauge(label: "account_webhook_behind_records", dimensions: dimensions).record(Int64(clamping: behind))
+            Gauge(label: "account_webhook_failures", dimensions: dimensions).record(Int64(clamping: subscription.failures))
+        }
     }
 
     static func post(_ delivery: WebhookDelivery, client: HTTPClient, settings: WebhookSettings) async throws {

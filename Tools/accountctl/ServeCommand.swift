@@ -114,6 +114,19 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "This server's id among the servers of one log, for the webhook runner's lease (default: host name and port). "
+                + "Keep it across restarts: a restarted server then goes on delivering at once.",
+            valueName: "id"))
+    var nodeId: String?
+
+    @Option(help: "How often the webhook runner looks for new events to deliver, in seconds.")
+    var webhookIntervalSeconds = 1.0
+
+    @Option(help: "How long one webhook delivery may take, the receiver's whole answer included, in seconds.")
+    var webhookTimeoutSeconds = 10.0
+
+    @Option(
+        help: ArgumentHelp(
             "A JSON file of settings, keyed by these options' long names (a list for a repeatable one). The command line wins over "
                 + "the environment (ACCOUNTCTL_<NAME>, e.g. ACCOUNTCTL_MAX_BODY_BYTES), which wins over the file (also ACCOUNTCTL_CONFIG).",
             valueName: "file"))
@@ -144,6 +157,10 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR block")
         }
         guard ForwardedHeader(forwardedHeader) != nil else { throw ValidationError("--forwarded-header \(forwardedHeader) is not a header name") }
+        for (name, value) in [("--webhook-interval-seconds", webhookIntervalSeconds), ("--webhook-timeout-seconds", webhookTimeoutSeconds)] {
+            guard value.isFinite, (0.01...600).contains(value) else { throw ValidationError("\(name) must be between 0.01 and 600") }
+        }
+        if let nodeId, nodeId.isEmpty || nodeId.utf8.count > 200 { throw ValidationError("--node-id must have 1 to 200 bytes") }
         var ids: Set<String> = []
         for spec in identityProviders {
             let provider = try Self.identityProvider(spec)
@@ -194,6 +211,9 @@ struct Serve: AsyncParsableCommand {
                 configuration.secureCookies = secureCookies
                 configuration.metrics = metrics
                 configuration.identityProviders = try identityProviders.map(Self.identityProvider)
+                configuration.webhooks.node = nodeId
+                configuration.webhooks.interval = .milliseconds(Int64((webhookIntervalSeconds * 1_000).rounded()))
+                configuration.webhooks.timeout = .milliseconds(Int64((webhookTimeoutSeconds * 1_000).rounded()))
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
                 let group = ServiceGroup(

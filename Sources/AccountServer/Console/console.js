@@ -262,6 +262,62 @@ async function refreshAudit() {
   }
 }
 
+// Webhook subscriptions: their checkpoints and failures, and what an administrator does to them.
+// The secret of a new subscription is shown once, here.
+async function refreshWebhooks() {
+  try {
+    const state = await api("webhooks");
+    $("webhook-runner").textContent = state.runner ? "delivered by " + state.runner.node : "";
+    $("webhook-rows").replaceChildren(...state.subscriptions.map(webhookRow));
+  } catch (error) {
+    $("webhook-rows").replaceChildren(el("tr", {}, el("td", { class: "error", colspan: 7 }, error.message)));
+  }
+}
+
+function webhookRow(subscription) {
+  const path = "webhooks/" + encodeURIComponent(subscription.id);
+  const act = (label, action, method, body) => {
+    const button = el("button", { type: "button", "data-action": action }, label);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        await api(path + (action === "remove" ? "" : "/" + action), body === undefined ? { method }
+          : { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body()) });
+        $("webhook-status").textContent = subscription.id + ": " + action + " done";
+      } catch (error) {
+        $("webhook-status").textContent = error.message;
+      }
+      refreshWebhooks();
+    });
+    return button;
+  };
+  const after = el("input", { type: "number", min: "0", value: "0", class: "replay-after", "aria-label": "replay after position" });
+  const failure = subscription.failures > 0
+    ? el("div", { class: "error" }, subscription.failures + " failed, at " + subscription.failingPosition + ": " + subscription.lastError)
+    : "";
+  return el("tr", { "data-webhook": subscription.id, "data-paused": subscription.paused },
+    el("td", { class: "mono" }, subscription.url, subscription.paused ? el("span", { class: "badge" }, "paused") : ""),
+    el("td", {}, subscription.eventTypes.join(" ") + (subscription.personalData ? " (with personal data)" : "")),
+    el("td", {}, subscription.checkpoint), el("td", {}, subscription.behind ?? ""), el("td", {}, subscription.delivered),
+    el("td", {}, subscription.failures, failure),
+    el("td", {}, subscription.paused ? act("Resume", "resume", "POST") : act("Pause", "pause", "POST"),
+      after, act("Replay", "replay", "POST", () => ({ after: Number(after.value) })), act("Remove", "remove", "DELETE")));
+}
+
+$("webhook-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  try {
+    const added = await api("webhooks", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ url: $("webhook-url").value, eventTypes: $("webhook-types").value.split(/[\s,]+/).filter(Boolean),
+                             personalData: $("webhook-personal").checked }) });
+    $("webhook-status").replaceChildren("Added " + added.subscription.id + ". Its signing secret, shown only now: ",
+      el("code", { id: "webhook-secret" }, added.secret));
+  } catch (error) {
+    $("webhook-status").textContent = error.message;
+  }
+  refreshWebhooks();
+});
+
 // The live tail: every new record, whoever appended it.
 function followTail() {
   const source = new EventSource(location.origin + "/admin/api/tail");
@@ -301,8 +357,10 @@ function startConsole(admin) {
   refreshActivity();
   refreshLog();
   refreshAudit();
+  refreshWebhooks();
   followTail();
   setInterval(refreshLog, 10000);
+  setInterval(refreshWebhooks, 10000);
   setInterval(refreshActivity, 60000);
 }
 function showSignIn(message) {

@@ -135,10 +135,12 @@ extension AccountStore {
     /// The subscriptions and the runner's lease, once the `webhooks` projection applied the log as
     /// it is now.
     ///
+    /// - Parameter waitingForHead: Whether to wait for the projection to reach the log's head
+    ///   (false: as it is, for a health check that must not wait).
     /// - Throws: The log's and the projection store's errors.
-    public func webhookState() async throws -> WebhookState {
+    public func webhookState(waitingForHead: Bool = true) async throws -> WebhookState {
         let head = try await log.lastPosition()
-        try await projections.waitUntilApplied(WebhookProjection.projectionName, position: head)
+        if waitingForHead { try await projections.waitUntilApplied(WebhookProjection.projectionName, position: head) }
         return try projections.read(WebhookProjection.projectionName) { state in
             WebhookState(
                 subscriptions: try WebhookProjection.subscriptions(in: state), lease: try WebhookProjection.lease(in: state),
