@@ -125,6 +125,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "How long one webhook delivery may take, the receiver's whole answer included, in seconds.")
     var webhookTimeoutSeconds = 10.0
 
+    @Option(help: "How long a server that stopped writing keeps the webhook runner's lease before another server of the log takes over, in seconds.")
+    var webhookLeaseSeconds = 30.0
+
     @Option(
         help: ArgumentHelp(
             "A JSON file of settings, keyed by these options' long names (a list for a repeatable one). The command line wins over "
@@ -157,7 +160,10 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR block")
         }
         guard ForwardedHeader(forwardedHeader) != nil else { throw ValidationError("--forwarded-header \(forwardedHeader) is not a header name") }
-        for (name, value) in [("--webhook-interval-seconds", webhookIntervalSeconds), ("--webhook-timeout-seconds", webhookTimeoutSeconds)] {
+        for (name, value) in [
+            ("--webhook-interval-seconds", webhookIntervalSeconds), ("--webhook-timeout-seconds", webhookTimeoutSeconds),
+            ("--webhook-lease-seconds", webhookLeaseSeconds)
+        ] {
             guard value.isFinite, (0.01...600).contains(value) else { throw ValidationError("\(name) must be between 0.01 and 600") }
         }
         if let nodeId, nodeId.isEmpty || nodeId.utf8.count > 200 { throw ValidationError("--node-id must have 1 to 200 bytes") }
@@ -214,6 +220,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.webhooks.node = nodeId
                 configuration.webhooks.interval = .milliseconds(Int64((webhookIntervalSeconds * 1_000).rounded()))
                 configuration.webhooks.timeout = .milliseconds(Int64((webhookTimeoutSeconds * 1_000).rounded()))
+                configuration.webhooks.leaseDuration = .milliseconds(Int64((webhookLeaseSeconds * 1_000).rounded()))
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
                 let group = ServiceGroup(

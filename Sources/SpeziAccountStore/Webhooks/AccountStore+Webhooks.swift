@@ -177,6 +177,18 @@ extension AccountStore {
         return (messages, records.last?.position ?? position)
     }
 
+    /// The position of the first event after `position` that `subscription` wants, within
+    /// `scanLimit` records (nil when there is none there), and the last position read; no body is made.
+    ///
+    /// - Throws: The log's errors.
+    public func firstWebhookEvent(
+        for subscription: WebhookSubscription, after position: UInt64, scanLimit: Int = 500
+    ) async throws -> (position: UInt64?, scannedThrough: UInt64) {
+        let records = try await log.read(from: position + 1, limit: scanLimit)
+        let first = records.first { !$0.streamID.hasPrefix("$") && subscription.wants(type: $0.type) }
+        return (first?.position, records.last?.position ?? position)
+    }
+
     /// Claims the delivery runner's lease for `node` (`webhook.runner-claimed`), appended at the
     /// webhook stream's version `expectedVersion`: false, and nothing appended, when the stream
     /// moved since (another node may have claimed it).

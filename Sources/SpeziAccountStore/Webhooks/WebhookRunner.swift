@@ -23,8 +23,10 @@ public struct WebhookDelivery: Sendable {
 ///
 /// Every node that shares a log may run one; only the node holding the lease delivers. A node
 /// claims the lease (`webhook.runner-claimed`, appended at the stream version it read, so one of
-/// two racing claims fails) when nobody holds it, or when the holder wrote nothing for
-/// ``leaseDuration`` past its last record and past every subscription's pending retry. The
+/// two racing claims fails) when nobody holds it, or when an event is waiting for a subscription
+/// whose retry is due and the webhook stream has not moved for ``leaseDuration`` since this node
+/// saw it waiting: a live holder delivers it (and writes its checkpoint) long before. An idle
+/// holder writes nothing, so the lease costs no records while there is nothing to deliver. The
 /// projection ignores the delivery records of a node that lost the lease.
 ///
 /// A failed delivery stops its subscription at that event (later events wait: the order holds),
@@ -51,6 +53,9 @@ public final class WebhookRunner: Sendable {
     /// event, in the subscription's epoch (kept in memory only: after a restart the scan starts over).
     private let scanned = Mutex<[String: (epoch: UInt64, position: UInt64)]>([:])
     private let holding = Mutex(false)
+    /// While another node holds the lease and an event waits: the webhook stream's version when
+    /// this node first saw it so, and when.
+    private let watch = Mutex<(version: UInt64, since: Date)?>(nil)
 
     /// A runner.
     ///
@@ -102,26 +107,24 @@ public final class WebhookRunner: Sendable {
     @discardableResult
     public func step() async throws -> Int {
         let state = try await store.webhookState()
-        let active = state.subscriptions.filter { !$0.isPaused }
-        guard !active.isEmpty else { return 0 }
         let now = Date()
+        let due = state.subscriptions.filter { !$0.isPaused && ($0.retryAt ?? .distantPast) <= now }
         if state.lease?.node != node {
             if holding.withLock({ $0 }) {
                 holding.withLock { $0 = false }
                 logger.notice("another node runs the webhook deliveries now", metadata: ["node": "\(state.lease?.node ?? "")"])
             }
-            if let lease = state.lease {
-                let lastRetry = state.subscriptions.compactMap(\.retryAt).max() ?? .distantPast
-                if now < max(lease.at, lastRetry).addingTimeInterval(Self.seconds(leaseDuration)) { return 0 }
-            }
+            guard !due.isEmpty else { return 0 }
+            if state.lease != nil, try await !holderLooksGone(state, due: due, now: now) { return 0 }
             guard try await store.claimWebhookRunner(node: node, expectedVersion: state.streamVersion) else { return 0 }
+            watch.withLock { $0 = nil }
         }
         if !holding.withLock({ $0 }) {
             holding.withLock { $0 = true }
             logger.notice("this node runs the webhook deliveries", metadata: ["node": "\(node)"])
         }
         return await withTaskGroup(of: Int.self) { group in
-            for subscription in active where (subscription.retryAt ?? .distantPast) <= now {
+            for subscription in due {
                 group.addTask {
                     do {
                         return try await self.deliver(subscription)
@@ -136,12 +139,41 @@ public final class WebhookRunner: Sendable {
         }
     }
 
-    /// Delivers the subscription's next events, in order, stopping at the first that fails.
-    private func deliver(_ subscription: WebhookSubscription) async throws -> Int {
-        let cursor = scanned.withLock { scanned in
+    /// Whether an event has waited for a due subscription while the webhook stream stood still
+    /// for ``leaseDuration``: then the holder is taken to be gone.
+    private func holderLooksGone(_ state: WebhookState, due: [WebhookSubscription], now: Date) async throws -> Bool {
+        var waiting = false
+        for subscription in due {
+            let (first, scannedThrough) = try await store.firstWebhookEvent(for: subscription, after: cursor(of: subscription))
+            if first != nil {
+                waiting = true
+                break
+            }
+            remember(subscription, scannedThrough)
+        }
+        guard waiting else {
+            watch.withLock { $0 = nil }
+            return false
+        }
+        let since = watch.withLock { watch -> Date in
+            if watch?.version != state.streamVersion { watch = (state.streamVersion, now) }
+            return watch?.since ?? now
+        }
+        return now >= since.addingTimeInterval(Self.seconds(leaseDuration))
+    }
+
+    /// Where the subscription's scan goes on: its checkpoint, or further where this node scanned
+    /// past it in the same epoch without finding a wanted event.
+    private func cursor(of subscription: WebhookSubscription) -> UInt64 {
+        scanned.withLock { scanned in
             guard let known = scanned[subscription.id], known.epoch == subscription.epoch else { return subscription.checkpoint }
             return max(known.position, subscription.checkpoint)
         }
+    }
+
+    /// Delivers the subscription's next events, in order, stopping at the first that fails.
+    private func deliver(_ subscription: WebhookSubscription) async throws -> Int {
+        let cursor = cursor(of: subscription)
         let (messages, scannedThrough) = try await store.webhookMessages(for: subscription, after: cursor)
         guard !messages.isEmpty else {
             remember(subscription, scannedThrough)
