@@ -508,25 +508,70 @@ extension Components {
                     internal typealias projectionsPayload = [Components.Responses.Readiness.Body.jsonPayload.projectionsPayloadPayload]
                     /// - Remark: Generated from `#/components/responses/Readiness/content/json/projections`.
                     internal var projections: Components.Responses.Readiness.Body.jsonPayload.projectionsPayload
+                    /// The webhook deliveries in figures; a failing receiver never makes the node not ready.
+                    ///
+                    /// - Remark: Generated from `#/components/responses/Readiness/content/json/webhooks`.
+                    internal struct webhooksPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/components/responses/Readiness/content/json/webhooks/subscriptions`.
+                        internal var subscriptions: Swift.Int
+                        /// - Remark: Generated from `#/components/responses/Readiness/content/json/webhooks/paused`.
+                        internal var paused: Swift.Int
+                        /// - Remark: Generated from `#/components/responses/Readiness/content/json/webhooks/failing`.
+                        internal var failing: Swift.Int
+                        /// - Remark: Generated from `#/components/responses/Readiness/content/json/webhooks/behind`.
+                        internal var behind: Swift.Int64
+                        /// Creates a new `webhooksPayload`.
+                        ///
+                        /// - Parameters:
+                        ///   - subscriptions:
+                        ///   - paused:
+                        ///   - failing:
+                        ///   - behind:
+                        internal init(
+                            subscriptions: Swift.Int,
+                            paused: Swift.Int,
+                            failing: Swift.Int,
+                            behind: Swift.Int64
+                        ) {
+                            self.subscriptions = subscriptions
+                            self.paused = paused
+                            self.failing = failing
+                            self.behind = behind
+                        }
+                        internal enum CodingKeys: String, CodingKey {
+                            case subscriptions
+                            case paused
+                            case failing
+                            case behind
+                        }
+                    }
+                    /// The webhook deliveries in figures; a failing receiver never makes the node not ready.
+                    ///
+                    /// - Remark: Generated from `#/components/responses/Readiness/content/json/webhooks`.
+                    internal var webhooks: Components.Responses.Readiness.Body.jsonPayload.webhooksPayload?
                     /// Creates a new `jsonPayload`.
                     ///
                     /// - Parameters:
                     ///   - status:
                     ///   - reasons:
                     ///   - projections:
+                    ///   - webhooks: The webhook deliveries in figures; a failing receiver never makes the node not ready.
                     internal init(
                         status: Components.Responses.Readiness.Body.jsonPayload.statusPayload,
                         reasons: [Swift.String],
-                        projections: Components.Responses.Readiness.Body.jsonPayload.projectionsPayload
+                        projections: Components.Responses.Readiness.Body.jsonPayload.projectionsPayload,
+                        webhooks: Components.Responses.Readiness.Body.jsonPayload.webhooksPayload? = nil
                     ) {
                         self.status = status
                         self.reasons = reasons
                         self.projections = projections
+                        self.webhooks = webhooks
                     }
                     internal enum CodingKeys: String, CodingKey {
                         case status
                         case reasons
                         case projections
+                        case webhooks
                     }
                 }
                 /// - Remark: Generated from `#/components/responses/Readiness/content/application\/json`.

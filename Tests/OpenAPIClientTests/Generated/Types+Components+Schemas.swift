@@ -10,6 +10,113 @@ import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/schemas` section of the OpenAPI document.
     internal enum Schemas {
+        /// - Remark: Generated from `#/components/schemas/WebhookSubscription`.
+        internal struct WebhookSubscription: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/id`.
+            internal var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/url`.
+            internal var url: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/eventTypes`.
+            internal var eventTypes: [Swift.String]
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/personalData`.
+            internal var personalData: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/paused`.
+            internal var paused: Swift.Bool
+            /// Every event up to this log position needs no delivery.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/checkpoint`.
+            internal var checkpoint: Swift.Int64
+            /// Records after the checkpoint (an upper bound of the backlog).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/behind`.
+            internal var behind: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/delivered`.
+            internal var delivered: Swift.Int64
+            /// Failed attempts since the last delivery.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/failures`.
+            internal var failures: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/lastError`.
+            internal var lastError: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/lastFailure`.
+            internal var lastFailure: Foundation.Date?
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/failingPosition`.
+            internal var failingPosition: Swift.Int64?
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/retryAt`.
+            internal var retryAt: Foundation.Date?
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/createdBy`.
+            internal var createdBy: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookSubscription/createdAt`.
+            internal var createdAt: Foundation.Date
+            /// Creates a new `WebhookSubscription`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - url:
+            ///   - eventTypes:
+            ///   - personalData:
+            ///   - paused:
+            ///   - checkpoint: Every event up to this log position needs no delivery.
+            ///   - behind: Records after the checkpoint (an upper bound of the backlog).
+            ///   - delivered:
+            ///   - failures: Failed attempts since the last delivery.
+            ///   - lastError:
+            ///   - lastFailure:
+            ///   - failingPosition:
+            ///   - retryAt:
+            ///   - createdBy:
+            ///   - createdAt:
+            internal init(
+                id: Swift.String,
+                url: Swift.String,
+                eventTypes: [Swift.String],
+                personalData: Swift.Bool,
+                paused: Swift.Bool,
+                checkpoint: Swift.Int64,
+                behind: Swift.Int64? = nil,
+                delivered: Swift.Int64,
+                failures: Swift.Int64,
+                lastError: Swift.String? = nil,
+                lastFailure: Foundation.Date? = nil,
+                failingPosition: Swift.Int64? = nil,
+                retryAt: Foundation.Date? = nil,
+                createdBy: Swift.String,
+                createdAt: Foundation.Date
+            ) {
+                self.id = id
+                self.url = url
+                self.eventTypes = eventTypes
+                self.personalData = personalData
+                self.paused = paused
+                self.checkpoint = checkpoint
+                self.behind = behind
+                self.delivered = delivered
+                self.failures = failures
+                self.lastError = lastError
+                self.lastFailure = lastFailure
+                self.failingPosition = failingPosition
+                self.retryAt = retryAt
+                self.createdBy = createdBy
+                self.createdAt = createdAt
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case id
+                case url
+                case eventTypes
+                case personalData
+                case paused
+                case checkpoint
+                case behind
+                case delivered
+                case failures
+                case lastError
+                case lastFailure
+                case failingPosition
+                case retryAt
+                case createdBy
+                case createdAt
+            }
+        }
         /// One record of the log, as the tail and the follower's pages give it.
         ///
         /// - Remark: Generated from `#/components/schemas/LogRecordEntry`.

@@ -216,6 +216,42 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /admin/api/accounts/{id}/sessions/{sessionId}`.
     /// - Remark: Generated from `#/paths//admin/api/accounts/{id}/sessions/{sessionId}/delete(adminEndSession)`.
     func adminEndSession(_ input: Operations.adminEndSession.Input) async throws -> Operations.adminEndSession.Output
+    /// Every webhook subscription with its checkpoint (every event up to it needs no delivery), how far the log's head is past it, its deliveries and failures; the log's head; and which node delivers (the runner's lease). Secrets are never shown here.
+    ///
+    ///
+    /// - Remark: HTTP `GET /admin/api/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/get(adminListWebhooks)`.
+    func adminListWebhooks(_ input: Operations.adminListWebhooks.Input) async throws -> Operations.adminListWebhooks.Output
+    /// Add a webhook subscription (webhook.added): every later account event of its types is POSTed to the URL, signed as Standard Webhooks says, at least once and in log order. The secret is in this answer only. At most 32 subscriptions; 409 beyond.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/post(adminAddWebhook)`.
+    func adminAddWebhook(_ input: Operations.adminAddWebhook.Input) async throws -> Operations.adminAddWebhook.Output
+    /// Pause a subscription (webhook.paused): nothing is delivered until it is resumed.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks/{id}/pause`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/pause/post(adminPauseWebhook)`.
+    func adminPauseWebhook(_ input: Operations.adminPauseWebhook.Input) async throws -> Operations.adminPauseWebhook.Output
+    /// Resume a subscription (webhook.resumed): deliveries go on from its checkpoint, a failing event at once.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks/{id}/resume`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/resume/post(adminResumeWebhook)`.
+    func adminResumeWebhook(_ input: Operations.adminResumeWebhook.Input) async throws -> Operations.adminResumeWebhook.Output
+    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks/{id}/replay`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/replay/post(adminReplayWebhook)`.
+    func adminReplayWebhook(_ input: Operations.adminReplayWebhook.Input) async throws -> Operations.adminReplayWebhook.Output
+    /// Remove a subscription (webhook.removed).
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /admin/api/webhooks/{id}`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/delete(adminRemoveWebhook)`.
+    func adminRemoveWebhook(_ input: Operations.adminRemoveWebhook.Input) async throws -> Operations.adminRemoveWebhook.Output
     /// Signups, deletions and failed logins per hour or per day (at most 744 buckets), oldest first.
     ///
     /// - Remark: HTTP `GET /admin/api/activity`.
@@ -720,6 +756,86 @@ extension APIProtocol {
         headers: Operations.adminEndSession.Input.Headers = .init()
     ) async throws -> Operations.adminEndSession.Output {
         try await adminEndSession(Operations.adminEndSession.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Every webhook subscription with its checkpoint (every event up to it needs no delivery), how far the log's head is past it, its deliveries and failures; the log's head; and which node delivers (the runner's lease). Secrets are never shown here.
+    ///
+    ///
+    /// - Remark: HTTP `GET /admin/api/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/get(adminListWebhooks)`.
+    internal func adminListWebhooks(headers: Operations.adminListWebhooks.Input.Headers = .init()) async throws -> Operations.adminListWebhooks.Output {
+        try await adminListWebhooks(Operations.adminListWebhooks.Input(headers: headers))
+    }
+    /// Add a webhook subscription (webhook.added): every later account event of its types is POSTed to the URL, signed as Standard Webhooks says, at least once and in log order. The secret is in this answer only. At most 32 subscriptions; 409 beyond.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/post(adminAddWebhook)`.
+    internal func adminAddWebhook(
+        headers: Operations.adminAddWebhook.Input.Headers = .init(),
+        body: Operations.adminAddWebhook.Input.Body
+    ) async throws -> Operations.adminAddWebhook.Output {
+        try await adminAddWebhook(Operations.adminAddWebhook.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Pause a subscription (webhook.paused): nothing is delivered until it is resumed.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks/{id}/pause`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/pause/post(adminPauseWebhook)`.
+    internal func adminPauseWebhook(
+        path: Operations.adminPauseWebhook.Input.Path,
+        headers: Operations.adminPauseWebhook.Input.Headers = .init()
+    ) async throws -> Operations.adminPauseWebhook.Output {
+        try await adminPauseWebhook(Operations.adminPauseWebhook.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Resume a subscription (webhook.resumed): deliveries go on from its checkpoint, a failing event at once.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks/{id}/resume`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/resume/post(adminResumeWebhook)`.
+    internal func adminResumeWebhook(
+        path: Operations.adminResumeWebhook.Input.Path,
+        headers: Operations.adminResumeWebhook.Input.Headers = .init()
+    ) async throws -> Operations.adminResumeWebhook.Output {
+        try await adminResumeWebhook(Operations.adminResumeWebhook.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again.
+    ///
+    ///
+    /// - Remark: HTTP `POST /admin/api/webhooks/{id}/replay`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/replay/post(adminReplayWebhook)`.
+    internal func adminReplayWebhook(
+        path: Operations.adminReplayWebhook.Input.Path,
+        headers: Operations.adminReplayWebhook.Input.Headers = .init(),
+        body: Operations.adminReplayWebhook.Input.Body
+    ) async throws -> Operations.adminReplayWebhook.Output {
+        try await adminReplayWebhook(Operations.adminReplayWebhook.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Remove a subscription (webhook.removed).
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /admin/api/webhooks/{id}`.
+    /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/delete(adminRemoveWebhook)`.
+    internal func adminRemoveWebhook(
+        path: Operations.adminRemoveWebhook.Input.Path,
+        headers: Operations.adminRemoveWebhook.Input.Headers = .init()
+    ) async throws -> Operations.adminRemoveWebhook.Output {
+        try await adminRemoveWebhook(Operations.adminRemoveWebhook.Input(
             path: path,
             headers: headers
         ))
