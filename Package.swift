@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.0.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
@@ -120,7 +121,9 @@ let package = Package(
             name: "Projections",
             dependencies: [
                 "EventLogProtocol", "BlockingPool", "LMDB", .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics")
+                .product(name: "Metrics", package: "swift-metrics"),
+                // The tracing API only (spans go nowhere until a program bootstraps a tracer).
+                .product(name: "Tracing", package: "swift-distributed-tracing")
             ]),
         // A small module runtime for Linux: Module, @Dependency, Configuration, Standard.
         .target(name: "Spezi"),
@@ -166,7 +169,8 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing")
             ]
         ),
         // Opening and importing into `postgres://` log locations, registered at start-up, so that
@@ -319,7 +323,9 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto")
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing")
             ]),
         // The client a Swift team would generate from openapi.yaml (Tools/generate-openapi-client.sh,
         // committed under Generated/), run against the server with the generator's defaults.

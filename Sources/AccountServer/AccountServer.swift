@@ -134,6 +134,10 @@ public struct AccountServer: Service {
         // line for every request, with the answer the others gave.
         router.add(middleware: RequestIdentityMiddleware<ServerRequestContext>(trustedProxies: configuration.trustedProxies))
         router.add(middleware: AccessLogMiddleware<ServerRequestContext>())
+        // A server span per request, named by its route's pattern, the parent of the store's
+        // spans (command, append, projection wait); a no-op until the process bootstraps a tracer
+        // (`accountctl serve --otel-endpoint`, or a test's in-memory tracer).
+        router.add(middleware: TracingMiddleware<ServerRequestContext>())
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
         // What no route answers: 405 with Allow for a known path, else 404, as problem details.

@@ -7,6 +7,7 @@ import AccountSecurity
 import Crypto
 import EventLogProtocol
 import Foundation
+import Tracing
 
 /// The account store's view of the event log: one stream per account id, typed events, user ids
 /// kept unique by claims, and each account's state folded from its stream.
@@ -190,7 +191,19 @@ public struct AccountLog: Sendable {
                 eventID: eventIDs?[index] ?? .timeOrdered(), type: event.typeName, schemaVersion: event.schemaVersion, metadata: metadata,
                 payload: Data(payload))
         }
-        return try await log.append(proposed, to: accountId, expectedVersion: expectedVersion, claims: claims, releases: releases)
+        // A leaf span (the commit itself runs on the writer's thread): the command's span is its parent.
+        let span = startSpan("log.append")
+        defer { span.end() }
+        span.attributes["account.id"] = accountId
+        span.attributes["log.events"] = events.count
+        do {
+            let result = try await log.append(proposed, to: accountId, expectedVersion: expectedVersion, claims: claims, releases: releases)
+            span.attributes["log.position"] = Int(clamping: result.positions.upperBound)
+            return result
+        } catch {
+            span.recordError(error)
+            throw error
+        }
     }
 
     /// Decodes a record into an account event in the current shape.

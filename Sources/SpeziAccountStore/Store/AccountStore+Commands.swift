@@ -6,6 +6,7 @@
 import AccountSecurity
 import EventLogProtocol
 import Foundation
+import Tracing
 import Logging
 import SpeziAccount
 
@@ -78,15 +79,18 @@ extension AccountStore {
     /// Signup; `validating: false` when the caller (the service) already validated the whole details
     /// against its own configuration and passes only the keys it stores.
     func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
-        let keyedId: String?
-        if let userId = signupDetails[AccountDetails.__Key_userId.self] {
-            keyedId = try await keyedAccountId(.signup, userId: userId, context: context)
-        } else {
-            keyedId = nil
+        try await withSpan("account.signup") { span in
+            let keyedId: String?
+            if let userId = signupDetails[AccountDetails.__Key_userId.self] {
+                keyedId = try await keyedAccountId(.signup, userId: userId, context: context)
+            } else {
+                keyedId = nil
+            }
+            let signup = try await prepareSignup(signupDetails, validating: validating, refusingTakenUserId: true, unlessHeldBy: keyedId)
+            return try await create(
+                keyedId ?? options.makeAccountId(), userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context)
+    
         }
-        let signup = try await prepareSignup(signupDetails, validating: validating, refusingTakenUserId: true, unlessHeldBy: keyedId)
-        return try await create(
-            keyedId ?? options.makeAccountId(), userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context)
     }
 
     /// Checks the details of a signup or upgrade (limits, the rules unless the caller validated

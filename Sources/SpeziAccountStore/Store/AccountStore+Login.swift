@@ -5,6 +5,7 @@
 
 import EventLogProtocol
 import Foundation
+import Tracing
 import SpeziAccount
 
 extension AccountStore {
@@ -44,90 +45,93 @@ extension AccountStore {
     func login(
         userId: String, password: String, secondFactor: String?, context: Context, alsoAppend: [AccountEvent]
     ) async throws -> AccountDetails {
-        guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
-            throw AccountServiceError.wrongCredentials
-        }
-        let ticket = try throttle.admit(
-            userKey: AccountLog.normalizedUserId(userId), client: context.client ?? "", device: context.device, now: options.clock())
-        var outcome = LoginThrottle.Outcome.abandoned
-        defer { throttle.finish(ticket, outcome, now: options.clock()) }
-        if ticket.delay > .zero { try await Task.sleep(for: ticket.delay) }
+        try await withSpan("account.login") { span in
+            guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
+                throw AccountServiceError.wrongCredentials
+            }
+            let ticket = try throttle.admit(
+                userKey: AccountLog.normalizedUserId(userId), client: context.client ?? "", device: context.device, now: options.clock())
+            var outcome = LoginThrottle.Outcome.abandoned
+            defer { throttle.finish(ticket, outcome, now: options.clock()) }
+            if ticket.delay > .zero { try await Task.sleep(for: ticket.delay) }
 
-        guard let accountId = try await accounts.accountId(forUserId: userId), var state = try await currentState(of: accountId),
-            !state.isDeleted, var stored = state.passwordHash
-        else {
-            // The same work as a real check, so that unknown user ids cannot be told apart by timing.
-            if options.defences.timingDecoy { _ = try await verifyPassword(password, against: try await timingDecoyHash()) }
-            outcome = .failed
-            throw AccountServiceError.wrongCredentials
-        }
-        // Failures recorded by other processes and servers count towards the account-wide queue.
-        let turn = try throttle.shareAccountWide(ticket, failures: state.failedLogins, lastFailure: state.lastFailedLogin, now: options.clock())
-        if turn > .zero { try await Task.sleep(for: turn) }
-        guard try await verifyPassword(password, against: stored) else {
-            outcome = .failed
-            recordFailedLogin(accountId, context: context)
-            throw AccountServiceError.wrongCredentials
-        }
-        // A disabled account answers the right password as a locked one does (the wrong one as any wrong one).
-        if try await isDisabled(accountId) {
-            throw disabledRefusal
-        }
-        // With a confirmed second factor, the password alone is not enough.
-        var proof: AccountEvent?
-        if let factor = state.secondFactor, factor.isConfirmed {
-            guard let secondFactor else { throw AccountStoreError.secondFactorRequired }
-            guard let event = try await secondFactorProof(secondFactor, accountId: accountId, factor: factor) else {
+            guard let accountId = try await accounts.accountId(forUserId: userId), var state = try await currentState(of: accountId),
+                !state.isDeleted, var stored = state.passwordHash
+            else {
+                // The same work as a real check, so that unknown user ids cannot be told apart by timing.
+                if options.defences.timingDecoy { _ = try await verifyPassword(password, against: try await timingDecoyHash()) }
                 outcome = .failed
-                recordFailedLogin(accountId, context: context, reason: "wrongSecondFactor")
-                throw AccountStoreError.invalidSecondFactor
+                throw AccountServiceError.wrongCredentials
             }
-            proof = event
-        }
-        outcome = .succeeded
-        await options.defences.afterPasswordCheck?(accountId)
-        for _ in 0..<options.maxConflictRetries {
-            var events: [AccountEvent] = []
-            if try hasher.needsRehash(stored) {
-                events.append(.passwordRehashed(passwordHash: try await hashPassword(password)))
+            // Failures recorded by other processes and servers count towards the account-wide queue.
+            let turn = try throttle.shareAccountWide(ticket, failures: state.failedLogins, lastFailure: state.lastFailedLogin, now: options.clock())
+            if turn > .zero { try await Task.sleep(for: turn) }
+            guard try await verifyPassword(password, against: stored) else {
+                outcome = .failed
+                recordFailedLogin(accountId, context: context)
+                throw AccountServiceError.wrongCredentials
             }
-            events.append(.loginSucceeded)
-            if let proof { events.append(proof) }
-            events += alsoAppend
-            do {
-                let expected: ExpectedVersion = options.defences.loginVersionCheck ? .exact(state.version) : .any
-                let result = try await accounts.append(events, to: accountId, expectedVersion: expected, metadata: context.metadata)
-                try await awaitCache(result.positions.upperBound)
-                try await refuseIfDisabled(accountId, after: events, context: context)
-                guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
-                return details
-            } catch EventLogError.wrongExpectedVersion {
-                // The account changed since its password was checked: a session may only follow
-                // the password it was opened with.
-                guard let current = try await currentState(of: accountId), !current.isDeleted, let hash = current.passwordHash else {
+            // A disabled account answers the right password as a locked one does (the wrong one as any wrong one).
+            if try await isDisabled(accountId) {
+                throw disabledRefusal
+            }
+            // With a confirmed second factor, the password alone is not enough.
+            var proof: AccountEvent?
+            if let factor = state.secondFactor, factor.isConfirmed {
+                guard let secondFactor else { throw AccountStoreError.secondFactorRequired }
+                guard let event = try await secondFactorProof(secondFactor, accountId: accountId, factor: factor) else {
                     outcome = .failed
-                    throw AccountServiceError.wrongCredentials
+                    recordFailedLogin(accountId, context: context, reason: "wrongSecondFactor")
+                    throw AccountStoreError.invalidSecondFactor
                 }
-                if hash != stored {
-                    guard try await verifyPassword(password, against: hash) else {
+                proof = event
+            }
+            outcome = .succeeded
+            await options.defences.afterPasswordCheck?(accountId)
+            for _ in 0..<options.maxConflictRetries {
+                var events: [AccountEvent] = []
+                if try hasher.needsRehash(stored) {
+                    events.append(.passwordRehashed(passwordHash: try await hashPassword(password)))
+                }
+                events.append(.loginSucceeded)
+                if let proof { events.append(proof) }
+                events += alsoAppend
+                do {
+                    let expected: ExpectedVersion = options.defences.loginVersionCheck ? .exact(state.version) : .any
+                    let result = try await accounts.append(events, to: accountId, expectedVersion: expected, metadata: context.metadata)
+                    try await awaitCache(result.positions.upperBound)
+                    try await refuseIfDisabled(accountId, after: events, context: context)
+                    guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
+                    return details
+                } catch EventLogError.wrongExpectedVersion {
+                    // The account changed since its password was checked: a session may only follow
+                    // the password it was opened with.
+                    guard let current = try await currentState(of: accountId), !current.isDeleted, let hash = current.passwordHash else {
                         outcome = .failed
                         throw AccountServiceError.wrongCredentials
                     }
-                    stored = hash
-                }
-                // A code that another sign-in used meanwhile, or a second factor confirmed meanwhile.
-                if let factor = current.secondFactor, factor.isConfirmed {
-                    guard let proof else { throw AccountStoreError.secondFactorRequired }
-                    guard Self.proof(proof, holdsFor: factor) else {
-                        outcome = .failed
-                        throw AccountStoreError.invalidSecondFactor
+                    if hash != stored {
+                        guard try await verifyPassword(password, against: hash) else {
+                            outcome = .failed
+                            throw AccountServiceError.wrongCredentials
+                        }
+                        stored = hash
                     }
+                    // A code that another sign-in used meanwhile, or a second factor confirmed meanwhile.
+                    if let factor = current.secondFactor, factor.isConfirmed {
+                        guard let proof else { throw AccountStoreError.secondFactorRequired }
+                        guard Self.proof(proof, holdsFor: factor) else {
+                            outcome = .failed
+                            throw AccountStoreError.invalidSecondFactor
+                        }
+                    }
+                    state = current
+                    try await Task.sleep(for: Self.conflictBackoff(attempt: 0))
                 }
-                state = current
-                try await Task.sleep(for: Self.conflictBackoff(attempt: 0))
             }
+            throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
+    
         }
-        throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
     }
 
     /// Appends `auth.login-failed` for a wrong password (or, with its `reason`, a wrong second

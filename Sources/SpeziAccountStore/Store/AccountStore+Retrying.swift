@@ -6,6 +6,7 @@
 import AccountSecurity
 import EventLogProtocol
 import Foundation
+import Tracing
 import Logging
 import SpeziAccount
 
@@ -24,52 +25,56 @@ extension AccountStore {
         decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
         context: () -> Context
     ) async throws -> (position: UInt64?, state: AccountState) {
-        if let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) { return replayed }
-        let attempts = options.maxConflictRetries
-        for attempt in 0..<attempts {
-            guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
-            let decision = try decide(state)
-            guard !decision.events.isEmpty else { return (nil, state) }
-            try checkChangeBudget(decision.events, of: state)
-            do {
-                var eventIDs: [UUID]?
-                if let keyed { eventIDs = try await keyedEventIDs(keyed, accountId: accountId, context: context(), count: decision.events.count) }
-                let result = try await accounts.append(
-                    decision.events, to: accountId, expectedVersion: .exact(state.version),
-                    metadata: context().metadata, claims: decision.claims, releases: decision.releases, eventIDs: eventIDs)
-                if result.wasDuplicate, let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) {
-                    return replayed
+        try await withSpan("account.change") { span in
+            span.attributes["account.id"] = accountId
+            if let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) { return replayed }
+            let attempts = options.maxConflictRetries
+            for attempt in 0..<attempts {
+                guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
+                let decision = try decide(state)
+                guard !decision.events.isEmpty else { return (nil, state) }
+                try checkChangeBudget(decision.events, of: state)
+                do {
+                    var eventIDs: [UUID]?
+                    if let keyed { eventIDs = try await keyedEventIDs(keyed, accountId: accountId, context: context(), count: decision.events.count) }
+                    let result = try await accounts.append(
+                        decision.events, to: accountId, expectedVersion: .exact(state.version),
+                        metadata: context().metadata, claims: decision.claims, releases: decision.releases, eventIDs: eventIDs)
+                    if result.wasDuplicate, let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) {
+                        return replayed
+                    }
+                    var after = state
+                    let now = options.clock()
+                    for (offset, event) in decision.events.enumerated() {
+                        after.apply(event, version: state.version + UInt64(offset) + 1, at: now)
+                    }
+                    // A deleted account's personal data does not stay in memory (crypto-shredding).
+                    if after.isDeleted { recentStates.forget(accountId) }
+                    return (result.positions.upperBound, after)
+                } catch EventLogError.wrongExpectedVersion {
+                    try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
+                    continue
+                } catch let error as KeyVaultError {
+                    // `makeKey` refuses an account whose key is destroyed, which happens only after its
+                    // deletion is in the log and the cache: a deletion came between the load and the
+                    // append, which would have been a conflict. Load again, as for one (and find the
+                    // account gone). Any other vault failure is the caller's to see.
+                    guard case .notAVault = error, let vault = accounts.vault, try await vault.offPool({ try $0.isShredded(accountId) }) else {
+                        throw error
+                    }
+                    try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
+                    continue
+                } catch EventLogError.claimTaken {
+                    throw AccountServiceError.credentialsTaken
+                } catch EventLogError.duplicateEventID where keyed != nil {
+                    // A concurrent retry with the same key committed first (deciding other events).
+                    if let replayed = try await committedAttempt(keyed!, accountId: accountId, context: context()) { return replayed }
+                    throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempt + 1)
                 }
-                var after = state
-                let now = options.clock()
-                for (offset, event) in decision.events.enumerated() {
-                    after.apply(event, version: state.version + UInt64(offset) + 1, at: now)
-                }
-                // A deleted account's personal data does not stay in memory (crypto-shredding).
-                if after.isDeleted { recentStates.forget(accountId) }
-                return (result.positions.upperBound, after)
-            } catch EventLogError.wrongExpectedVersion {
-                try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
-                continue
-            } catch let error as KeyVaultError {
-                // `makeKey` refuses an account whose key is destroyed, which happens only after its
-                // deletion is in the log and the cache: a deletion came between the load and the
-                // append, which would have been a conflict. Load again, as for one (and find the
-                // account gone). Any other vault failure is the caller's to see.
-                guard case .notAVault = error, let vault = accounts.vault, try await vault.offPool({ try $0.isShredded(accountId) }) else {
-                    throw error
-                }
-                try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
-                continue
-            } catch EventLogError.claimTaken {
-                throw AccountServiceError.credentialsTaken
-            } catch EventLogError.duplicateEventID where keyed != nil {
-                // A concurrent retry with the same key committed first (deciding other events).
-                if let replayed = try await committedAttempt(keyed!, accountId: accountId, context: context()) { return replayed }
-                throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempt + 1)
             }
+            throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
+    
         }
-        throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
     }
 
     /// Refuses events that would take the account past ``AccountStoreLimits/changesPerAccountPerHour``
