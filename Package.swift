@@ -24,6 +24,11 @@ let package = Package(
         .library(name: "AccountServer", targets: ["AccountServer"]),
         .library(name: "RemoteAccountService", targets: ["RemoteAccountService"])
     ],
+    // `swift build --traits OpenTelemetry`: `accountctl serve --otel-endpoint` exports traces with
+    // swift-otel (OTLP over HTTP). Off by default: nothing of swift-otel is built or linked then.
+    traits: [
+        .trait(name: "OpenTelemetry", description: "accountctl serve --otel-endpoint: traces exported over OTLP/HTTP by swift-otel")
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
@@ -32,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.0.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
@@ -274,7 +280,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // `serve --metrics-token-file`: the metrics backend; only the tool links it.
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus")
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                // `serve --otel-endpoint`, with the OpenTelemetry trait only.
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OpenTelemetry"]))
             ],
             path: "Tools/accountctl"
         ),

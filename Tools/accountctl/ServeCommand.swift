@@ -9,6 +9,9 @@ import Foundation
 import IdentityTokens
 import Logging
 import Metrics
+#if OpenTelemetry
+import OTel
+#endif
 import Prometheus
 import ServiceLifecycle
 import SpeziAccountStore
@@ -130,6 +133,13 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Export traces (a span per request, the store's commands, appends and projection waits) over OTLP/HTTP with JSON "
+                + "to this URL, e.g. http://127.0.0.1:4318/v1/traces. Needs accountctl built with `swift build --traits OpenTelemetry`.",
+            valueName: "url"))
+    var otelEndpoint: String?
+
+    @Option(
+        help: ArgumentHelp(
             "A JSON file of settings, keyed by these options' long names (a list for a repeatable one). The command line wins over "
                 + "the environment (ACCOUNTCTL_<NAME>, e.g. ACCOUNTCTL_MAX_BODY_BYTES), which wins over the file (also ACCOUNTCTL_CONFIG).",
             valueName: "file"))
@@ -223,12 +233,41 @@ struct Serve: AsyncParsableCommand {
                 configuration.webhooks.leaseDuration = .milliseconds(Int64((webhookLeaseSeconds * 1_000).rounded()))
                 let logger = Logger(label: "accountctl.serve")
                 let server = AnnouncedServer(server: AccountServer(store: store, configuration: configuration, logger: logger), host: host)
+                let tracing = try otelEndpoint.map(Self.traceExporter(endpoint:))
                 let group = ServiceGroup(
                     configuration: ServiceGroupConfiguration(
-                        services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                        services: (tracing.map { [.init(service: $0)] } ?? []) + [.init(service: server)],
+                        gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
                 try await group.run()
             }
         }
+    }
+
+    /// The trace exporter of `--otel-endpoint`: swift-otel bootstrapped for traces only (logs and
+    /// metrics stay with swift-log and `--metrics-token-file`), OTLP/HTTP with JSON, batches sent
+    /// every second. A service to run beside the server.
+    static func traceExporter(endpoint: String) throws -> any Service {
+        guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ToolError.input("--otel-endpoint: \(endpoint) is not an http or https URL")
+        }
+        #if OpenTelemetry
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "accountctl"
+        configuration.diagnosticLogLevel = .error
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.otlpExporter.endpoint = endpoint
+        configuration.traces.otlpExporter.protocol = .httpJSON
+        configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
+        do {
+            return try OTel.bootstrap(configuration: configuration)
+        } catch {
+            throw ToolError.input("--otel-endpoint: \(error)")
+        }
+        #else
+        throw ToolError.input(
+            "--otel-endpoint: this accountctl was built without OpenTelemetry; build it with `swift build --traits OpenTelemetry`")
+        #endif
     }
 
     /// The metrics endpoint of `--metrics-token-file`: bootstraps swift-metrics with a Prometheus
