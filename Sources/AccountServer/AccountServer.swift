@@ -71,6 +71,10 @@ public struct AccountServerConfiguration: Sendable {
     public var providerTokenRevocationInterval: Duration = .seconds(5)
     /// The longest wait between two tries of one failing revocation.
     public var providerTokenRevocationMaximumBackoff: Duration = .seconds(600)
+    /// Whether each request opens a server span (Hummingbird's `TracingMiddleware`), the parent of
+    /// the store's spans, for the tracer the process bootstrapped (see <doc:RequestIds>). Off by
+    /// default; `accountctl serve --otel-endpoint` turns it on.
+    public var tracesRequests = false
     /// How webhook subscriptions are delivered (see <doc:Webhooks>): on by default; nothing is sent
     /// until an administrator adds a subscription.
     public var webhooks = WebhookSettings()
@@ -135,9 +139,9 @@ public struct AccountServer: Service {
         router.add(middleware: RequestIdentityMiddleware<ServerRequestContext>(trustedProxies: configuration.trustedProxies))
         router.add(middleware: AccessLogMiddleware<ServerRequestContext>())
         // A server span per request, named by its route's pattern, the parent of the store's
-        // spans (command, append, projection wait); a no-op until the process bootstraps a tracer
-        // (`accountctl serve --otel-endpoint`, or a test's in-memory tracer).
-        router.add(middleware: TracingMiddleware<ServerRequestContext>())
+        // spans (command, append, projection wait), when traces are wanted: the middleware reads
+        // every request's headers even for a tracer that records nothing.
+        if configuration.tracesRequests { router.add(middleware: TracingMiddleware<ServerRequestContext>()) }
         // Before every route: the headers of every answer (404s included).
         router.add(middleware: SecurityHeadersMiddleware<ServerRequestContext>())
         // What no route answers: 405 with Allow for a known path, else 404, as problem details.

@@ -6,7 +6,7 @@
 public import EventLogProtocol
 import Foundation
 internal import LMDB
-public import LogRecordFormat
+import LogRecordFormat
 import Logging
 import Synchronization
 

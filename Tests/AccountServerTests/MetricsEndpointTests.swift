@@ -64,8 +64,17 @@ struct MetricsEndpointTests {
             try? FileManager.default.removeItem(at: tokenFile)
         }
         try Data((Self.token + "\n").utf8).write(to: tokenFile)
-        let server = try ServeProcess(store: store, extra: ["--metrics-token-file", tokenFile.path])
+        let adminFile = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-admin-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: adminFile) }
+        try Data("grace:a long admin password\n".utf8).write(to: adminFile)
+        let server = try ServeProcess(
+            store: store,
+            extra: ["--metrics-token-file", tokenFile.path, "--admin-credential-file", adminFile.path, "--webhook-interval-seconds", "0.05"])
         try await server.start()
+        // A webhook whose receiver is not there: its backlog and failures become gauges.
+        let hook = try await server.send(
+            "POST", "/admin/api/webhooks", json: #"{"url":"http://127.0.0.1:9/hook","eventTypes":["*"]}"#, basic: "grace:a long admin password")
+        #expect(hook.status == 201)
 
         let signup = try await server.send(
             "POST", "/v1/accounts", json: #"{"userId":"ada@example.org","password":"correct horse battery","name":{"givenName":"Ada"}}"#)
@@ -102,6 +111,17 @@ struct MetricsEndpointTests {
         // The log's commits and the limiters' tables are there too.
         #expect(samples.contains { $0.name.hasPrefix("eventlog_commit_duration") })
         #expect(samples.contains { $0.name == "rate_limiter_keys" })
+
+        // The webhook gauges (recorded every 5 s) and the failed deliveries.
+        var webhookSamples: [(name: String, labels: [String: String], value: Double)] = []
+        for _ in 0..<100 {
+            webhookSamples = try await Self.parse(try await Self.get(server, "/metrics", bearer: Self.token).text)
+            if webhookSamples.contains(where: { $0.name == "account_webhook_failures" && $0.value >= 1 }) { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(webhookSamples.contains { $0.name == "account_webhook_behind_records" && $0.labels["subscription"]?.hasPrefix("wh_") == true })
+        #expect(webhookSamples.contains { $0.name == "account_webhook_failures" && $0.value >= 1 })
+        #expect(webhookSamples.contains { $0.name == "account_webhook_deliveries_total" && $0.labels["result"] == "failed" && $0.value >= 1 })
 
         // Wrong tokens count against the client's allowance of credential tries.
         var statuses: [Int] = []

@@ -81,7 +81,9 @@ struct TracingTests {
     @Test("a signup's trace is a tree: the route's server span, the store's commands under it, each with its append and projection wait")
     func spanTree() async throws {
         let tracer = CapturingTracer.shared
-        try await ServerFixture().withServer { api, _ in
+        var configuration = AccountServerConfiguration()
+        configuration.tracesRequests = true
+        try await ServerFixture().withServer(configuration: configuration) { api, _ in
             let traceIDs = try await CapturingTracer.$capturing.withValue(true) {
                 try await withSpan("test") { span in
                     _ = try await api.signup("traced@example.org")

@@ -279,6 +279,25 @@ def main():
             } >= {"admin.sessions-ended", "admin.account-disabled", "admin.account-enabled", "admin.account-erased"})
             shot("erased")
 
+        # Webhooks: add a subscription through the form (its secret shown once), pause it, remove it.
+        driver.find_element(By.ID, "webhook-url").send_keys("http://127.0.0.1:9/hook")
+        driver.find_element(By.ID, "webhook-types").send_keys("account.created account.deleted")
+        driver.find_element(By.ID, "webhook-add").click()
+        secret = wait_for(driver, "the new subscription's secret is shown", lambda: driver.find_elements(By.ID, "webhook-secret") or None)
+        secret_text = secret[0].text if secret else ""
+        check(secret_text.startswith("whsec_"), "the secret is a whsec_ secret (%r)" % secret_text[:10])
+        row = wait_for(driver, "the subscription is listed", lambda: driver.find_elements(By.CSS_SELECTOR, "#webhook-rows tr[data-webhook]") or None)
+        if row:
+            row[0].find_element(By.CSS_SELECTOR, "button[data-action='pause']").click()
+            wait_for(driver, "the subscription shows paused", lambda: driver.find_elements(
+                By.CSS_SELECTOR, "#webhook-rows tr[data-paused='true']") or None)
+            listed = fetch_json(driver, "/admin/api/webhooks")
+            check(listed["status"] == 200 and secret_text and secret_text not in json.dumps(listed["body"]),
+                  "the listing never shows the secret")
+            driver.find_element(By.CSS_SELECTOR, "#webhook-rows tr[data-webhook] button[data-action='remove']").click()
+            wait_for(driver, "the subscription is gone", lambda: not driver.find_elements(By.CSS_SELECTOR, "#webhook-rows tr[data-webhook]"))
+            shot("webhooks")
+
         # Sign out: the form again, and the old session is refused.
         driver.find_element(By.ID, "signout-button").click()
         wait_for(driver, "signed out: the sign-in form is shown", lambda: driver.find_element(By.ID, "signin").is_displayed() or None)

@@ -227,6 +227,7 @@ struct Serve: AsyncParsableCommand {
                 configuration.secureCookies = secureCookies
                 configuration.metrics = metrics
                 configuration.identityProviders = try identityProviders.map(Self.identityProvider)
+                configuration.tracesRequests = otelEndpoint != nil
                 configuration.webhooks.node = nodeId
                 configuration.webhooks.interval = .milliseconds(Int64((webhookIntervalSeconds * 1_000).rounded()))
                 configuration.webhooks.timeout = .milliseconds(Int64((webhookTimeoutSeconds * 1_000).rounded()))
