@@ -26,14 +26,24 @@ extension AdminRoutes {
         struct AddBody: Decodable {
             let url: String
             let eventTypes: [String]
-            let personalData: Bool?
+            /// Absent is false; null is refused, as the document says.
+            let personalData: Bool
+
+            enum CodingKeys: String, CodingKey { case url, eventTypes, personalData }
+
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                url = try container.decode(String.self, forKey: .url)
+                eventTypes = try container.decode([String].self, forKey: .eventTypes)
+                personalData = container.contains(.personalData) ? try container.decode(Bool.self, forKey: .personalData) : false
+            }
         }
         guard let body = try? JSONDecoder().decode(AddBody.self, from: try await jsonBody(request)) else {
             throw Problem.malformed("the body must be {\"url\": \"https://…\", \"eventTypes\": [\"account.created\", …], \"personalData\": false}")
         }
         let (subscription, secret) = try await onWebhook {
             try await store.addWebhook(
-                url: body.url, eventTypes: body.eventTypes, includesPersonalData: body.personalData ?? false, by: context.admin,
+                url: body.url, eventTypes: body.eventTypes, includesPersonalData: body.personalData, by: context.admin,
                 correlationID: correlation(request))
         }
         logger.notice(
@@ -84,7 +94,9 @@ extension AdminRoutes {
             switch error {
             case .noSuchSubscription: throw Problem.noSuchWebhook
             case .tooManySubscriptions: throw Problem("too-many-webhooks", .conflict, "The store keeps no more subscriptions.", detail: "\(error)")
-            case .invalidURL, .invalidEventTypes, .replayBeyondHead: throw Problem.malformed("\(error)")
+            case .replayBeyondHead:
+                throw Problem("replay-beyond-head", .conflict, "The log has no such position yet.", detail: "\(error)")
+            case .invalidURL, .invalidEventTypes: throw Problem.malformed("\(error)")
             }
         }
     }

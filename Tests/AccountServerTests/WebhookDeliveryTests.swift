@@ -102,6 +102,16 @@ struct WebhookDeliveryTests {
         }
     }
 
+    @Test("the OpenAPI document lists exactly the catalogue's event types for a subscription, so schemathesis sends only valid ones")
+    func documentedEventTypes() throws {
+        let document = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Sources/AccountServer/openapi.yaml"), encoding: .utf8)
+        let line = try #require(document.split(separator: "\n").first { $0.contains(#"enum: ["*", "account."#) })
+        let listed = Set(line.split(separator: "[")[1].dropLast().split(separator: ",").map { $0.trimmingCharacters(in: .init(charactersIn: #" ""#)) })
+        #expect(listed == Set(["*"] + AccountEvent.Kind.allCases.map(\.name)))
+    }
+
     @Test("a failing receiver is reported, never a reason to be not ready")
     func failureVisible() async throws {
         try await TestWebhookReceiver.with { receiver in
@@ -127,7 +137,8 @@ struct WebhookDeliveryTests {
             try await ServerFixture().withServer(configuration: try Self.configuration()) { api, store in
                 for body in [
                     #"{"url":"ftp://x/","eventTypes":["*"]}"#, #"{"url":"https://x/","eventTypes":["account.nope"]}"#,
-                    #"{"url":"https://x/","eventTypes":[]}"#, #"{"url":"https://x/"}"#
+                    #"{"url":"https://x/","eventTypes":[]}"#, #"{"url":"https://x/"}"#,
+                    #"{"url":"https://x/","eventTypes":["*"],"personalData":null}"#
                 ] {
                     #expect(try await api.send(.post, "/admin/api/webhooks", json: body, headers: Self.admin).status == 400)
                 }
@@ -149,7 +160,7 @@ struct WebhookDeliveryTests {
                 #expect(try await Self.eventually { receiver.taken.count == 1 })
                 let head = try await store.log.lastPosition()
                 #expect(
-                    try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":\#(head + 10)}"#, headers: Self.admin).status == 400)
+                    try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":\#(head + 10)}"#, headers: Self.admin).status == 409)
                 #expect(try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":0}"#, headers: Self.admin).status == 204)
                 // Delivered again, with the same id.
                 #expect(try await Self.eventually { receiver.received.withLock { $0.count } == 2 })
