@@ -10487,8 +10487,45 @@ internal enum Operations {
                     ///
                     /// - Remark: Generated from `#/paths/admin/api/webhooks/POST/requestBody/json/url`.
                     internal var url: Swift.String
+                    /// - Remark: Generated from `#/paths/admin/api/webhooks/POST/requestBody/json/eventTypesPayload`.
+                    internal enum eventTypesPayloadPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                        case _ast_ = "*"
+                        case account_period_anonymous_hyphen_upgraded = "account.anonymous-upgraded"
+                        case account_period_created = "account.created"
+                        case account_period_deleted = "account.deleted"
+                        case account_period_details_hyphen_modified = "account.details-modified"
+                        case account_period_disabled = "account.disabled"
+                        case account_period_enabled = "account.enabled"
+                        case account_period_identity_hyphen_linked = "account.identity-linked"
+                        case account_period_identity_hyphen_unlinked = "account.identity-unlinked"
+                        case account_period_password_hyphen_changed = "account.password-changed"
+                        case account_period_password_hyphen_rehashed = "account.password-rehashed"
+                        case account_period_userid_hyphen_changed = "account.userid-changed"
+                        case auth_period_logged_hyphen_out = "auth.logged-out"
+                        case auth_period_login_hyphen_failed = "auth.login-failed"
+                        case auth_period_login_hyphen_succeeded = "auth.login-succeeded"
+                        case auth_period_password_hyphen_reset_hyphen_requested = "auth.password-reset-requested"
+                        case auth_period_provider_hyphen_token_hyphen_revoked = "auth.provider-token-revoked"
+                        case auth_period_provider_hyphen_token_hyphen_stored = "auth.provider-token-stored"
+                        case auth_period_recovery_hyphen_code_hyphen_used = "auth.recovery-code-used"
+                        case auth_period_session_hyphen_client = "auth.session-client"
+                        case auth_period_session_hyphen_ended = "auth.session-ended"
+                        case auth_period_session_hyphen_started = "auth.session-started"
+                        case auth_period_totp_hyphen_confirmed = "auth.totp-confirmed"
+                        case auth_period_totp_hyphen_enrolled = "auth.totp-enrolled"
+                        case auth_period_totp_hyphen_removed = "auth.totp-removed"
+                        case auth_period_totp_hyphen_used = "auth.totp-used"
+                        case external_period_details_hyphen_erased = "external.details-erased"
+                        case external_period_details_hyphen_modified = "external.details-modified"
+                    }
+                    /// Account event types (FORMAT.md's catalogue), or * for all of them.
+                    ///
                     /// - Remark: Generated from `#/paths/admin/api/webhooks/POST/requestBody/json/eventTypes`.
-                    internal var eventTypes: [Swift.String]
+                    internal typealias eventTypesPayload = [Operations.adminAddWebhook.Input.Body.jsonPayload.eventTypesPayloadPayload]
+                    /// Account event types (FORMAT.md's catalogue), or * for all of them.
+                    ///
+                    /// - Remark: Generated from `#/paths/admin/api/webhooks/POST/requestBody/json/eventTypes`.
+                    internal var eventTypes: Operations.adminAddWebhook.Input.Body.jsonPayload.eventTypesPayload
                     /// Whether deliveries carry what each event changed (while the account's key is live).
                     ///
                     /// - Remark: Generated from `#/paths/admin/api/webhooks/POST/requestBody/json/personalData`.
@@ -10497,11 +10534,11 @@ internal enum Operations {
                     ///
                     /// - Parameters:
                     ///   - url: http or https, with a host, no credentials.
-                    ///   - eventTypes:
+                    ///   - eventTypes: Account event types (FORMAT.md's catalogue), or * for all of them.
                     ///   - personalData: Whether deliveries carry what each event changed (while the account's key is live).
                     internal init(
                         url: Swift.String,
-                        eventTypes: [Swift.String],
+                        eventTypes: Operations.adminAddWebhook.Input.Body.jsonPayload.eventTypesPayload,
                         personalData: Swift.Bool? = nil
                     ) {
                         self.url = url
@@ -11467,7 +11504,7 @@ internal enum Operations {
             }
         }
     }
-    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again.
+    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again. 409 for a position beyond the log's head.
     ///
     ///
     /// - Remark: HTTP `POST /admin/api/webhooks/{id}/replay`.
@@ -11602,6 +11639,29 @@ internal enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// An RFC 9457 problem.
+            ///
+            /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/replay/post(adminReplayWebhook)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            internal var conflict: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
                             response: self
                         )
                     }

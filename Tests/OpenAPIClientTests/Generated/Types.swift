@@ -240,7 +240,7 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /admin/api/webhooks/{id}/resume`.
     /// - Remark: Generated from `#/paths//admin/api/webhooks/{id}/resume/post(adminResumeWebhook)`.
     func adminResumeWebhook(_ input: Operations.adminResumeWebhook.Input) async throws -> Operations.adminResumeWebhook.Output
-    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again.
+    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again. 409 for a position beyond the log's head.
     ///
     ///
     /// - Remark: HTTP `POST /admin/api/webhooks/{id}/replay`.
@@ -810,7 +810,7 @@ extension APIProtocol {
             headers: headers
         ))
     }
-    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again.
+    /// Replay a subscription from a position (webhook.replayed): its events after it are delivered again. 409 for a position beyond the log's head.
     ///
     ///
     /// - Remark: HTTP `POST /admin/api/webhooks/{id}/replay`.
