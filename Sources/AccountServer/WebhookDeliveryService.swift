@@ -126,7 +126,8 @@ struct WebhookDeliveryService: Service {
         let timeout = settings.timeout
         let maxBytes = settings.maxResponseBytes
         let status = try await withDeadline(timeout, timedOut: WebhookSendError.timedOut(timeout)) {
-            let response = try await client.execute(prepared, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
+            let response = try await client.execute(
+                prepared, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
             // Read (and drop) at most maxBytes: a receiver cannot make the server hold more.
             var read = 0
             for try await part in response.body {

@@ -6,10 +6,10 @@
 internal import BlockingPool
 import EventLogProtocol
 import Foundation
-import Tracing
 internal import LMDB
 import Logging
 import Synchronization
+import Tracing
 
 /// Options for a ``ProjectionStore``.
 public struct ProjectionStoreOptions: Sendable {

@@ -108,7 +108,8 @@ struct WebhookDeliveryTests {
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("Sources/AccountServer/openapi.yaml"), encoding: .utf8)
         let line = try #require(document.split(separator: "\n").first { $0.contains(#"enum: ["*", "account."#) })
-        let listed = Set(line.split(separator: "[")[1].dropLast().split(separator: ",").map { $0.trimmingCharacters(in: .init(charactersIn: #" ""#)) })
+        let listed = Set(
+            line.split(separator: "[")[1].dropLast().split(separator: ",").map { $0.trimmingCharacters(in: .init(charactersIn: #" ""#)) })
         #expect(listed == Set(["*"] + AccountEvent.Kind.allCases.map(\.name)))
     }
 
@@ -160,7 +161,8 @@ struct WebhookDeliveryTests {
                 #expect(try await Self.eventually { receiver.taken.count == 1 })
                 let head = try await store.log.lastPosition()
                 #expect(
-                    try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":\#(head + 10)}"#, headers: Self.admin).status == 409)
+                    try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":\#(head + 10)}"#, headers: Self.admin).status
+                        == 409)
                 #expect(try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":0}"#, headers: Self.admin).status == 204)
                 // Delivered again, with the same id.
                 #expect(try await Self.eventually { receiver.received.withLock { $0.count } == 2 })

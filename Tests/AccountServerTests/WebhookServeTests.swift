@@ -19,7 +19,9 @@ struct WebhookServeTests {
 
     static let credential = "grace:a long admin password"
 
-    @Test("one server delivers at a time; killed mid-stream, the other takes over; every event arrives at least once, in log order", arguments: Backend.allCases)
+    @Test(
+        "one server delivers at a time; killed mid-stream, the other takes over; every event arrives at least once, in log order",
+        arguments: Backend.allCases)
     func killedHolder(backend: Backend) async throws {
         let postgres = backend == .postgres ? try await PostgresServer.start(name: "webhooks") : nil
         defer { postgres?.remove() }

@@ -9,12 +9,13 @@ import Foundation
 import IdentityTokens
 import Logging
 import Metrics
-#if OpenTelemetry
-import OTel
-#endif
 import Prometheus
 import ServiceLifecycle
 import SpeziAccountStore
+
+#if OpenTelemetry
+    import OTel
+#endif
 
 /// `accountctl serve`: the account server over HTTP on a store, until SIGTERM or SIGINT.
 struct Serve: AsyncParsableCommand {
@@ -252,22 +253,22 @@ struct Serve: AsyncParsableCommand {
             throw ToolError.input("--otel-endpoint: \(endpoint) is not an http or https URL")
         }
         #if OpenTelemetry
-        var configuration = OTel.Configuration.default
-        configuration.serviceName = "accountctl"
-        configuration.diagnosticLogLevel = .error
-        configuration.logs.enabled = false
-        configuration.metrics.enabled = false
-        configuration.traces.otlpExporter.endpoint = endpoint
-        configuration.traces.otlpExporter.protocol = .httpJSON
-        configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
-        do {
-            return try OTel.bootstrap(configuration: configuration)
-        } catch {
-            throw ToolError.input("--otel-endpoint: \(error)")
-        }
+            var configuration = OTel.Configuration.default
+            configuration.serviceName = "accountctl"
+            configuration.diagnosticLogLevel = .error
+            configuration.logs.enabled = false
+            configuration.metrics.enabled = false
+            configuration.traces.otlpExporter.endpoint = endpoint
+            configuration.traces.otlpExporter.protocol = .httpJSON
+            configuration.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
+            do {
+                return try OTel.bootstrap(configuration: configuration)
+            } catch {
+                throw ToolError.input("--otel-endpoint: \(error)")
+            }
         #else
-        throw ToolError.input(
-            "--otel-endpoint: this accountctl was built without OpenTelemetry; build it with `swift build --traits OpenTelemetry`")
+            throw ToolError.input(
+                "--otel-endpoint: this accountctl was built without OpenTelemetry; build it with `swift build --traits OpenTelemetry`")
         #endif
     }
 

@@ -6,9 +6,9 @@
 import AccountSecurity
 import EventLogProtocol
 import Foundation
-import Tracing
 import Logging
 import SpeziAccount
+import Tracing
 
 extension AccountStore {
     /// Who did it and in which request, recorded with every event.
@@ -89,7 +89,7 @@ extension AccountStore {
             let signup = try await prepareSignup(signupDetails, validating: validating, refusingTakenUserId: true, unlessHeldBy: keyedId)
             return try await create(
                 keyedId ?? options.makeAccountId(), userId: signup.userId, passwordHash: signup.hash, values: signup.values, context: context)
-    
+
         }
     }
 

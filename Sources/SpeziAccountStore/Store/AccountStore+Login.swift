@@ -5,8 +5,8 @@
 
 import EventLogProtocol
 import Foundation
-import Tracing
 import SpeziAccount
+import Tracing
 
 extension AccountStore {
     /// Checks a user id and password. Records the outcome (`auth.login-succeeded` or
@@ -130,7 +130,7 @@ extension AccountStore {
                 }
             }
             throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: options.maxConflictRetries)
-    
+
         }
     }
 

@@ -6,9 +6,9 @@
 import AccountSecurity
 import EventLogProtocol
 import Foundation
-import Tracing
 import Logging
 import SpeziAccount
+import Tracing
 
 extension AccountStore {
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the
@@ -73,7 +73,7 @@ extension AccountStore {
                 }
             }
             throw AccountStoreError.tooMuchContention(accountId: accountId, attempts: attempts)
-    
+
         }
     }
 
