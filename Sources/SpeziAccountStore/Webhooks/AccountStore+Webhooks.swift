@@ -67,7 +67,7 @@ extension AccountStore {
     public static let maxWebhookURLBytes = 2_048
 
     /// Adds a webhook subscription (`webhook.added`). Deliveries start with the first event
-    /// appended after it; replay (``replayWebhook(_:after:by:)``) to deliver earlier ones.
+    /// appended after it; replay (``replayWebhook(_:after:by:correlationID:)``) to deliver earlier ones.
     ///
     /// - Parameters:
     ///   - url: Where to POST: `http` or `https`, with a host.
