@@ -9,6 +9,7 @@ import HummingbirdAuth
 import HummingbirdCore
 import IdentityTokens
 import Logging
+import Projections
 import ServiceLifecycle
 import SpeziAccountStore
 
@@ -72,8 +73,9 @@ public struct AccountServerConfiguration: Sendable {
     /// The longest wait between two tries of one failing revocation.
     public var providerTokenRevocationMaximumBackoff: Duration = .seconds(600)
     /// Whether each request opens a server span (Hummingbird's `TracingMiddleware`), the parent of
-    /// the store's spans, for the tracer the process bootstrapped (see <doc:RequestIds>). Off by
-    /// default; `accountctl serve --otel-endpoint` turns it on.
+    /// the store's spans, for the tracer the process bootstrapped (see <doc:RequestIds>); a server
+    /// made with it also turns the store's spans on (`StoreTracing`). Off by default;
+    /// `accountctl serve --otel-endpoint` turns it on.
     public var tracesRequests = false
     /// How webhook subscriptions are delivered (see <doc:Webhooks>): on by default; nothing is sent
     /// until an administrator adds a subscription.
@@ -103,6 +105,8 @@ public struct AccountServer: Service {
     ///   - logger: Where access and error lines go; nil logs under `spezi.account-server`.
     public init(store: AccountStore, configuration: AccountServerConfiguration = AccountServerConfiguration(), logger: Logger? = nil) {
         let logger = logger ?? Logger(label: "spezi.account-server")
+        // The store's spans are off until a server that traces requests turns them on.
+        if configuration.tracesRequests { StoreTracing.isEnabled = true }
         self.routes = AccountRoutes(store: store, configuration: configuration, logger: logger)
         self.configuration = configuration
         self.logger = logger

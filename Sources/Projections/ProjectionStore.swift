@@ -9,7 +9,6 @@ import Foundation
 internal import LMDB
 import Logging
 import Synchronization
-import Tracing
 
 /// Options for a ``ProjectionStore``.
 public struct ProjectionStoreOptions: Sendable {
@@ -304,10 +303,10 @@ public final class ProjectionStore: Sendable {
     ///   store closes; `CancellationError` when the waiting task is cancelled.
     public func waitUntilApplied(_ name: String, position: UInt64) async throws {
         guard projections[name] != nil else { throw ProjectionError.unknownProjection(name) }
-        let span = startSpan("projection.wait")
-        defer { span.end() }
-        span.attributes["projection.name"] = name
-        span.attributes["log.position"] = Int(clamping: position)
+        let span = StoreTracing.startSpan("projection.wait")
+        defer { span?.end() }
+        span?.attributes["projection.name"] = name
+        span?.attributes["log.position"] = Int(clamping: position)
         // Applied already (a store just opened on a built table, a read after a slow write): no
         // deadline task, no suspension.
         let id = try state.withLock { state -> UInt64? in

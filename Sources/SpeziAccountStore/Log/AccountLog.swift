@@ -7,7 +7,7 @@ import AccountSecurity
 import Crypto
 import EventLogProtocol
 import Foundation
-import Tracing
+import Projections
 
 /// The account store's view of the event log: one stream per account id, typed events, user ids
 /// kept unique by claims, and each account's state folded from its stream.
@@ -192,16 +192,16 @@ public struct AccountLog: Sendable {
                 payload: Data(payload))
         }
         // A leaf span (the commit itself runs on the writer's thread): the command's span is its parent.
-        let span = startSpan("log.append")
-        defer { span.end() }
-        span.attributes["account.id"] = accountId
-        span.attributes["log.events"] = events.count
+        let span = StoreTracing.startSpan("log.append")
+        defer { span?.end() }
+        span?.attributes["account.id"] = accountId
+        span?.attributes["log.events"] = events.count
         do {
             let result = try await log.append(proposed, to: accountId, expectedVersion: expectedVersion, claims: claims, releases: releases)
-            span.attributes["log.position"] = Int(clamping: result.positions.upperBound)
+            span?.attributes["log.position"] = Int(clamping: result.positions.upperBound)
             return result
         } catch {
-            span.recordError(error)
+            span?.recordError(error)
             throw error
         }
     }

@@ -7,8 +7,8 @@ import AccountSecurity
 import EventLogProtocol
 import Foundation
 import Logging
+import Projections
 import SpeziAccount
-import Tracing
 
 extension AccountStore {
     /// Who did it and in which request, recorded with every event.
@@ -79,7 +79,7 @@ extension AccountStore {
     /// Signup; `validating: false` when the caller (the service) already validated the whole details
     /// against its own configuration and passes only the keys it stores.
     func signup(_ signupDetails: AccountDetails, context: Context, validating: Bool) async throws -> AccountDetails {
-        try await withSpan("account.signup") { span in
+        try await StoreTracing.withSpan("account.signup") { span in
             let keyedId: String?
             if let userId = signupDetails[AccountDetails.__Key_userId.self] {
                 keyedId = try await keyedAccountId(.signup, userId: userId, context: context)

@@ -5,8 +5,8 @@
 
 import EventLogProtocol
 import Foundation
+import Projections
 import SpeziAccount
-import Tracing
 
 extension AccountStore {
     /// Checks a user id and password. Records the outcome (`auth.login-succeeded` or
@@ -45,7 +45,7 @@ extension AccountStore {
     func login(
         userId: String, password: String, secondFactor: String?, context: Context, alsoAppend: [AccountEvent]
     ) async throws -> AccountDetails {
-        try await withSpan("account.login") { span in
+        try await StoreTracing.withSpan("account.login") { span in
             guard userId.utf8.count <= options.limits.maxUserIdBytes, password.utf8.count <= options.limits.maxPasswordBytes else {
                 throw AccountServiceError.wrongCredentials
             }

@@ -7,8 +7,8 @@ import AccountSecurity
 import EventLogProtocol
 import Foundation
 import Logging
+import Projections
 import SpeziAccount
-import Tracing
 
 extension AccountStore {
     /// Loads the account, lets `decide` turn its state into events, and appends them expecting the
@@ -25,8 +25,8 @@ extension AccountStore {
         decide: (AccountState) throws -> (events: [AccountEvent], claims: Set<String>, releases: Set<String>),
         context: () -> Context
     ) async throws -> (position: UInt64?, state: AccountState) {
-        try await withSpan("account.change") { span in
-            span.attributes["account.id"] = accountId
+        try await StoreTracing.withSpan("account.change") { span in
+            span?.attributes["account.id"] = accountId
             if let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) { return replayed }
             let attempts = options.maxConflictRetries
             for attempt in 0..<attempts {
