@@ -21,7 +21,7 @@ import threading
 import time
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -287,14 +287,24 @@ def main():
         secret_text = secret[0].text if secret else ""
         check(secret_text.startswith("whsec_"), "the secret is a whsec_ secret (%r)" % secret_text[:10])
         row = wait_for(driver, "the subscription is listed", lambda: driver.find_elements(By.CSS_SELECTOR, "#webhook-rows tr[data-webhook]") or None)
+        def click(selector):
+            """Clicks the element, found again if the page made its row anew meanwhile."""
+            def attempt():
+                try:
+                    driver.find_element(By.CSS_SELECTOR, selector).click()
+                    return True
+                except (StaleElementReferenceException, NoSuchElementException):
+                    return None
+            wait_for(driver, "clicked " + selector, attempt)
+
         if row:
-            row[0].find_element(By.CSS_SELECTOR, "button[data-action='pause']").click()
+            click("#webhook-rows tr[data-webhook] button[data-action='pause']")
             wait_for(driver, "the subscription shows paused", lambda: driver.find_elements(
                 By.CSS_SELECTOR, "#webhook-rows tr[data-paused='true']") or None)
             listed = fetch_json(driver, "/admin/api/webhooks")
             check(listed["status"] == 200 and secret_text and secret_text not in json.dumps(listed["body"]),
                   "the listing never shows the secret")
-            driver.find_element(By.CSS_SELECTOR, "#webhook-rows tr[data-webhook] button[data-action='remove']").click()
+            click("#webhook-rows tr[data-webhook] button[data-action='remove']")
             wait_for(driver, "the subscription is gone", lambda: not driver.find_elements(By.CSS_SELECTOR, "#webhook-rows tr[data-webhook]"))
             shot("webhooks")
 

@@ -15,6 +15,8 @@ import Testing
 /// AccountServerTests).
 @Suite("Webhook subscriptions and their delivery runner")
 struct WebhookTests {
+    struct Refused: Error {}
+
     /// What a receiver got: every attempt, in order.
     final class Receiver: Sendable {
         let received = Mutex<[WebhookDelivery]>([])
@@ -27,7 +29,7 @@ struct WebhookTests {
                 refusals[delivery.message.position] = left - 1
                 return true
             }
-            if refuse { throw CancellationError() }
+            if refuse { throw Refused() }
             received.withLock { $0.append(delivery) }
         }
 

@@ -268,8 +268,13 @@ async function refreshWebhooks() {
   try {
     const state = await api("webhooks");
     $("webhook-runner").textContent = state.runner ? "delivered by " + state.runner.node : "";
+    // Rows are made again only when something changed, so a button is not replaced under the pointer.
+    const seen = JSON.stringify(state.subscriptions);
+    if (seen === refreshWebhooks.last) return;
+    refreshWebhooks.last = seen;
     $("webhook-rows").replaceChildren(...state.subscriptions.map(webhookRow));
   } catch (error) {
+    refreshWebhooks.last = null;
     $("webhook-rows").replaceChildren(el("tr", {}, el("td", { class: "error", colspan: 7 }, error.message)));
   }
 }

@@ -128,6 +128,9 @@ public final class WebhookRunner: Sendable {
                 group.addTask {
                     do {
                         return try await self.deliver(subscription)
+                    } catch is CancellationError {
+                        // Shutting down: what was not checkpointed is delivered after the restart.
+                        return 0
                     } catch {
                         self.logger.error(
                             "webhook deliveries of a subscription failed", metadata: ["subscription": "\(subscription.id)", "error": "\(error)"])
@@ -195,6 +198,8 @@ public final class WebhookRunner: Sendable {
                 if delivered > 0 {
                     try await store.recordWebhookDelivered(subscription.id, epoch: subscription.epoch, through: through, count: delivered, node: node)
                 }
+                // Cancelled (the server stops): no failure of the receiver's to record.
+                if error is CancellationError || Task.isCancelled { throw CancellationError() }
                 remember(subscription, through)
                 let attempt = subscription.failingPosition == message.position ? subscription.failures + 1 : 1
                 let wait = Self.backoff(attempt: Int(min(attempt, 64)), base: retryBase, maximum: maximumBackoff)
