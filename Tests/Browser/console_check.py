@@ -52,7 +52,10 @@ def browser():
 
 def wait_for(driver, what, condition, seconds=20):
     try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(lambda _: condition())
+        # An element found just before the page replaced it (a reload, rows made anew) is looked
+        # for again at the next poll.
+        return WebDriverWait(driver, seconds, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda _: condition())
     except TimeoutException:
         check(False, what + " (timed out after %d s)" % seconds)
         return None
