@@ -37,8 +37,11 @@ final class TestWebhookReceiver: Sendable {
 
     let port: Int
     let plan = Mutex<[Answer]>([])
-    /// Every request taken is delayed this long (to catch a sender mid-stream).
+    /// Every request taken is delayed this long.
     let delay = Mutex<Duration>(.zero)
+    /// Once this many requests were taken, each further one waits this long (to catch a sender
+    /// mid-stream); nil: none waits.
+    let hold = Mutex<(after: Int, wait: Duration)?>(nil)
     let received = Mutex<[Received]>([])
 
     var url: String { "http://127.0.0.1:\(port)/hook" }
@@ -71,6 +74,9 @@ final class TestWebhookReceiver: Sendable {
             }
             let delay = receiver.delay.withLock { $0 }
             if delay > .zero { try await Task.sleep(for: delay) }
+            if let hold = receiver.hold.withLock({ $0 }), receiver.received.withLock({ $0.filter(\.taken).count }) >= hold.after {
+                try await Task.sleep(for: hold.wait)
+            }
             receiver.received.withLock {
                 $0.append(
                     Received(

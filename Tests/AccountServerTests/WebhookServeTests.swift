@@ -32,8 +32,9 @@ struct WebhookServeTests {
         try (Self.credential + "\n").write(to: credentialFile, atomically: true, encoding: .utf8)
 
         try await TestWebhookReceiver.with { receiver in
-            // Each delivery takes 40 ms at the receiver: the kill lands mid-stream.
-            receiver.delay.withLock { $0 = .milliseconds(40) }
+            // After five, each delivery is held for 1.5 s at the receiver: the kill lands mid-stream
+            // however slow the machine.
+            receiver.hold.withLock { $0 = (5, .milliseconds(1_500)) }
             var servers: [ServeProcess] = []
             for node in ["node-a", "node-b"] {
                 let store = backend == .lmdb ? scratch.appendingPathComponent("store") : scratch.appendingPathComponent("folder-\(node)")
@@ -67,6 +68,7 @@ struct WebhookServeTests {
             servers[killed].process.waitUntilExit()
             let survivor = servers[1 - killed]
             #expect(receiver.taken.count < signups, "the kill came after every delivery: the test proves nothing")
+            receiver.hold.withLock { $0 = nil }
 
             #expect(try await eventually(seconds: 60) { receiver.taken.count == signups })
             let taken = receiver.taken
