@@ -9,6 +9,7 @@ import HummingbirdAuth
 import HummingbirdCore
 import IdentityTokens
 import Logging
+import NIOCore
 import Projections
 import ServiceLifecycle
 import SpeziAccountStore
@@ -179,10 +180,9 @@ public struct AccountServer: Service {
         let limits = configuration.connections
         let counts = ConnectionCounts(limit: limits.maxConnectionsPerClient)
         let capLogger = logger
-        let idle = limits.idleTimeout.components
         var http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionCapHandler(counts: counts, resolver: resolver, logger: capLogger)],
-            idleTimeout: .nanoseconds(idle.seconds * 1_000_000_000 + idle.attoseconds / 1_000_000_000))
+            idleTimeout: TimeAmount(limits.idleTimeout))
         http1.httpDecoder = .init(maxHeaderFieldCount: 100)
         return Application(
             router: router,

@@ -132,7 +132,7 @@ struct WebhookBody: Encodable {
         personalData = subscription.includesPersonalData
         paused = subscription.isPaused
         checkpoint = subscription.checkpoint
-        behind = head.map { $0 > subscription.checkpoint ? $0 - subscription.checkpoint : 0 }
+        behind = head.map(subscription.behind(head:))
         delivered = subscription.deliveredCount
         failures = subscription.failures
         lastError = subscription.lastError

@@ -144,7 +144,7 @@ struct ReadinessBody: Encodable {
             subscriptions = state.subscriptions.count
             paused = state.subscriptions.filter(\.isPaused).count
             failing = state.subscriptions.filter { $0.failures > 0 }.count
-            behind = state.subscriptions.filter { !$0.isPaused }.map { state.head > $0.checkpoint ? state.head - $0.checkpoint : 0 }.max() ?? 0
+            behind = state.subscriptions.filter { !$0.isPaused }.map { $0.behind(head: state.head) }.max() ?? 0
         }
     }
 }

@@ -48,7 +48,7 @@ struct ProviderTokenRevoker: Service {
                             logger.info("provider token revoked", metadata: ["account": "\(revocation.accountId)", "issuer": "\(revocation.issuer)"])
                         } catch {
                             let count = (failures[key]?.count ?? 0) + 1
-                            let wait = Self.backoff(attempt: count, base: interval, maximum: maximumBackoff)
+                            let wait = RetryBackoff.delay(attempt: count, base: interval, maximum: maximumBackoff)
                             failures[key] = (count, .now + wait)
                             logger.warning(
                                 "a provider token revocation failed; it is tried again",
@@ -64,13 +64,5 @@ struct ProviderTokenRevoker: Service {
                 try await Task.sleep(for: interval)
             }
         }
-    }
-
-    /// Exponential backoff from `base` (the polling interval), doubled per failure, with jitter
-    /// between half and the whole, at most `maximum`.
-    static func backoff(attempt: Int, base: Duration, maximum: Duration) -> Duration {
-        let grown = base * (1 << min(attempt - 1, 20))
-        let capped = min(grown, maximum)
-        return capped * Double.random(in: 0.5...1)
     }
 }

@@ -81,19 +81,10 @@ struct WebhookDeliveryService: Service {
         // after the restart (at least once).
         try? await cancelWhenGracefulShutdown {
             var gaugesDue = ContinuousClock.now
-            while !Task.isCancelled {
-                do {
-                    try await runner.step()
-                } catch is CancellationError {
-                    break
-                } catch {
-                    logger.error("a webhook delivery step failed", metadata: ["error": "\(error)"])
-                }
-                if ContinuousClock.now >= gaugesDue {
-                    gaugesDue = .now + .seconds(5)
-                    await recordGauges()
-                }
-                try await Task.sleep(for: settings.interval)
+            try await runner.run(interval: settings.interval) {
+                guard ContinuousClock.now >= gaugesDue else { return }
+                gaugesDue = .now + .seconds(5)
+                await recordGauges()
             }
         }
         try await client.shutdown()
@@ -104,7 +95,7 @@ struct WebhookDeliveryService: Service {
         guard let state = try? await store.webhookState(waitingForHead: false) else { return }
         for subscription in state.subscriptions {
             let dimensions = [("subscription", subscription.id)]
-            let behind = subscription.isPaused || state.head <= subscription.checkpoint ? 0 : state.head - subscription.checkpoint
+            let behind = subscription.isPaused ? 0 : subscription.behind(head: state.head)
             Gauge(label: "account_webhook_behind_records", dimensions: dimensions).record(Int64(clamping: behind))
             Gauge(label: "account_webhook_failures", dimensions: dimensions).record(Int64(clamping: subscription.failures))
         }
@@ -126,8 +117,7 @@ struct WebhookDeliveryService: Service {
         let timeout = settings.timeout
         let maxBytes = settings.maxResponseBytes
         let status = try await withDeadline(timeout, timedOut: WebhookSendError.timedOut(timeout)) {
-            let response = try await client.execute(
-                prepared, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
+            let response = try await client.execute(prepared, timeout: TimeAmount(timeout))
             // Read (and drop) at most maxBytes: a receiver cannot make the server hold more.
             var read = 0
             for try await part in response.body {

@@ -243,7 +243,7 @@ public final class IdentityTokenVerifier: Sendable {
         let (body, cacheControl) = try await withDeadline(timeout, timedOut: KeySetFetchError.timedOut(timeout)) {
             var request = HTTPClientRequest(url: provider.jwksURL)
             request.headers.add(name: "Accept", value: "application/json")
-            let response = try await client.execute(request, timeout: TimeAmount.nanoseconds(Int64(Self.seconds(timeout) * 1e9)))
+            let response = try await client.execute(request, timeout: TimeAmount(timeout))
             guard response.status == .ok else { throw KeySetFetchError.status(Int(response.status.code)) }
             if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > maxBytes {
                 throw KeySetFetchError.tooLarge(maxBytes)

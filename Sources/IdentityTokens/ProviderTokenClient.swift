@@ -179,7 +179,7 @@ public struct ProviderTokenClient: Sendable {
         let maxBytes = maxResponseBytes
         let prepared = request
         return try await withDeadline(timeout, timedOut: ProviderTokenError.timedOut) {
-            let response = try await client.execute(prepared, timeout: .nanoseconds(Int64(IdentityTokenVerifier.seconds(timeout) * 1e9)))
+            let response = try await client.execute(prepared, timeout: TimeAmount(timeout))
             let buffer: ByteBuffer
             do {
                 buffer = try await response.body.collect(upTo: maxBytes)

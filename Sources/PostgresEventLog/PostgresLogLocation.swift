@@ -176,7 +176,7 @@ extension PostgresLogLocation {
         configuration.options.additionalStartupParameters = [
             ("search_path", schema), ("synchronous_commit", durable ? "on" : "off"), ("application_name", applicationName)
         ]
-        configuration.options.connectTimeout = connectTimeout.timeAmount
+        configuration.options.connectTimeout = TimeAmount(connectTimeout)
         return configuration
     }
 }

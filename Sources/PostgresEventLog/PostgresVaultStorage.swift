@@ -279,7 +279,7 @@ package final class PostgresVaultStorage: KeyVaultStorage {
         }
         // Both run on the event loop, one after the other: whichever comes first decides. The
         // watch's deadline is brought forward when another part of the process sees the server go.
-        let timer = eventLoop.scheduleTask(in: limit.timeAmount, expire)
+        let timer = eventLoop.scheduleTask(in: TimeAmount(limit), expire)
         let ticket = DeadlineWatch.shared.add(.now + limit, owner: server) { eventLoop.execute(expire) }
         defer { DeadlineWatch.shared.remove(ticket) }
         let closeTicket = connection.flatMap { connection in
@@ -386,13 +386,5 @@ package enum PostgresVaultError: Error, Sendable, Equatable, CustomStringConvert
         case .server, .timedOut: true
         case .missing, .damaged: false
         }
-    }
-}
-
-extension Duration {
-    /// The same span as a SwiftNIO `TimeAmount`.
-    var timeAmount: TimeAmount {
-        let (seconds, attoseconds) = components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -95,7 +95,7 @@ public protocol AccountServerTransport: Sendable {
         ///   - timeout: the longest a request may take; streams have no deadline.
         public init(client: HTTPClient = .shared, timeout: Duration = .seconds(30)) {
             self.client = client
-            self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+            self.timeout = TimeAmount(timeout)
         }
 
         /// Sends a request with AsyncHTTPClient and reads the whole answer, within the timeout.

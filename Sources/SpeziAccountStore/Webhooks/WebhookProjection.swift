@@ -43,6 +43,12 @@ public struct WebhookSubscription: Sendable, Equatable, Codable {
     /// The signing secret, sealed as the log holds it.
     var sealedSecret: String
 
+    /// The records after the checkpoint when the log's head is `head` (an upper bound of the
+    /// backlog: not every record is wanted).
+    public func behind(head: UInt64) -> UInt64 {
+        head > checkpoint ? head - checkpoint : 0
+    }
+
     /// Whether a record of this type is delivered.
     public func wants(type: String) -> Bool {
         eventTypes.contains("*") || eventTypes.contains(type)

@@ -83,10 +83,11 @@ public final class WebhookRunner: Sendable {
         self.send = send
     }
 
-    /// Steps every `interval` until the task is cancelled; a step that fails is logged and the loop goes on.
+    /// Steps every `interval` until the task is cancelled; a step that fails is logged and the loop
+    /// goes on. `afterEachStep` runs after every step (a server records its gauges there).
     ///
     /// - Throws: `CancellationError` when cancelled.
-    public func run(interval: Duration) async throws {
+    public func run(interval: Duration, afterEachStep: () async -> Void = {}) async throws {
         while !Task.isCancelled {
             do {
                 _ = try await step()
@@ -95,6 +96,7 @@ public final class WebhookRunner: Sendable {
             } catch {
                 logger.error("a webhook delivery step failed", metadata: ["error": "\(error)"])
             }
+            await afterEachStep()
             try await Task.sleep(for: interval)
         }
     }
@@ -110,8 +112,10 @@ public final class WebhookRunner: Sendable {
         let now = Date()
         let due = state.subscriptions.filter { !$0.isPaused && ($0.retryAt ?? .distantPast) <= now }
         if state.lease?.node != node {
-            if holding.withLock({ $0 }) {
-                holding.withLock { $0 = false }
+            if holding.withLock({ holding in
+                defer { holding = false }
+                return holding
+            }) {
                 logger.notice("another node runs the webhook deliveries now", metadata: ["node": "\(state.lease?.node ?? "")"])
             }
             guard !due.isEmpty else { return 0 }
@@ -119,8 +123,10 @@ public final class WebhookRunner: Sendable {
             guard try await store.claimWebhookRunner(node: node, expectedVersion: state.streamVersion) else { return 0 }
             watch.withLock { $0 = nil }
         }
-        if !holding.withLock({ $0 }) {
-            holding.withLock { $0 = true }
+        if !holding.withLock({ holding in
+            defer { holding = true }
+            return holding
+        }) {
             logger.notice("this node runs the webhook deliveries", metadata: ["node": "\(node)"])
         }
         return await withTaskGroup(of: Int.self) { group in
@@ -162,7 +168,7 @@ public final class WebhookRunner: Sendable {
             if watch?.version != state.streamVersion { watch = (state.streamVersion, now) }
             return watch?.since ?? now
         }
-        return now >= since.addingTimeInterval(Self.seconds(leaseDuration))
+        return now >= since.addingTimeInterval(AccountStore.seconds(leaseDuration))
     }
 
     /// Where the subscription's scan goes on: its checkpoint, or further where this node scanned
@@ -202,7 +208,7 @@ public final class WebhookRunner: Sendable {
                 if error is CancellationError || Task.isCancelled { throw CancellationError() }
                 remember(subscription, through)
                 let attempt = subscription.failingPosition == message.position ? subscription.failures + 1 : 1
-                let wait = Self.backoff(attempt: Int(min(attempt, 64)), base: retryBase, maximum: maximumBackoff)
+                let wait = RetryBackoff.delay(attempt: Int(min(attempt, 64)), base: retryBase, maximum: maximumBackoff)
                 logger.warning(
                     "a webhook delivery failed; it is tried again",
                     metadata: [
@@ -211,7 +217,7 @@ public final class WebhookRunner: Sendable {
                     ])
                 try await store.recordWebhookFailed(
                     subscription.id, epoch: subscription.epoch, position: message.position, attempt: attempt, error: "\(error)",
-                    retryAt: Date().addingTimeInterval(Self.seconds(wait)), node: node)
+                    retryAt: Date().addingTimeInterval(AccountStore.seconds(wait)), node: node)
                 return Int(delivered)
             }
             delivered += 1
@@ -225,16 +231,5 @@ public final class WebhookRunner: Sendable {
 
     private func remember(_ subscription: WebhookSubscription, _ position: UInt64) {
         scanned.withLock { $0[subscription.id] = (subscription.epoch, position) }
-    }
-
-    /// Exponential backoff from `base`, doubled per failure, with jitter between half and the
-    /// whole, at most `maximum`.
-    static func backoff(attempt: Int, base: Duration, maximum: Duration) -> Duration {
-        let grown = base * (1 << min(max(attempt, 1) - 1, 20))
-        return min(grown, maximum) * Double.random(in: 0.5...1)
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
