@@ -88,7 +88,6 @@ struct OpenTelemetryExportTests {
         }
 
         static func with(_ body: @Sendable (TestCollector) async throws -> Void) async throws {
-            let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
             let holder = Mutex<TestCollector?>(nil)
             let router = Router()
             router.post("/v1/traces") { request, _ -> Response in
@@ -111,30 +110,11 @@ struct OpenTelemetryExportTests {
                 return Response(
                     status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: "{}")))
             }
-            var logger = Logger(label: "test-collector")
-            logger.logLevel = .critical
-            let app = Application(
-                router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                onServerRunning: { channel in portSink.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-            let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [.init(service: app)], logger: logger))
-            let running = Task { try await group.run() }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next(), port > 0 else {
-                await group.triggerGracefulShutdown()
-                throw CancellationError()
-            }
-            let collector = TestCollector(port: port)
-            holder.withLock { $0 = collector }
-            let outcome: Result<Void, any Error>
-            do {
+            try await withLoopbackApplication(router, label: "test-collector") { port in
+                let collector = TestCollector(port: port)
+                holder.withLock { $0 = collector }
                 try await body(collector)
-                outcome = .success(())
-            } catch {
-                outcome = .failure(error)
             }
-            await group.triggerGracefulShutdown()
-            _ = await running.result
-            try outcome.get()
         }
     }
 #endif

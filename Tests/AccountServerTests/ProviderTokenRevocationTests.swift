@@ -28,15 +28,6 @@ struct ProviderTokenRevocationTests {
         #"{"provider":"test","identityToken":"\#(token)","nonce":"\#(IdentitySignInTests.nonce)","authorizationCode":"\#(code)"}"#
     }
 
-    /// Waits (up to 20 s) until `condition` holds.
-    static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<400 {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return false
-    }
-
     @Test("a sign-in's authorization code becomes a kept refresh token; deleting the account revokes it, after the endpoint was down")
     func revokedAfterOutage() async throws {
         try await TestOpenIDProvider.with { provider in
@@ -54,7 +45,7 @@ struct ProviderTokenRevocationTests {
 
                 try await store.delete(accountId)
                 #expect(
-                    try await Self.eventually {
+                    try await eventually(seconds: 20) {
                         try await eventTypes(store, accountId).last == "auth.provider-token-revoked"
                     })
                 #expect(provider.revoked.withLock { $0 } == ["r-0001"])
@@ -85,7 +76,7 @@ struct ProviderTokenRevocationTests {
                 #expect(try await eventTypes(store, account.accountId).contains("auth.provider-token-stored"))
                 #expect(try await api.send(.delete, "/v1/account/identities/test", token: account.token).status == 204)
                 #expect(
-                    try await Self.eventually {
+                    try await eventually(seconds: 20) {
                         try await eventTypes(store, account.accountId).last == "auth.provider-token-revoked"
                     })
                 #expect(provider.revoked.withLock { $0 } == ["r-0003"])

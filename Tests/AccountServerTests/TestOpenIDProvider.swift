@@ -162,7 +162,6 @@ final class TestOpenIDProvider: Sendable {
 
     /// Runs `body` with a provider listening on 127.0.0.1 (a port the system picked); stops it after.
     static func with(_ body: @Sendable (TestOpenIDProvider) async throws -> Void) async throws {
-        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let holder = Mutex<TestOpenIDProvider?>(nil)
         let router = Router()
         router.get("/jwks") { _, _ -> Response in
@@ -186,28 +185,19 @@ final class TestOpenIDProvider: Sendable {
             return try Self.json(
                 .ok, ["access_token": "a-x", "token_type": "Bearer", "expires_in": 3_600, "refresh_token": "r-" + code.dropFirst(2)])
         }
-        router.get("/stall") { _, _ -> Response in
+        // A byte a second: a client that gives up ends this at the next write.
+        let stall: @Sendable (Request, BasicRequestContext) async throws -> Response = { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: ResponseBody(contentLength: 1_024) { writer in
-                    // A byte a second: a client that gives up ends this at the next write.
                     for _ in 0..<1_024 {
                         try await writer.write(ByteBuffer(string: " "))
                         try await Task.sleep(for: .seconds(1))
                     }
                 })
         }
-        router.post("/stall") { _, _ -> Response in
-            Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: ResponseBody(contentLength: 1_024) { writer in
-                    // A byte a second: a client that gives up ends this at the next write.
-                    for _ in 0..<1_024 {
-                        try await writer.write(ByteBuffer(string: " "))
-                        try await Task.sleep(for: .seconds(1))
-                    }
-                })
-        }
+        router.get("/stall", use: stall)
+        router.post("/stall", use: stall)
         // The revocation endpoint: down (503) for the first `revokeFailuresLeft` calls.
         router.post("/revoke") { request, _ -> Response in
             guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
@@ -223,29 +213,10 @@ final class TestOpenIDProvider: Sendable {
             provider.revoked.withLock { $0.append(token) }
             return Response(status: .ok)
         }
-        var logger = Logger(label: "test-openid-provider")
-        logger.logLevel = .warning
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in portSink.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [.init(service: app)], logger: logger))
-        let running = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else {
-            await group.triggerGracefulShutdown()
-            throw CancellationError()
-        }
-        let provider = TestOpenIDProvider(port: port)
-        holder.withLock { $0 = provider }
-        let outcome: Result<Void, any Error>
-        do {
+        try await withLoopbackApplication(router, label: "test-openid-provider", logLevel: .warning) { port in
+            let provider = TestOpenIDProvider(port: port)
+            holder.withLock { $0 = provider }
             try await body(provider)
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
         }
-        await group.triggerGracefulShutdown()
-        _ = await running.result
-        try outcome.get()
     }
 }

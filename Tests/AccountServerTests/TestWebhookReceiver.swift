@@ -57,7 +57,6 @@ final class TestWebhookReceiver: Sendable {
     }
 
     static func with(_ body: @Sendable (TestWebhookReceiver) async throws -> Void) async throws {
-        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let holder = Mutex<TestWebhookReceiver?>(nil)
         let router = Router()
         router.post("/hook") { request, _ -> Response in
@@ -85,30 +84,10 @@ final class TestWebhookReceiver: Sendable {
             }
             return Response(status: HTTPResponse.Status(code: status))
         }
-        var logger = Logger(label: "test-webhook-receiver")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in portSink.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [.init(service: app)], logger: logger))
-        let running = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else {
-            await group.triggerGracefulShutdown()
-            throw CancellationError()
-        }
-        let receiver = TestWebhookReceiver(port: port)
-        holder.withLock { $0 = receiver }
-        let outcome: Result<Void, any Error>
-        do {
+        try await withLoopbackApplication(router, label: "test-webhook-receiver") { port in
+            let receiver = TestWebhookReceiver(port: port)
+            holder.withLock { $0 = receiver }
             try await body(receiver)
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
         }
-        await group.triggerGracefulShutdown()
-        running.cancel()
-        _ = await running.result
-        try outcome.get()
     }
 }

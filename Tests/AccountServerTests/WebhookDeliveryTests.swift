@@ -43,15 +43,6 @@ struct WebhookDeliveryTests {
         try await store.log.read(from: position + 1, limit: 10_000).filter { !$0.streamID.hasPrefix("$") }
     }
 
-    /// Waits (up to 30 s) until `condition` holds.
-    static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<600 {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return false
-    }
-
     @Test("a receiver that fails, stalls and comes back gets every event at least once, signed, in log order; the node stays ready")
     func failingReceiver() async throws {
         try await TestWebhookReceiver.with { receiver in
@@ -68,7 +59,10 @@ struct WebhookDeliveryTests {
                 try await store.delete(accounts[1])
                 let wanted = try await Self.accountEvents(store, after: start)
 
-                #expect(try await Self.eventually { Set(receiver.taken.map(\.id)).isSuperset(of: wanted.map { $0.eventID.uuidString.lowercased() }) })
+                #expect(
+                    try await eventually(seconds: 30) {
+                        Set(receiver.taken.map(\.id)).isSuperset(of: wanted.map { $0.eventID.uuidString.lowercased() })
+                    })
                 let taken = receiver.taken
                 // In log order (one subscription follows the log in order), so in order per account.
                 #expect(taken.map(\.position) == wanted.map(\.position))
@@ -92,7 +86,7 @@ struct WebhookDeliveryTests {
                 // The receiver may have the last event before its checkpoint is written: wait for it.
                 var listed = try await api.send(.get, "/admin/api/webhooks", headers: Self.admin)
                 #expect(
-                    try await Self.eventually {
+                    try await eventually(seconds: 30) {
                         listed = try await api.send(.get, "/admin/api/webhooks", headers: Self.admin)
                         let subscription = (listed.body["subscriptions"] as? [[String: Any]])?.first
                         return subscription?["failures"] as? Int == 0 && (subscription?["delivered"] as? Int ?? 0) >= wanted.count
@@ -128,7 +122,7 @@ struct WebhookDeliveryTests {
                 _ = try await Self.subscribe(api, receiver)
                 _ = try await api.signup("failing@example.org")
                 #expect(
-                    try await Self.eventually {
+                    try await eventually(seconds: 30) {
                         let ready = try await api.send(.get, "/health/ready")
                         return (ready.body["webhooks"] as? [String: Any])?["failing"] as? Int == 1 && ready.status == 200
                     })
@@ -165,14 +159,14 @@ struct WebhookDeliveryTests {
                 try await Task.sleep(for: .milliseconds(300))
                 #expect(receiver.taken.isEmpty)
                 #expect(try await api.send(.post, "/admin/api/webhooks/\(id)/resume", headers: Self.admin).status == 204)
-                #expect(try await Self.eventually { receiver.taken.count == 1 })
+                #expect(try await eventually(seconds: 30) { receiver.taken.count == 1 })
                 let head = try await store.log.lastPosition()
                 #expect(
                     try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":\#(head + 10)}"#, headers: Self.admin).status
                         == 409)
                 #expect(try await api.send(.post, "/admin/api/webhooks/\(id)/replay", json: #"{"after":0}"#, headers: Self.admin).status == 204)
                 // Delivered again, with the same id.
-                #expect(try await Self.eventually { receiver.received.withLock { $0.count } == 2 })
+                #expect(try await eventually(seconds: 30) { receiver.received.withLock { $0.count } == 2 })
                 #expect(Set(receiver.received.withLock { $0.map(\.id) }).count == 1)
                 #expect(try await api.send(.delete, "/admin/api/webhooks/\(id)", headers: Self.admin).status == 204)
                 #expect(try await api.send(.delete, "/admin/api/webhooks/\(id)", headers: Self.admin).status == 404)

@@ -89,13 +89,4 @@ struct WebhookServeTests {
             #expect(await survivor.terminate() == 0)
         }
     }
-
-    /// Waits (polling every 50 ms) until `condition` holds.
-    func eventually(seconds: Int, _ condition: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<(seconds * 20) {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return false
-    }
 }
