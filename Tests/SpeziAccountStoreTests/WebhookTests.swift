@@ -214,6 +214,31 @@ struct WebhookTests {
         await store.close()
     }
 
+    @Test("40 additions released together: exactly the store's limit of subscriptions is kept, the rest refused")
+    func concurrentAdditions() async throws {
+        let fixture = StoreFixture()
+        defer { fixture.cleanup() }
+        let store = try await fixture.open()
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    do {
+                        _ = try await store.addWebhook(url: "https://h/", eventTypes: ["*"], includesPersonalData: false, by: "r")
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == AccountStore.maxWebhookSubscriptions)
+        #expect(try await store.webhookState().subscriptions.count == AccountStore.maxWebhookSubscriptions)
+        let added = try await store.log.readStream(WebhookRecord.stream, from: 1, limit: 100).filter { $0.type == "webhook.added" }
+        #expect(added.count == AccountStore.maxWebhookSubscriptions)
+        await store.close()
+    }
+
     @Test("bad URLs, unknown event types and the 33rd subscription are refused, and nothing is appended for them")
     func refusals() async throws {
         let fixture = StoreFixture()

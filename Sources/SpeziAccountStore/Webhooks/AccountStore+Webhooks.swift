@@ -76,21 +76,38 @@ extension AccountStore {
     ///   - admin: The administrator's name.
     ///   - correlationID: The request it belongs to.
     /// - Returns: The subscription and its signing secret (`whsec_…`), which is shown only here.
-    /// - Throws: ``WebhookError``, or the log's errors.
+    /// - Throws: ``WebhookError``, ``AccountStoreError/tooMuchContention(accountId:attempts:)``
+    ///   when the webhook stream kept moving, or the log's errors.
     public func addWebhook(
         url: String, eventTypes: [String], includesPersonalData: Bool, by admin: String, correlationID: String? = nil
     ) async throws -> (subscription: WebhookSubscription, secret: String) {
         try Self.checkWebhookURL(url)
         let types = try Self.checkEventTypes(eventTypes)
-        guard try await webhookState().subscriptions.count < Self.maxWebhookSubscriptions else {
-            throw WebhookError.tooManySubscriptions(limit: Self.maxWebhookSubscriptions)
-        }
         let id = "wh_" + SymmetricKey(size: SymmetricKeySize(bitCount: 96)).withUnsafeBytes { Array($0) }.hexString
         let secret = "whsec_" + SymmetricKey(size: SymmetricKeySize(bitCount: 192)).withUnsafeBytes { Data($0) }.base64EncodedString()
         let record = WebhookRecord.added(
             subscription: id, url: url, types: types, personalData: includesPersonalData, secret: try sealWebhookSecret(secret, subscription: id),
             admin: admin)
-        try await appendWebhookRecord(record, correlationID: correlationID)
+        // Counted and appended at the stream's version: of additions released together, those that
+        // would pass the limit find the stream moved, count again and are refused.
+        var attempt = 0
+        while true {
+            let state = try await webhookState()
+            guard state.subscriptions.count < Self.maxWebhookSubscriptions else {
+                throw WebhookError.tooManySubscriptions(limit: Self.maxWebhookSubscriptions)
+            }
+            do {
+                try await appendWebhookRecord(
+                    record, correlationID: correlationID, expectedVersion: state.streamVersion == 0 ? .noStream : .exact(state.streamVersion))
+                break
+            } catch EventLogError.wrongExpectedVersion {
+                attempt += 1
+                guard attempt < options.maxConflictRetries else {
+                    throw AccountStoreError.tooMuchContention(accountId: WebhookRecord.stream, attempts: attempt)
+                }
+                try await Task.sleep(for: Self.conflictBackoff(attempt: attempt))
+            }
+        }
         guard let added = try await webhookState().subscriptions.first(where: { $0.id == id }) else {
             throw WebhookError.noSuchSubscription(id)
         }
@@ -228,9 +245,12 @@ extension AccountStore {
 
     // MARK: Helpers
 
-    private func appendWebhookRecord(_ record: WebhookRecord, correlationID: String? = nil) async throws {
+    private func appendWebhookRecord(
+        _ record: WebhookRecord, correlationID: String? = nil, expectedVersion: ExpectedVersion = .any
+    ) async throws {
         let result = try await log.append(
-            [try record.proposed(correlationID: correlationID)], to: WebhookRecord.stream, expectedVersion: .any, claims: [], releases: [])
+            [try record.proposed(correlationID: correlationID)], to: WebhookRecord.stream, expectedVersion: expectedVersion, claims: [],
+            releases: [])
         try await projections.waitUntilApplied(WebhookProjection.projectionName, position: result.positions.upperBound)
     }
 
