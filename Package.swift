@@ -246,7 +246,9 @@ let package = Package(
         .target(name: "SpeziTesting", dependencies: ["Spezi"]),
         // What the tests and the crash test share (not a product): the I/O fault shim, power loss,
         // a seedable generator, the built executables.
-        .target(name: "TestSupport", dependencies: ["EventLogProtocol", "PostgresTestServer", "TestProcesses"]),
+        .target(
+            name: "TestSupport",
+            dependencies: ["EventLogProtocol", "PostgresTestServer", "TestProcesses", .product(name: "MetricsTestKit", package: "swift-metrics")]),
         // A throwaway PostgreSQL cluster (initdb, pg_ctl) for tests and benchmarks.
         .target(name: "PostgresTestServer", dependencies: ["BlockingPool", "TestProcesses"]),
         // The fast and the integration tier of the tests (a Swift Testing trait).
@@ -288,7 +290,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EventLogTests",
-            dependencies: ["TestTiers", "EventLog", "LMDB", "LogRecordFormat", "log-crash-child", "TestSupport", "EventLogConformance"]),
+            dependencies: [
+                "TestTiers", "EventLog", "LMDB", "LogRecordFormat", "log-crash-child", "TestSupport", "EventLogConformance",
+                .product(name: "MetricsTestKit", package: "swift-metrics")
+            ]),
         .testTarget(
             name: "PostgresEventLogTests",
             dependencies: [

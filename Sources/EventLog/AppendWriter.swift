@@ -45,8 +45,16 @@ final class AppendWriter: @unchecked Sendable {
     private static let spinBudget: Duration = .microseconds(30)
     /// Tasks waiting, suspended, for the thread to end (``stopAsync()``).
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
-    /// What the thread's last commit left (read and written by the thread alone).
+    /// What the last commit left (read and written only by whoever holds ``busy``).
     private var lastCommitted: CommittedHead?
+    /// True while a write transaction of this writer runs, on its thread or inline on an
+    /// appender's (``commitInline(_:)``): whoever sets it under the lock runs the next one.
+    private var busy = false
+    /// True for a relaxed log: an append that finds the writer idle commits on its own thread.
+    private let commitsInline: Bool
+    /// Until when appends go to the thread after an inline commit that took too long (another
+    /// process held the write lock, say).
+    private var inlineResumesAt: ContinuousClock.Instant?
 
     /// The end of the log after one of this writer's commits, and that commit's transaction id.
     /// The next write transaction reuses it when its id follows that one: nothing was committed
@@ -78,8 +86,9 @@ final class AppendWriter: @unchecked Sendable {
     init(
         environment: Environment, databases: LogDatabases, tail: IndexTail, clock: @escaping @Sendable () -> Date,
         maxBatchEvents: Int, maxBatchBytes: Int, indexTailLimit: Int, bulkIndexTailLimit: Int, idleIndexFlushDelay: Duration,
-        onCommit: @escaping @Sendable (UInt64) -> Void
+        commitsInline: Bool, onCommit: @escaping @Sendable (UInt64) -> Void
     ) {
+        self.commitsInline = commitsInline
         self.environment = environment
         self.databases = databases
         self.tail = tail
@@ -100,9 +109,11 @@ final class AppendWriter: @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues the request for the writer thread and returns after the commit that holds it.
+    /// Queues the request for the writer thread and returns after the commit that holds it; on a
+    /// relaxed log, an append that finds the writer idle commits inline instead.
     func append(_ request: AppendRequest) async throws -> AppendResult {
-        try await withCheckedThrowingContinuation { continuation in
+        if commitsInline, let outcome = commitInline(request) { return try outcome.get() }
+        return try await withCheckedThrowingContinuation { continuation in
             enqueue([request]) { _, outcome in continuation.resume(with: outcome) }
         }
     }
@@ -130,6 +141,69 @@ final class AppendWriter: @unchecked Sendable {
         // request cost a context switch per request.
         if waitingForReturns ? returned >= answeredLast || pending.count >= Self.gatherStep : wasEmpty { condition.signal() }
         condition.unlock()
+    }
+
+    /// The longest an inline commit may wait for LMDB's write lock before appends go to the
+    /// thread for a while: the lock is free unless another process is committing, and a thread of
+    /// the cooperative pool must not wait for that again soon.
+    static let inlineLockBudget: Duration = .microseconds(500)
+    /// The longest a whole inline commit may take before appends go to the thread for a while: a
+    /// lone relaxed append commits in tens of microseconds (a few milliseconds under valgrind);
+    /// longer, it waited for the disk (the kernel throttles writers when dirty pages pile up).
+    static let inlineCommitBudget: Duration = .milliseconds(10)
+    /// How long appends go to the thread after an inline commit over a budget.
+    static let inlinePause: Duration = .seconds(1)
+    /// The largest append committed inline: larger ones are copied by the thread.
+    static let inlineBytes = 64 << 10
+
+    /// Commits `request` on the caller's thread when the writer is idle, nothing is queued, the
+    /// append is small and its commit will not write the index tail: the write transaction of a
+    /// relaxed log (no flush) then takes less than the two thread hops of a hand-off (a wake-up of
+    /// the writer and one of a pool thread for the answer). Nil when the request must be queued.
+    ///
+    /// Ordering is kept: an append goes inline only when no other is queued or in a transaction,
+    /// and one that arrives while it runs is queued, then committed by the thread after it.
+    private func commitInline(_ request: AppendRequest) -> Result<AppendResult, any Error>? {
+        guard request.byteCount <= Self.inlineBytes else { return nil }
+        let started = ContinuousClock.now
+        condition.lock()
+        guard !busy, pending.isEmpty, !stopping, inlineResumesAt.map({ started >= $0 }) ?? true else {
+            condition.unlock()
+            return nil
+        }
+        busy = true
+        inlineResumesAt = nil
+        condition.unlock()
+        // Only the holder of `busy` changes the tail. A commit that writes it goes to the thread,
+        // and so does one that might wait for another process's write transaction.
+        let outcome: Result<AppendResult, any Error>?
+        var locked = started
+        if tail.withState({ $0.count }) + request.events.count < indexTailLimit, !environment.isOpenInAnotherProcess {
+            var batch = [request]
+            outcome = process(&batch, beginning: { locked = ContinuousClock.now })[0]
+        } else {
+            outcome = nil
+        }
+        let done = ContinuousClock.now
+        let overBudget = locked - started > Self.inlineLockBudget || done - started > Self.inlineCommitBudget
+        condition.lock()
+        busy = false
+        if overBudget { inlineResumesAt = done + Self.inlinePause }
+        // Appends queued meanwhile wait for the thread, which waits for this commit.
+        if !pending.isEmpty || stopping { condition.broadcast() }
+        condition.unlock()
+        if overBudget {
+            metrics.inlinePauses.increment()
+            logger.debug(
+                "an inline commit took over its budget: appends go to the writer thread for a while",
+                metadata: ["path": "\(path)", "lockWaitMicroseconds": "\(nanoseconds(locked - started) / 1000)"])
+        }
+        guard let outcome else { return nil }
+        metrics.inlineCommits.increment()
+        metrics.commitDuration.recordNanoseconds(nanoseconds(done - started))
+        metrics.appendDuration.recordNanoseconds(nanoseconds(done - started))
+        metrics.groupEvents.record(request.events.count)
+        return outcome
     }
 
     /// Finishes the queued requests, then ends the thread. Returns when it has ended.
@@ -162,21 +236,25 @@ final class AppendWriter: @unchecked Sendable {
         while true {
             if answeredLast == 1 { spinForNextRequest() }
             condition.lock()
-            while pending.isEmpty && !stopping {
-                guard flushWhenIdle else {
+            // An inline commit may be running: the thread's turn comes after it.
+            while busy || (pending.isEmpty && !stopping) {
+                guard flushWhenIdle, !busy else {
                     condition.wait()
                     continue
                 }
                 let idle = condition.wait(until: Date(timeIntervalSinceNow: Double(nanoseconds(idleIndexFlushDelay)) / 1e9))
-                if !idle && pending.isEmpty && !stopping {
+                if !idle && !busy && pending.isEmpty && !stopping {
                     // Idle after bulk commits: write their tail now rather than in the next
                     // small commit (or at close).
                     flushWhenIdle = false
+                    busy = true
                     condition.unlock()
                     flushIndex()
                     condition.lock()
+                    busy = false
                 }
             }
+            busy = true
             if pending.isEmpty {
                 condition.unlock()
                 // A log closed cleanly is indexed through its last record.
@@ -209,6 +287,7 @@ final class AppendWriter: @unchecked Sendable {
             // tail's lock is taken only after a bulk commit or while a flush is due.
             let idleFlushDue = (flushWhenIdle || events >= Self.bulkCommitEvents) && tail.withState { $0.count } > indexTailLimit
             condition.lock()
+            busy = false
             answeredLast = batch.count
             returned = 0
             lastCommit = done - flushStarted
@@ -309,20 +388,22 @@ final class AppendWriter: @unchecked Sendable {
         _ = takeQueued(events: &events, bytes: &bytes, into: &batch)
         condition.unlock()
         var flushStarted = ContinuousClock.now
-        let outcomes = process(&batch) { batch in
-            if batch.last?.moreFollows == true { return takeFollowing(events: &events, bytes: &bytes, into: &batch) }
-            guard let deadline else { return false }
-            return gather(until: deadline, events: &events, bytes: &bytes, into: &batch)
-        } committing: {
-            flushStarted = ContinuousClock.now
-        }
+        let outcomes = process(
+            &batch,
+            more: { batch in
+                if batch.last?.moreFollows == true { return takeFollowing(events: &events, bytes: &bytes, into: &batch) }
+                guard let deadline else { return false }
+                return gather(until: deadline, events: &events, bytes: &bytes, into: &batch)
+            },
+            committing: { flushStarted = ContinuousClock.now })
         return (batch, outcomes, flushStarted)
     }
 
     /// Runs `batch` in one write transaction and returns each request's outcome; `more` may add
     /// requests to the batch (true when it did) before the commit.
     private func process(
-        _ batch: inout [AppendRequest], more: (inout [AppendRequest]) -> Bool = { _ in false }, committing: () -> Void = {}
+        _ batch: inout [AppendRequest], beginning: () -> Void = {}, more: (inout [AppendRequest]) -> Bool = { _ in false },
+        committing: () -> Void = {}
     ) -> [Result<AppendResult, any Error>] {
         var outcomes: [Result<AppendResult, any Error>] = []
         var lastPosition: UInt64 = 0
@@ -331,6 +412,7 @@ final class AppendWriter: @unchecked Sendable {
         var next: CommittedHead?
         do {
             try environment.write { txn in
+                beginning()
                 outcomes.removeAll(keepingCapacity: true)
                 flushedThrough = nil
                 // What this writer's last commit left is what the reads below would find, unless

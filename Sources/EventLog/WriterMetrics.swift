@@ -14,12 +14,19 @@ struct WriterMetrics {
     let commitDuration: Metrics.Timer
     /// Events per commit: how well group commit groups.
     let groupEvents: Recorder
+    /// Appends committed on the appender's own thread (a relaxed log's lone writer), not queued.
+    let inlineCommits: Counter
+    /// Inline commits that took over their budget (waited for the write lock or the disk): each
+    /// sends the appends of the next second to the writer thread.
+    let inlinePauses: Counter
 
     init(path: String) {
         let dimensions = [("log", path)]
         appendDuration = Metrics.Timer(label: "eventlog_append_duration", dimensions: dimensions)
         commitDuration = Metrics.Timer(label: "eventlog_commit_duration", dimensions: dimensions)
         groupEvents = Recorder(label: "eventlog_commit_events", dimensions: dimensions)
+        inlineCommits = Counter(label: "eventlog_inline_commits", dimensions: dimensions)
+        inlinePauses = Counter(label: "eventlog_inline_pauses", dimensions: dimensions)
     }
 }
 

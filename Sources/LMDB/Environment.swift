@@ -36,6 +36,8 @@ public final class Environment: @unchecked Sendable {
     private let headroom: FileHeadroom?
     /// LMDB's page size for this environment.
     let pageSize: Int
+    /// Answers ``isOpenInAnotherProcess``; nil for a read-only environment.
+    private let otherProcesses: OtherProcesses?
 
     private static let openPaths = Mutex<Set<String>>([])
 
@@ -96,6 +98,7 @@ public final class Environment: @unchecked Sendable {
         self.pageSize = pageSize
         self.headroom =
             options.writesAhead && !options.readOnly && options.sync != .relaxed ? FileHeadroom(pageSize: pageSize) : nil
+        self.otherProcesses = options.readOnly ? nil : OtherProcesses(environmentPath: url.path)
         success = true
     }
 
@@ -181,8 +184,19 @@ public final class Environment: @unchecked Sendable {
             guard !closed else { return }
             closed = true
             mdb_env_close(pointer)
+            // After LMDB has let go of its own lock on the file (see `OtherProcesses`).
+            otherProcesses?.close()
             _ = Self.openPaths.withLock { $0.remove(registryKey) }
         }
+    }
+
+    /// True when another process has this environment open now (or when that cannot be told).
+    ///
+    /// One system call, which waits for nothing: a writer that must not wait for another process's
+    /// write transaction asks this first. The answer may change right after: another process may
+    /// open the environment the next moment.
+    public var isOpenInAnotherProcess: Bool {
+        lock.withShared { closed ? true : otherProcesses?.present ?? true }
     }
 
     /// True once ``close()`` ran.

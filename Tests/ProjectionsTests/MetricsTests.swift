@@ -9,16 +9,8 @@ import Foundation
 import Metrics
 import MetricsTestKit
 import Projections
+import TestSupport
 import Testing
-
-/// The test process's metrics backend, bootstrapped once (swift-metrics allows one bootstrap).
-enum TestMetricsBackend {
-    static let shared: TestMetrics = {
-        let metrics = TestMetrics()
-        MetricsSystem.bootstrap(metrics)
-        return metrics
-    }()
-}
 
 @Suite("Metrics: what operators see through swift-metrics")
 struct MetricsTests {

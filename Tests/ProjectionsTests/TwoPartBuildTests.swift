@@ -7,8 +7,10 @@ import EventLog
 import EventLogProtocol
 import Foundation
 import LMDB
+import MetricsTestKit
 import Projections
 import Synchronization
+import TestSupport
 import TestTiers
 import Testing
 

@@ -11,6 +11,8 @@
 //   bulk: each writer commits batches of 100 streams × 3 events (durable), as an import does, so
 //   the unindexed tail may grow to 32 times the index tail limit between index flushes.
 //        log-crash-child <log path> hold-reader     (opens a read transaction and waits to be killed)
+//        log-crash-child <log path> hold-writer     (holds LMDB's write lock until a line comes in, then
+//                                                    keeps the log open until its input closes)
 
 import EventLog
 import EventLogProtocol
@@ -25,6 +27,21 @@ if arguments.count == 3 && arguments[2] == "hold-reader" {
             FileHandle.standardOutput.write(Data("reading\n".utf8))
             while true { sleep(60) }
         }
+    } catch {
+        FileHandle.standardError.write(Data("log-crash-child: \(error)\n".utf8))
+        exit(1)
+    }
+}
+if arguments.count == 3 && arguments[2] == "hold-writer" {
+    do {
+        let environment = try Environment(path: arguments[1])
+        try environment.write { _ in
+            FileHandle.standardOutput.write(Data("writing\n".utf8))
+            _ = readLine()
+        }
+        FileHandle.standardOutput.write(Data("released\n".utf8))
+        _ = FileHandle.standardInput.readDataToEndOfFile()
+        exit(0)
     } catch {
         FileHandle.standardError.write(Data("log-crash-child: \(error)\n".utf8))
         exit(1)

@@ -1,0 +1,18 @@
+//
+// SPDX-FileCopyrightText: 2026 the SpeziAccountStore authors (see CONTRIBUTORS.md)
+// SPDX-License-Identifier: MIT
+//
+
+import Metrics
+import MetricsTestKit
+
+/// The test process's metrics backend, bootstrapped on first use (swift-metrics allows one
+/// bootstrap per process, and every test target runs in the same one). Touch it before opening
+/// what reports metrics: a metric made before the bootstrap goes nowhere.
+public enum TestMetricsBackend {
+    public static let shared: TestMetrics = {
+        let metrics = TestMetrics()
+        MetricsSystem.bootstrap(metrics)
+        return metrics
+    }()
+}
