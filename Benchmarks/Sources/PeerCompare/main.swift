@@ -139,7 +139,7 @@ for figure in figures where !figure.notes.isEmpty {
     print("note: \(figure.workload) on \(figure.backEnd.title): \(notes)")
 }
 let checked = targets(figures, records: scale.records, ratios: ratios) + postgresTargets(figures)
-print("\ntargets (issues 7, 14, 15 and 43):")
+print("\ntargets (issues 7, 14, 15, 43 and 62):")
 print(targetLines(checked))
 print("\nload average at end: \(loadAtEnd)")
 
