@@ -11,7 +11,7 @@ whose tests pass has *survived*: its defence has no test that catches its absenc
 fails. A mutant that does not build is an error of the list (the line changed): the run fails too.
 
     Tools/mutants/run.py                 every mutant
-    Tools/mutants/run.py --random 2      two chosen at random (what CI runs)
+    Tools/mutants/run.py --random 1      one chosen at random (what CI runs)
     Tools/mutants/run.py decoy-hash ...  the named ones
     Tools/mutants/run.py --list          the list
     --coverage                           build with the coverage flags (after a coverage build, as
