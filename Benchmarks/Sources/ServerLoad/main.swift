@@ -150,7 +150,10 @@ let rows: [(path: String, mode: String, connections: Int)] = [
 ]
 var roundResults: [Round] = []
 for round in 1...options.rounds {
-    if options.rounds > 1 { print("round \(round) of \(options.rounds)") }
+    if options.rounds > 1 {
+        print("round \(round) of \(options.rounds)")
+        fflush(nil)
+    }
     let floor = try runWrk(base: base, path: "/health", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
     var result = Round(floor: floor, ours: [], peers: peers.map { _ in [] })
     for row in rows {
@@ -291,7 +294,27 @@ if let jsonPath = options.jsonPath {
     print("wrote \(jsonPath)")
 }
 
-for peer in peers { await peer.stop() }
+// What was printed reaches the file before the shutdown, which once never ended (a peer's stop).
+fflush(nil)
+for peer in peers {
+    // Every wait has a deadline: a peer that does not stop in 30 s is left to the process's exit.
+    // (Unstructured tasks: a task group would wait for a stop that never ends.) The stream ends
+    // when the peer has stopped, or yields once when the deadline passes first.
+    let (timeout, signal) = AsyncStream<Void>.makeStream()
+    Task {
+        await peer.stop()
+        signal.finish()
+    }
+    Task {
+        try? await Task.sleep(for: .seconds(30))
+        signal.yield()
+        signal.finish()
+    }
+    for await _ in timeout {
+        print("the \(peer.name) peer did not stop within 30 s; leaving it to the exit")
+        break
+    }
+}
 serving.cancel()
 await store.close()
 // `exit` runs no `defer` of the top-level code.
