@@ -38,7 +38,10 @@ final class RawHandoff: @unchecked Sendable {
         try await withCheckedThrowingContinuation { continuation in
             condition.lock()
             queued.append((frame, continuation))
-            if queued.count >= writers { condition.signal() }
+            // The thread sleeps on an empty queue (wake it for the first) or gathers a group (wake
+            // it when the group is whole). Waking it only for a whole group lost the wake-up of a
+            // last writer left alone, and a five-round run hung there.
+            if queued.count == 1 || queued.count >= writers { condition.signal() }
             condition.unlock()
         }
     }
