@@ -14,6 +14,7 @@ fails. A mutant that does not build is an error of the list (the line changed): 
     Tools/mutants/run.py --random 1      one chosen at random (what CI runs)
     Tools/mutants/run.py decoy-hash ...  the named ones
     Tools/mutants/run.py --list          the list
+    Tools/mutants/run.py --check         every mutant's `from` on exactly one line (no build; CI)
     --coverage                           build with the coverage flags (after a coverage build, as
                                          in CI, so that nothing is rebuilt from scratch)
     --no-rebuild                         leave the last mutant's build (CI, where nothing follows)
@@ -94,8 +95,22 @@ def main():
     parser.add_argument("--coverage", action="store_true")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--no-rebuild", action="store_true")
+    parser.add_argument("--check", action="store_true")
     arguments = parser.parse_args()
     mutants = load()
+    if arguments.check:
+        # Every mutant's line still there, once: a refactor that moves a defence's line would
+        # otherwise be found only when a random pick lands on that mutant.
+        stale = []
+        for name, mutant in mutants.items():
+            with open(os.path.join(ROOT, mutant["file"]), encoding="utf-8") as handle:
+                hits = sum(1 for line in handle if mutant["from"] in line)
+            if hits != 1:
+                stale.append(f"{name}: `from` is on {hits} lines of {mutant['file']} (it must be on exactly one)")
+        for line in stale:
+            print(f"==> {line}")
+        print(f"==> {len(mutants) - len(stale)} of {len(mutants)} mutants point at one line each")
+        return 1 if stale else 0
     if arguments.list:
         for name, mutant in mutants.items():
             print(f"{name}: {mutant['defence']} ({mutant['file']}) -> {mutant['tests']}")
