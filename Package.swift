@@ -239,7 +239,7 @@ let package = Package(
             name: "SpeziAccountTesting",
             dependencies: [
                 "SpeziAccountStore", "SpeziAccount", "Projections", "EventLogProtocol", "EventLogConformance", "PostgresTestServer",
-                .product(name: "Crypto", package: "swift-crypto")
+                "TestProcesses", .product(name: "Crypto", package: "swift-crypto")
             ]
         ),
         // Upstream's test helper for modules: dependency resolution without an app.

@@ -4,6 +4,7 @@
 //
 
 import Foundation
+import SpeziAccountTesting
 
 /// What one wrk run measured.
 struct LoadResult {
@@ -53,8 +54,17 @@ func runWrk(base: String, path: String, mode: String, tokens: [String], seconds:
         end
         """
     try lua.write(to: script, atomically: true, encoding: .utf8)
-    let text = try spawnAndWait(
-        ["/usr/bin/env", "wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--timeout", "10s", "-s", script.path, base + path])
+    // The project's `ChildProcess`, not Foundation's `Process`: wrk gets none of the server's
+    // descriptors (sockets, files), and `Process.run` crashes with many of them open.
+    let process = ChildProcess()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--timeout", "10s", "-s", script.path, base + path]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
     guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT ") }) else {
         throw NSError(domain: "server-load", code: 1, userInfo: [NSLocalizedDescriptionKey: "wrk printed no result:\n\(text)"])
     }
@@ -64,33 +74,4 @@ func runWrk(base: String, path: String, mode: String, tokens: [String], seconds:
     return LoadResult(
         requestsPerSecond: Double(requests) / duration, p50Micros: Double(fields[3]) ?? 0, p99Micros: Double(fields[4]) ?? 0,
         requests: requests, errors: Int(fields[1]) ?? 0, acknowledgedPatches: Int(fields[2]) ?? 0)
-}
-
-/// Runs `arguments` (the program's path first) with its standard output in a file and returns
-/// that output once the program has exited. `posix_spawn` and `waitpid`, not Foundation's
-/// `Process`, whose `waitUntilExit` once never returned after wrk had exited, midway through a
-/// five-round run.
-func spawnAndWait(_ arguments: [String]) throws -> String {
-    let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("server-load-\(UUID().uuidString).out")
-    defer { try? FileManager.default.removeItem(at: outputFile) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, outputFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    let argv = arguments.map { strdup($0) } + [nil]
-    let environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        for argument in argv { free(argument) }
-        for variable in environment { free(variable) }
-    }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, environment)
-    guard spawned == 0 else {
-        throw NSError(domain: "server-load", code: Int(spawned), userInfo: [NSLocalizedDescriptionKey: "cannot start \(arguments[0])"])
-    }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        guard errno == EINTR else { throw NSError(domain: "server-load", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "waitpid failed"]) }
-    }
-    return (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
 }
