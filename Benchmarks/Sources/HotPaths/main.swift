@@ -65,7 +65,8 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thr
 
 func openLog(_ path: URL, readOnly: Bool = false) throws -> EventLog {
     var options = EventLogOptions()
-    options.sync = .relaxed
+    // HOT_PATHS_DURABLE=1: an fdatasync per commit (the durable single row).
+    options.sync = ProcessInfo.processInfo.environment["HOT_PATHS_DURABLE"] == "1" ? .durable : .relaxed
     options.initialMapSize = 2 << 30
     if let limit = ProcessInfo.processInfo.environment["HOT_PATHS_INDEX_TAIL_LIMIT"].flatMap(Int.init) { options.indexTailLimit = limit }
     if let limit = ProcessInfo.processInfo.environment["HOT_PATHS_BULK_TAIL_LIMIT"].flatMap(Int.init) { options.bulkIndexTailLimit = limit }
@@ -240,7 +241,8 @@ func run() throws -> (count: Int, checksum: Int) {
         FileHandle.standardError.write(Data("import: \(Int(Double(checksum) / Date().timeIntervalSince(started))) events/s, \(written)\n".utf8))
     case "single":
         // Relaxed single appends (peer-compare's relaxed single row): COUNT events, one per append
-        // and commit, from one writer, into DIR/single. No fsync: what is left is the log's own work.
+        // and commit, from one writer, into DIR/single. No fsync: what is left is the log's own work
+        // (with HOT_PATHS_DURABLE=1, the durable row's: an fdatasync per commit).
         let events = try proposedEvents(from: logPath, count: limit == .max ? 20_000 : limit)
         let target = directory.appendingPathComponent("single")
         try? FileManager.default.removeItem(at: target)

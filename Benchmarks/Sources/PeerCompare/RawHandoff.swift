@@ -15,18 +15,31 @@ import Foundation
 /// checks, no chain hashes, no indexes: the gap between this and the raw loop is the cost of the
 /// hand-off itself (queueing, waking the thread, resuming tasks), the gap between the log and this
 /// is the log's own work.
+///
+/// With `layout`, the thread writes each record as the log lays it out instead of a frame (chain
+/// hash, CRC-32C, event id, versions, metadata: ``WorkEqualImport/Loop/putRecordOnly(_:txn:)``):
+/// the gap between the log and that peer is the log's work beyond its record's own.
 final class RawHandoff: @unchecked Sendable {
+    /// What an appender hands over: the raw loop's frame, or an event to write in the log's layout.
+    enum Work: Sendable {
+        case frame([UInt8])
+        case record(WorkEqualImport.Item)
+    }
+
     private let raw: RawLMDB
     private let writers: Int
     private let condition = NSCondition()
-    private var queued: [(frame: [UInt8], continuation: CheckedContinuation<Void, any Error>)] = []
+    private var queued: [(work: Work, continuation: CheckedContinuation<Void, any Error>)] = []
     private var finished = false
     private var position: UInt64 = 0
+    /// The layout writer, for ``Work/record(_:)`` (used by the thread alone).
+    private var layout: WorkEqualImport.Loop?
     private let stopped = DispatchSemaphore(value: 0)
 
-    init(raw: RawLMDB, writers: Int) {
+    init(raw: RawLMDB, writers: Int, layout: Bool = false) throws {
         self.raw = raw
         self.writers = writers
+        self.layout = layout ? try WorkEqualImport.Loop(raw) : nil
         Thread.detachNewThread { [self] in
             run()
             stopped.signal()
@@ -35,9 +48,14 @@ final class RawHandoff: @unchecked Sendable {
 
     /// Appends one frame; returns after the durable commit that holds it.
     func append(_ frame: [UInt8]) async throws {
+        try await append(.frame(frame))
+    }
+
+    /// Hands over one piece of work; returns after the durable commit that holds it.
+    func append(_ work: Work) async throws {
         try await withCheckedThrowingContinuation { continuation in
             condition.lock()
-            queued.append((frame, continuation))
+            queued.append((work, continuation))
             // The thread sleeps on an empty queue (wake it for the first) or gathers a group (wake
             // it when the group is whole). Waking it only for a whole group lost the wake-up of a
             // last writer left alone, and a five-round run hung there.
@@ -70,9 +88,15 @@ final class RawHandoff: @unchecked Sendable {
             condition.unlock()
             do {
                 try raw.write { txn in
-                    for (frame, _) in group {
-                        position += 1
-                        try raw.putRecord(txn, position: position, frame)
+                    for (work, _) in group {
+                        switch work {
+                        case let .frame(frame):
+                            position += 1
+                            try raw.putRecord(txn, position: position, frame)
+                        case let .record(item):
+                            guard layout != nil else { preconditionFailure("a record for a hand-off made without layout") }
+                            try layout!.putRecordOnly(item, txn: txn)
+                        }
                     }
                 }
                 for (_, continuation) in group { continuation.resume() }

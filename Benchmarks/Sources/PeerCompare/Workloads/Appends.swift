@@ -36,6 +36,13 @@ enum AppendWorkloads {
             let log = try openLog(directory.appendingPathComponent("single-\(mode)-log"), durable: durable)
             let raw = try RawLMDB(directory: directory.appendingPathComponent("single-\(mode)-raw"), durable: durable)
             let sqlite = try SQLitePeer(directory: directory.appendingPathComponent("single-\(mode)-sqlite"), durable: durable)
+            // Durable only: raw LMDB writing each record as the log lays it out (chain hash,
+            // CRC-32C, event id, versions, metadata), one per durable commit, no index entries:
+            // what the log's record format costs the raw loop, apart from the log's own work.
+            var layout =
+                durable ? try WorkEqualImport.Loop(RawLMDB(directory: directory.appendingPathComponent("single-durable-layout"), durable: true)) : nil
+            var layoutWatch = Stopwatch()
+            var versions: [String: UInt64] = [:]
             var watches = [Stopwatch(), Stopwatch(), Stopwatch()]
             let stamp = microsecondsNow()
             for round in 0..<scale.singleRounds {
@@ -56,6 +63,16 @@ enum AppendWorkloads {
                 try watches[2].time {
                     for (event, stream) in zip(events, streams) { try sqlite.appendBlocking([event], to: stream) }
                 }
+                if var loop = layout {
+                    let items = zip(events, streams).map { event, stream in
+                        versions[stream, default: 0] += 1
+                        return WorkEqualImport.Item(stream: stream, version: versions[stream]!, event: event)
+                    }
+                    try layoutWatch.time {
+                        for item in items { try loop.raw.write { txn in try loop.putRecordOnly(item, txn: txn) } }
+                    }
+                    layout = loop
+                }
             }
             await log.close()
             let operations = scale.singleRounds * perRound
@@ -66,6 +83,13 @@ enum AppendWorkloads {
                 RawFrame.make(type: event.type, timestamp: stamp, stream: "account-\(index % 100)", payload: [UInt8](event.payload))
             }
             figures.append(try await handoff(writers: 1, perWriter: operations, frames: handoffFrames, durable: durable, in: directory))
+            if layout != nil {
+                var figure = Figure(
+                    "single-durable-layout", "durable append, 1 writer, 1 event/commit: raw loop writing the log's record layout (no index)", .raw,
+                    operations: operations, seconds: layoutWatch.seconds)
+                figure.sharedProcess = true
+                figures.append(figure)
+            }
             for (backEnd, watch) in zip(BackEnd.embedded, watches) {
                 var figure = Figure(
                     "single-\(mode)", "\(mode) append, 1 writer, 1 event/commit", backEnd, operations: operations, seconds: watch.seconds)
@@ -133,6 +157,10 @@ enum AppendWorkloads {
                             "group-\(writers)-batched", "durable append, \(writers) events per commit (raw loop, perfect groups)", .raw,
                             operations: total, seconds: batchWatch.seconds))
                     figures.append(try await handoff(writers: writers, perWriter: perWriter, frames: frames, in: directory))
+                    let items = events.enumerated().map { index, event in
+                        WorkEqualImport.Item(stream: "writer-\(index / perWriter)", version: UInt64(index % perWriter + 1), event: event)
+                    }
+                    figures.append(try await layoutHandoff(writers: writers, perWriter: perWriter, items: items, in: directory))
                 }
             case .sqlite:
                 let sqlite = try SQLitePeer(directory: place, durable: true)
@@ -156,12 +184,37 @@ enum AppendWorkloads {
         return figures
     }
 
+    /// The same hand-off, its thread writing each event as the log lays out its record (chain
+    /// hash, CRC-32C, event id, versions, metadata; no index entries): what the log's record
+    /// itself costs behind the hand-off, apart from the log's other work.
+    static func layoutHandoff(writers: Int, perWriter: Int, items: [WorkEqualImport.Item], in directory: URL) async throws -> Figure {
+        let id = "group-\(writers)-handoff-layout"
+        let place = directory.appendingPathComponent(id)
+        let handoff = try RawHandoff(raw: try RawLMDB(directory: place, durable: true), writers: writers, layout: true)
+        var watch = Stopwatch()
+        try await watch.timeAsync {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for index in 0..<perWriter { try await handoff.append(.record(items[writer * perWriter + index])) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        handoff.finish()
+        try? FileManager.default.removeItem(at: place)
+        return Figure(
+            id, "durable append, \(writers) concurrent writers, async hand-off (raw loop writing the log's record layout)", .raw,
+            operations: writers * perWriter, seconds: watch.seconds)
+    }
+
     /// The raw loop's records from `writers` concurrent tasks through ``RawHandoff``: every task
     /// suspends until the durable commit that holds its append, as the log's appenders do.
     static func handoff(writers: Int, perWriter: Int, frames: [[UInt8]], durable: Bool = true, in directory: URL) async throws -> Figure {
         let id = writers == 1 ? "single-\(durable ? "durable" : "relaxed")-handoff" : "group-\(writers)-handoff"
         let place = directory.appendingPathComponent(id)
-        let handoff = RawHandoff(raw: try RawLMDB(directory: place, durable: durable), writers: writers)
+        let handoff = try RawHandoff(raw: try RawLMDB(directory: place, durable: durable), writers: writers)
         var watch = Stopwatch()
         try await watch.timeAsync {
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -140,6 +140,14 @@ enum WorkEqualImport {
             }
         }
 
+        /// Writes `item`'s record alone at the next position, in `txn`: the log's layout, chain
+        /// hash and CRC-32C, no index entries (the durable single row's layout-equal peer).
+        mutating func putRecordOnly(_ item: Item, txn: OpaquePointer) throws {
+            timestamp = max(microsecondsNow(), timestamp)
+            position += 1
+            try putRecord(item, txn: txn)
+        }
+
         /// The metadata pairs in the stored order (FORMAT.md: ascending byte order of the key).
         static func pairs(_ metadata: EventMetadata) -> [(String, String)] {
             var result: [(String, String)] = []
