@@ -220,6 +220,22 @@ struct ThreatModelTests {
                 let statuses = try await Self.statuses(3) { _ in try await send(server, "GET", "/v1/account/history?limit=1", token: token) }
                 #expect(statuses == [200, 200, 429])
             }),
+        "open-sessions": Spend(
+            configure: { _, tweaks in tweaks.limits = limits { $0.maxOpenSessionsPerAccount = 2 } },
+            run: { server in
+                // The signup's session, then three sign-ins from three addresses, a second apart
+                // (so that each session expires after the one before): each one gets in.
+                var tokens = [try await server.signup("owner@example.org", source: "127.0.0.9").token]
+                for index in 0..<3 {
+                    server.fixture.advance(seconds: 1)
+                    let answer = try await server.login("owner@example.org", password, source: "127.0.2.\(index + 1)")
+                    #expect(answer.status == 201, "\(answer.body)")
+                    tokens.append(try #require(answer.json["token"] as? String))
+                }
+                // Two stay open, the newest; the others were ended to make room.
+                let statuses = try await Self.statuses(tokens.count) { try await send(server, "GET", "/v1/account", token: tokens[$0]) }
+                #expect(statuses == [401, 401, 200, 200])
+            }),
         "session-list": Spend(
             configure: { configuration, _ in configuration.rateLimits.historyPagesPerAccount = small },
             run: { server in

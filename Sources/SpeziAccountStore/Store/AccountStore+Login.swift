@@ -96,6 +96,7 @@ extension AccountStore {
                 events.append(.loginSucceeded)
                 if let proof { events.append(proof) }
                 events += alsoAppend
+                events += sessionLimitEvents(for: state, adding: alsoAppend)
                 do {
                     let expected: ExpectedVersion = options.defences.loginVersionCheck ? .exact(state.version) : .any
                     let result = try await accounts.append(events, to: accountId, expectedVersion: expected, metadata: context.metadata)

@@ -33,19 +33,21 @@ extension AccountStore {
                 guard let state = try await currentState(of: accountId), !state.isDeleted else { throw AccountStoreError.accountNotFound(accountId) }
                 let decision = try decide(state)
                 guard !decision.events.isEmpty else { return (nil, state) }
-                try checkChangeBudget(decision.events, of: state)
+                // A session started past the account's limit ends the ones that expire first.
+                let events = decision.events + sessionLimitEvents(for: state, adding: decision.events)
+                try checkChangeBudget(events, of: state)
                 do {
                     var eventIDs: [UUID]?
-                    if let keyed { eventIDs = try await keyedEventIDs(keyed, accountId: accountId, context: context(), count: decision.events.count) }
+                    if let keyed { eventIDs = try await keyedEventIDs(keyed, accountId: accountId, context: context(), count: events.count) }
                     let result = try await accounts.append(
-                        decision.events, to: accountId, expectedVersion: .exact(state.version),
+                        events, to: accountId, expectedVersion: .exact(state.version),
                         metadata: context().metadata, claims: decision.claims, releases: decision.releases, eventIDs: eventIDs)
                     if result.wasDuplicate, let keyed, let replayed = try await committedAttempt(keyed, accountId: accountId, context: context()) {
                         return replayed
                     }
                     var after = state
                     let now = options.clock()
-                    for (offset, event) in decision.events.enumerated() {
+                    for (offset, event) in events.enumerated() {
                         after.apply(event, version: state.version + UInt64(offset) + 1, at: now)
                     }
                     // A deleted account's personal data does not stay in memory (crypto-shredding).

@@ -28,6 +28,11 @@ public struct AccountStoreLimits: Sendable, Equatable {
     /// clock (``ChangeBudget``); nil for no limit. With the change count, it bounds how fast one
     /// signed-in account can grow the log.
     public var changeBytesPerAccountPerDay: Int? = 2 << 20
+    /// The most sessions one account keeps open; nil for no limit. A sign-in that would pass it
+    /// ends the open sessions that expire first, in its own append (`auth.session-ended`, reason
+    /// `session-limit`): the owner always gets in, and sign-ins repeated from anywhere cannot grow
+    /// the account's state, which every request of the account reads, without bound.
+    public var maxOpenSessionsPerAccount: Int? = 100
 
     /// Creates the default value.
     public init() {}
