@@ -18,6 +18,8 @@ struct BatchOutcome: Sendable {
     var streamApplied: UInt64?
     /// The chunk's second part, read on the lane thread, was written with the first.
     var readInTwoParts = false
+    /// The batch wrote nothing and was not committed: its checkpoint is kept in memory.
+    var quiet = false
 }
 
 /// Folds the records of one batch into a projection's state, with the projection's typed batch
@@ -88,6 +90,12 @@ struct RunnerMetrics: Sendable {
     /// written with the first (a chunk read in one part does not count).
     func chunksReadInTwoParts(_ projection: String) -> Counter {
         Counter(label: "projection_chunks_read_in_two_parts", dimensions: [("projection", projection), ("path", path)])
+    }
+
+    /// Batches of the serving generation that wrote nothing and so were not committed (no flush):
+    /// their checkpoint stays in memory until a later batch or the store's close stores it.
+    func quietBatches(_ projection: String) -> Counter {
+        Counter(label: "projection_quiet_batches", dimensions: [("projection", projection), ("path", path)])
     }
 
     /// How far a rebuild has come, 0 to 1, after each batch.

@@ -90,6 +90,9 @@ public struct ProjectionState {
     /// there is counted and throws ``ReadOnlyState``, and the part is dropped (its streams are
     /// applied again, on the writer's thread), even when the projection caught the error.
     var refusedWrites: RefusedWrites?
+    /// Set by the runner for a batch of the serving generation: counts the writes, so that a batch
+    /// that wrote nothing need not commit (see `ProjectionStore.quietCheckpointSpan`).
+    var writes: WriteCount?
 
     /// A write to a read-only state (the second part of a stream-by-stream chunk).
     struct ReadOnlyState: Error {}
@@ -99,8 +102,14 @@ public struct ProjectionState {
         var count = 0
     }
 
-    /// Counts and refuses a write when the state is read-only.
+    /// The writes of one batch (only the store's writer thread changes it).
+    final class WriteCount {
+        var count = 0
+    }
+
+    /// Counts and refuses a write when the state is read-only; counts it otherwise.
     private func checkWritable() throws {
+        writes?.count += 1
         guard let refusedWrites else { return }
         refusedWrites.count += 1
         throw ReadOnlyState()

@@ -234,23 +234,61 @@ extension ProjectionStore {
         _ projection: P, name: String, generation: Generation, building: Bool, last: UInt64,
         feed: (_ start: UInt64, _ applier: inout BatchApplier<P>) throws -> Void
     ) throws -> BatchOutcome? {
-        try environment.write { txn -> BatchOutcome? in
-            // Other processes may run the same projections on this environment: the generation and
-            // checkpoint in the meta database, read inside this write transaction (which excludes
-            // theirs), are the truth, so no record is applied twice or skipped.
-            let slot = building ? MetaKeys.building(name) : MetaKeys.active(name)
-            guard MetaKeys.u32(try txn.get(meta, key: slot)) == generation.number else { return nil }
-            let start = MetaKeys.u64(try txn.get(meta, key: MetaKeys.checkpoint(name, generation.number))) ?? 0
-            guard start < last else { return BatchOutcome(reached: start, failure: nil) }
-            let projectionState = ProjectionState(transaction: txn, databases: generation.databases)
-            var applier = BatchApplier(projection: projection, name: name, state: projectionState, reached: start)
-            try feed(start, &applier)
-            // A storage error of the projections' own environment is not the projection's fault:
-            // the batch is abandoned and retried (the runner reports it), the projection not stopped.
-            if let storageFailure = applier.storageFailure { throw storageFailure }
-            try applier.finish()
-            try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(applier.reached))
-            return BatchOutcome(reached: applier.reached, failure: applier.failure)
+        do {
+            return try environment.write { txn -> BatchOutcome? in
+                // Other processes may run the same projections on this environment: the generation and
+                // checkpoint in the meta database, read inside this write transaction (which excludes
+                // theirs), are the truth, so no record is applied twice or skipped.
+                let slot = building ? MetaKeys.building(name) : MetaKeys.active(name)
+                guard MetaKeys.u32(try txn.get(meta, key: slot)) == generation.number else { return nil }
+                let stored = MetaKeys.u64(try txn.get(meta, key: MetaKeys.checkpoint(name, generation.number))) ?? 0
+                // Past the stored checkpoint, this process's own may have applied records that
+                // wrote nothing without committing (a quiet batch, below): they are not applied again.
+                let start = building ? stored : Swift.max(stored, generation.checkpoint)
+                guard start < last else { return BatchOutcome(reached: start, failure: nil) }
+                let writes = building ? nil : ProjectionState.WriteCount()
+                let projectionState = ProjectionState(transaction: txn, databases: generation.databases, writes: writes)
+                var applier = BatchApplier(projection: projection, name: name, state: projectionState, reached: start)
+                try feed(start, &applier)
+                // A storage error of the projections' own environment is not the projection's fault:
+                // the batch is abandoned and retried (the runner reports it), the projection not stopped.
+                if let storageFailure = applier.storageFailure { throw storageFailure }
+                try applier.finish()
+                let outcome = BatchOutcome(reached: applier.reached, failure: applier.failure)
+                if let writes, writes.count == 0, applier.failure == nil, applier.reached - stored < ProjectionStore.quietCheckpointSpan {
+                    // Nothing to write but the checkpoint: no commit and no flush (each projection
+                    // commits apart, so an append of events most projections ignore, such as a
+                    // sign-in's, would otherwise flush once per projection).
+                    var quiet = outcome
+                    quiet.quiet = true
+                    throw QuietBatch(outcome: quiet)
+                }
+                try txn.put(meta, key: MetaKeys.checkpoint(name, generation.number), value: BigEndian.bytes(applier.reached))
+                return outcome
+            }
+        } catch let quiet as QuietBatch {
+            return quiet.outcome
+        }
+    }
+
+    /// Ends a batch of the serving generation that wrote nothing: its transaction is abandoned,
+    /// and the checkpoint it reached is kept in memory (stored by a later batch that writes, by
+    /// one that reaches ``ProjectionStore/quietCheckpointSpan`` past the stored checkpoint, or
+    /// when the store closes).
+    private struct QuietBatch: Error {
+        let outcome: BatchOutcome
+    }
+
+    /// Stores the checkpoints that quiet batches left in memory only (when the store closes).
+    func storeQuietCheckpoints() throws {
+        let active = state.withLock { $0.active }
+        try environment.write { txn in
+            for (name, generation) in active {
+                guard MetaKeys.u32(try txn.get(meta, key: MetaKeys.active(name))) == generation.number else { continue }
+                let key = MetaKeys.checkpoint(name, generation.number)
+                let stored = MetaKeys.u64(try txn.get(meta, key: key)) ?? 0
+                if generation.checkpoint > stored { try txn.put(meta, key: key, value: BigEndian.bytes(generation.checkpoint)) }
+            }
         }
     }
 
@@ -258,6 +296,7 @@ extension ProjectionStore {
     private func finishAdvance(_ name: String, building: Bool, generation: Generation, outcome: BatchOutcome, last: UInt64) {
         // After the commit: a transaction retried (a map resize) or not committed counts nothing.
         if outcome.readInTwoParts { metrics.chunksReadInTwoParts(name).increment() }
+        if outcome.quiet { metrics.quietBatches(name).increment() }
         var generation = generation
         generation.checkpoint = outcome.reached
         let failure = outcome.failure

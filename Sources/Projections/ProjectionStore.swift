@@ -44,6 +44,11 @@ public struct ProjectionStoreOptions: Sendable {
 /// transaction once it has caught up (or, if the log lost records the serving one had applied, once
 /// it has reached the end of the log).
 public final class ProjectionStore: Sendable {
+    /// How far past its stored checkpoint a serving generation may apply records that write
+    /// nothing before a batch commits the checkpoint anyway: what a process that stops without
+    /// closing the store applies again, as no-ops, at the next open.
+    static let quietCheckpointSpan: UInt64 = 4_096
+
     struct State {
         var active: [String: Generation] = [:]
         var building: [String: Generation] = [:]
@@ -197,6 +202,12 @@ public final class ProjectionStore: Sendable {
         task?.cancel()
         kick.signal()
         await task?.value
+        do {
+            try await worker.run { [self] in try storeQuietCheckpoints() }
+        } catch {
+            // Nothing is lost: the records after the stored checkpoints are applied again at the next open.
+            Self.logger.warning("cannot store the projections' checkpoints at close", metadata: ["path": "\(environment.path)", "error": "\(error)"])
+        }
         worker.shutdown()
         lanes.shutdown()
         environment.close()
