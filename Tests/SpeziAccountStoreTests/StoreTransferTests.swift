@@ -114,7 +114,9 @@ struct StoreTransferTests {
         await #expect(throws: AccountStoreError.self) { try await AccountStore.restore(from: backup.directory.path, to: target.directory.path) }
         #expect(!FileManager.default.fileExists(atPath: target.directory.path))
         let parent = target.directory.deletingLastPathComponent()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.contains(".restoring-") })
+        // Its own staging folder only: tests running beside it restore into the same parent.
+        let staging = ".\(target.directory.lastPathComponent).restoring-"
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.hasPrefix(staging) })
     }
 
     @Test("an import record of a known type whose payload does not decode is an error naming its line, and nothing is imported")
@@ -180,7 +182,9 @@ struct StoreTransferTests {
         }
         #expect(!FileManager.default.fileExists(atPath: target.directory.path))
         let parent = target.directory.deletingLastPathComponent()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.contains(".importing-") })
+        // Its own staging folder only: tests running beside it import into the same parent.
+        let staging = ".\(target.directory.lastPathComponent).importing-"
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).allSatisfy { !$0.hasPrefix(staging) })
 
         // Without the vault, a sealed export is refused (its accounts could not be read or claimed).
         await #expect(throws: LogTransferError.missingKey(position: 1, account: try #require(good.first.flatMap(stream(of:))))) {
