@@ -8,6 +8,7 @@ import Foundation
 import HTTPTypes
 import SpeziAccount
 import SpeziAccountStore
+import Synchronization
 import Testing
 
 /// Each error the account API can answer, provoked for real, with its status and problem type;
@@ -17,12 +18,8 @@ struct ServerErrorTests {
     static let problem = "urn:spezi-account-store:problem:"
 
     /// A command tries once: a change that meets another is refused with `tooMuchContention`.
-    /// The account's change budget is lifted: rounds in which no change met another (a relaxed
-    /// log commits a lone change on its caller's thread, which narrows the window) would
-    /// otherwise spend it and turn the later rounds into 429s.
     static func oneTry(_ options: inout AccountStoreOptions) {
         options.maxConflictRetries = 1
-        options.limits.changesPerAccountPerHour = nil
     }
 
     @Test("409 credentials-taken, 422 invalid-value, removing-required-key, account-id-changed and immutable-key; nothing written")
@@ -77,37 +74,29 @@ struct ServerErrorTests {
         }
     }
 
-    @Test("503 contention with Retry-After when the account keeps changing (one try allowed); a contended change wrote nothing")
+    @Test("503 contention with Retry-After when the account changed under the change (one try allowed); the contended change wrote nothing")
     func contention() async throws {
-        try await ServerFixture().withServer(storeOptions: Self.oneTry) { api, store in
-            let (token, accountId) = try await api.signup("ada@example.org")
-            var contended = 0
-            var changed = 0
-            for round in 0..<20 where contended == 0 {
-                // Status, problem type and Retry-After of each answer.
-                let answers = try await withThrowingTaskGroup(of: (Int, String?, String?, String).self) { group in
-                    for writer in 0..<24 {
-                        group.addTask {
-                            let answer = try await api.send(
-                                .patch, "/v1/account", token: token, json: #"{"set":{"name":{"givenName":"R\#(round)W\#(writer)"}}}"#)
-                            return (answer.status, answer.problemType, answer.headers[.retryAfter], answer.text)
-                        }
-                    }
-                    return try await group.reduce(into: [(Int, String?, String?, String)]()) { $0.append($1) }
-                }
-                for (status, type, retryAfter, text) in answers {
-                    switch status {
-                    case 200: changed += 1
-                    case 503:
-                        #expect(type == Self.problem + "contention" && retryAfter == "1", "\(text)")
-                        contended += 1
-                    default: Issue.record("unexpected answer \(status): \(text)")
-                    }
-                }
+        // Another writer appends to the account between the PATCH's read and its append, once.
+        let interloper = Mutex<AccountStore?>(nil)
+        let options: (inout AccountStoreOptions) -> Void = { options in
+            Self.oneTry(&options)
+            options.defences.beforeChangeAppend = { accountId in
+                guard let other = interloper.withLock({ store in defer { store = nil }; return store }) else { return }
+                _ = try? await other.accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any)
             }
-            #expect(contended > 0, "no change met another in 20 rounds of 24")
-            // Every 200 is one change in the log; no 503 wrote anything.
-            #expect(try await eventTypes(store, accountId).filter { $0 == "account.details-modified" }.count == changed)
+        }
+        try await ServerFixture().withServer(storeOptions: options) { api, store in
+            let (token, accountId) = try await api.signup("ada@example.org")
+            interloper.withLock { $0 = store }
+            let body = #"{"set":{"name":{"givenName":"Refused"}}}"#
+            let contended = try await api.send(.patch, "/v1/account", token: token, json: body)
+            #expect(contended.status == 503 && contended.problemType == Self.problem + "contention", "\(contended.text)")
+            #expect(contended.headers[.retryAfter] == "1")
+            #expect(try await eventTypes(store, accountId).filter { $0 == "account.details-modified" }.isEmpty, "a 503 wrote nothing")
+            // With nobody in between, the same change goes through.
+            let retried = try await api.send(.patch, "/v1/account", token: token, json: body)
+            #expect(retried.status == 200, "\(retried.text)")
+            #expect(try await eventTypes(store, accountId).filter { $0 == "account.details-modified" }.count == 1)
         }
     }
 

@@ -6,6 +6,7 @@
 import EventLog
 import Foundation
 import SpeziAccount
+import Synchronization
 import Testing
 
 @testable import SpeziAccountStore
@@ -42,34 +43,27 @@ struct StoreErrorTests {
     func contention() async throws {
         let fixture = StoreFixture()
         defer { fixture.cleanup() }
-        let store = try await fixture.open { $0.maxConflictRetries = 1 }
-        let accountId = try await store.signup(leland()).accountId
-        var refused = 0
-        for round in 0..<50 where refused == 0 {
-            let outcomes = await withTaskGroup(of: Bool.self) { group in
-                for writer in 0..<16 {
-                    group.addTask {
-                        var change = AccountDetails()
-                        var name = PersonNameComponents()
-                        name.givenName = "R\(round)W\(writer)"
-                        change.name = name
-                        do {
-                            try await store.modify(accountId, try AccountModifications(modifiedDetails: change))
-                            return true
-                        } catch AccountStoreError.tooMuchContention(let id, let attempts) {
-                            #expect(id == accountId && attempts == 1)
-                            return false
-                        } catch {
-                            Issue.record("unexpected \(error)")
-                            return true
-                        }
-                    }
-                }
-                return await group.reduce(into: [Bool]()) { $0.append($1) }
+        // Another writer appends to the account between the change's read and its append, once.
+        let interloper = Mutex<AccountStore?>(nil)
+        let store = try await fixture.open { options in
+            options.maxConflictRetries = 1
+            options.defences.beforeChangeAppend = { accountId in
+                guard let other = interloper.withLock({ store in defer { store = nil }; return store }) else { return }
+                _ = try? await other.accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any)
             }
-            refused += outcomes.filter { !$0 }.count
         }
-        #expect(refused > 0, "no change met another in 50 rounds of 16")
+        let accountId = try await store.signup(leland()).accountId
+        interloper.withLock { $0 = store }
+        var change = AccountDetails()
+        change.name = PersonNameComponents(givenName: "Refused")
+        await #expect(throws: AccountStoreError.tooMuchContention(accountId: accountId, attempts: 1)) {
+            try await store.modify(accountId, try AccountModifications(modifiedDetails: change))
+        }
+        #expect(try await store.log.readStream(accountId, from: 1, limit: 100).map(\.type) == ["account.created", "auth.login-failed"])
+        #expect(try store.details(of: accountId)?.name?.givenName == "Leland")
+        // With nobody in between, the same change goes through.
+        try await store.modify(accountId, try AccountModifications(modifiedDetails: change))
+        #expect(try store.details(of: accountId)?.name?.givenName == "Refused")
         await store.close()
     }
 

@@ -36,6 +36,7 @@ extension AccountStore {
                 // A session started past the account's limit ends the ones that expire first.
                 let events = decision.events + sessionLimitEvents(for: state, adding: decision.events)
                 try checkChangeBudget(events, of: state)
+                await options.defences.beforeChangeAppend?(accountId)
                 do {
                     var eventIDs: [UUID]?
                     if let keyed { eventIDs = try await keyedEventIDs(keyed, accountId: accountId, context: context(), count: events.count) }

@@ -22,6 +22,9 @@ package struct DefenceSwitches: Sendable {
     /// Runs after a login's password check succeeded and before its success is appended: a test
     /// changes the account there to force the race the version check guards against.
     package var afterPasswordCheck: (@Sendable (_ accountId: String) async -> Void)?
+    /// Runs after a change of an account decided its events and before it appends them: a test
+    /// appends there to make another writer come first, every time.
+    package var beforeChangeAppend: (@Sendable (_ accountId: String) async -> Void)?
 
     package init() {}
 }
