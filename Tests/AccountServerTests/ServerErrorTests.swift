@@ -81,7 +81,7 @@ struct ServerErrorTests {
         let options: (inout AccountStoreOptions) -> Void = { options in
             Self.oneTry(&options)
             options.defences.beforeChangeAppend = { accountId in
-                guard let other = interloper.withLock({ store in defer { store = nil }; return store }) else { return }
+                guard let other = interloper.withLock({ $0.take() }) else { return }
                 _ = try? await other.accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any)
             }
         }

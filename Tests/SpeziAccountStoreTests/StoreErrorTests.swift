@@ -48,7 +48,7 @@ struct StoreErrorTests {
         let store = try await fixture.open { options in
             options.maxConflictRetries = 1
             options.defences.beforeChangeAppend = { accountId in
-                guard let other = interloper.withLock({ store in defer { store = nil }; return store }) else { return }
+                guard let other = interloper.withLock({ $0.take() }) else { return }
                 _ = try? await other.accounts.append([.loginFailed(reason: "wrongPassword")], to: accountId, expectedVersion: .any)
             }
         }
