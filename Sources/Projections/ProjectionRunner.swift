@@ -114,6 +114,7 @@ extension ProjectionStore {
             try startRequestedRebuilds()
         }
         let last = try await log.lastPosition()
+        if let worked = try await stepInPlace(upTo: last) { return worked }
         for name in order {
             // The serving generation first, so that reads stay fresh during a rebuild; but an
             // empty one is not built in log order while a generation is built stream by stream
@@ -124,6 +125,64 @@ extension ProjectionStore {
             try await worker.run { [self] in try takeOverIfCaughtUp(name, logHead: logHead) }
         }
         return worked
+    }
+
+    /// The usual round in one hop to the store's thread: the log is read in place and no
+    /// generation is being built, so every projection's batch is a write transaction there and
+    /// nothing else is to do (no take-over, no stream build). A hop per projection (and one more
+    /// each for the take-over check) cost a thread wake-up and a resumption each: some 60 `futex`
+    /// calls a sign-in. Nil when the round must go the general way.
+    private func stepInPlace(upTo last: UInt64) async throws -> Bool? {
+        guard let scanning = log as? any InPlaceScanning else { return nil }
+        let plan = state.withLock { state -> [(name: String, generation: Generation)]? in
+            guard state.building.isEmpty else { return nil }
+            return order.compactMap { name in
+                guard state.failures[name] == nil, let active = state.active[name], active.checkpoint < last else { return nil }
+                return (name, active)
+            }
+        }
+        guard let plan else { return nil }
+        if plan.isEmpty { return false }
+        // As in the general round, a failure ends the round; the batches committed before it are
+        // finished (their checkpoints and waiters) first.
+        let (outcomes, failure) = try await worker.run { [self] () -> ([BatchOutcome?], (any Error)?) in
+            var outcomes: [BatchOutcome?] = []
+            for (name, generation) in plan {
+                guard let projection = projections[name] else {
+                    outcomes.append(nil)
+                    continue
+                }
+                do {
+                    outcomes.append(try commitInPlace(projection, name: name, generation: generation, last: last, scanning: scanning))
+                } catch {
+                    return (outcomes, error)
+                }
+            }
+            return (outcomes, nil)
+        }
+        var worked = false
+        for ((name, generation), outcome) in zip(plan, outcomes) {
+            guard let outcome else {
+                // Another process replaced the generation (a rebuild took over): follow it.
+                try await worker.run { [self] in try refreshGenerations() }
+                worked = true
+                continue
+            }
+            finishAdvance(name, building: false, generation: generation, outcome: outcome, last: last)
+            if outcome.reached > generation.checkpoint { worked = true }
+        }
+        if let failure { throw failure }
+        return worked
+    }
+
+    /// One batch of the serving generation, read in place (``stepInPlace(upTo:)``).
+    private func commitInPlace<P: Projection>(
+        _ projection: P, name: String, generation: Generation, last: UInt64, scanning: any InPlaceScanning
+    ) throws -> BatchOutcome? {
+        let batchSize = batchLimit(behind: last - generation.checkpoint)
+        return try commitBatch(projection, name: name, generation: generation, building: false, last: last) { start, applier in
+            try applyInPlace(from: scanning, after: start, batchSize: batchSize, applier: &applier) { false }
+        }
     }
 
     /// The log's head, while `name` is rebuilt and its serving generation has applied records past
