@@ -61,3 +61,43 @@ func serverRoutes(in directory: URL, requests: Int, patchEvery: Int) async throw
     await store.close()
     return succeeded
 }
+
+/// The account server's own work for `server-load`'s login row, for callgrind and `strace -c`:
+/// `requests` sign-ins (`POST /v1/sessions`) through the API mounted on a Hummingbird router,
+/// one at a time, over 8 accounts. The store hashes with test parameters (the derivation is the
+/// peers' too; what is counted is the rest) and is durable, as in `server-load`. Returns the
+/// number of answers that were 201.
+func serverLogins(in directory: URL, requests: Int) async throws -> Int {
+    try? FileManager.default.removeItem(at: directory)
+    var options = AccountStoreOptions()
+    options.sync = .durable
+    options.passwordParameters = .insecureTesting
+    options.allowWeakPasswordParameters = true
+    let store = try await AccountStore(directory: directory.path, options: options)
+    for index in 0..<8 {
+        var details = AccountDetails()
+        details.userId = "hot\(index)@example.org"
+        details.password = "correct horse battery"
+        details.name = PersonNameComponents(givenName: "Hot", familyName: "\(index)")
+        _ = try await store.signup(details)
+    }
+    var configuration = AccountServerConfiguration()
+    let unlimited = RateLimit(burst: 1_000_000, perMinute: 1_000_000)
+    configuration.rateLimits.loginsPerClient = unlimited
+    configuration.rateLimits.loginsPerAccount = unlimited
+    configuration.rateLimits.recordsPerClient = unlimited
+    let router = Router()
+    try AccountServer(store: store, configuration: configuration).mount(on: router)
+    let succeeded = try await Application(router: router).test(.router) { client in
+        var succeeded = 0
+        for index in 0..<requests {
+            let body = #"{"userId":"hot\#(index % 8)@example.org","password":"correct horse battery"}"#
+            let response = try await client.execute(
+                uri: "/v1/sessions", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body))
+            if response.status == .created { succeeded += 1 }
+        }
+        return succeeded
+    }
+    await store.close()
+    return succeeded
+}

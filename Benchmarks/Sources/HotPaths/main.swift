@@ -39,7 +39,7 @@ import SpeziAccountStore
 import Synchronization
 
 let usage =
-    "usage: hot-paths scan|replay|view|streams|fold|rebuild|open-store|import|single|group|details|verify DIR [COUNT] | server-read|server-mix DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
+    "usage: hot-paths scan|replay|view|streams|fold|rebuild|open-store|import|single|group|details|verify DIR [COUNT] | server-read|server-mix|server-login DIR [COUNT] | pg-single|pg-replay URL [COUNT] | pg-raw PORT [COUNT]"
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("\(usage)\n".utf8))
@@ -315,6 +315,12 @@ func run() throws -> (count: Int, checksum: Int) {
             return found
         }
         count = reads
+    case "server-login":
+        // Sign-ins through the account server's routes in process (ServerRoutes.swift): COUNT of
+        // them over 8 accounts, on a durable store with test hashing; DIR is the store's folder.
+        let requests = limit == .max ? 200 : limit
+        checksum = try blocking { try await serverLogins(in: directory, requests: requests) }
+        count = requests
     case "server-read", "server-mix":
         // The account server's routes in process (ServerRoutes.swift): COUNT requests, every fifth
         // a PATCH in server-mix; DIR is the store's folder (replaced).
