@@ -153,7 +153,8 @@ extension ProjectionStore {
                     continue
                 }
                 do {
-                    outcomes.append(try commitInPlace(projection, name: name, generation: generation, last: last, scanning: scanning))
+                    outcomes.append(
+                        try commitInPlace(projection, name: name, generation: generation, building: false, last: last, scanning: scanning))
                 } catch {
                     return (outcomes, error)
                 }
@@ -162,26 +163,22 @@ extension ProjectionStore {
         }
         var worked = false
         for ((name, generation), outcome) in zip(plan, outcomes) {
-            guard let outcome else {
-                // Another process replaced the generation (a rebuild took over): follow it.
-                try await worker.run { [self] in try refreshGenerations() }
-                worked = true
-                continue
-            }
-            finishAdvance(name, building: false, generation: generation, outcome: outcome, last: last)
-            if outcome.reached > generation.checkpoint { worked = true }
+            if try await settle(name, building: false, generation: generation, outcome: outcome, last: last) { worked = true }
         }
         if let failure { throw failure }
         return worked
     }
 
-    /// One batch of the serving generation, read in place (``stepInPlace(upTo:)``).
+    /// One batch of a generation, read in place inside its write transaction (on the store's thread).
     private func commitInPlace<P: Projection>(
-        _ projection: P, name: String, generation: Generation, last: UInt64, scanning: any InPlaceScanning
+        _ projection: P, name: String, generation: Generation, building: Bool, last: UInt64, scanning: any InPlaceScanning
     ) throws -> BatchOutcome? {
         let batchSize = batchLimit(behind: last - generation.checkpoint)
-        return try commitBatch(projection, name: name, generation: generation, building: false, last: last) { start, applier in
-            try applyInPlace(from: scanning, after: start, batchSize: batchSize, applier: &applier) { false }
+        return try commitBatch(projection, name: name, generation: generation, building: building, last: last) { start, applier in
+            // A rebuild gives way, between chunks of its batch, to a command waiting for the serving generation.
+            try applyInPlace(from: scanning, after: start, batchSize: batchSize, applier: &applier) {
+                building && state.withLock { !$0.appliedWaiters.isEmpty }
+            }
         }
     }
 
@@ -209,6 +206,12 @@ extension ProjectionStore {
         }
         guard let generation = snapshot, generation.checkpoint < last else { return false }
         let outcome = try await fetchAndCommit(projection, name: name, generation: generation, building: building, last: last)
+        return try await settle(name, building: building, generation: generation, outcome: outcome, last: last)
+    }
+
+    /// After a generation's batch: follows a generation another process replaced (nil outcome),
+    /// else records the batch (``finishAdvance``). True when the round did any work.
+    private func settle(_ name: String, building: Bool, generation: Generation, outcome: BatchOutcome?, last: UInt64) async throws -> Bool {
         guard let outcome else {
             // Another process replaced the generation (a rebuild took over): follow it.
             try await worker.run { [self] in try refreshGenerations() }
@@ -236,12 +239,7 @@ extension ProjectionStore {
         }
         if let scanning = log as? any InPlaceScanning {
             return try await worker.run { [self] in
-                try commitBatch(projection, name: name, generation: generation, building: building, last: last) { start, applier in
-                    // A rebuild gives way, between chunks of its batch, to a command waiting for the serving generation.
-                    try applyInPlace(from: scanning, after: start, batchSize: batchSize, applier: &applier) {
-                        building && state.withLock { !$0.appliedWaiters.isEmpty }
-                    }
-                }
+                try commitInPlace(projection, name: name, generation: generation, building: building, last: last, scanning: scanning)
             }
         }
         // Fetched outside the write transaction, in reads of at most 1,024 and in all at most

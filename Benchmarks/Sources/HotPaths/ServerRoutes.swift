@@ -4,6 +4,7 @@
 //
 
 import AccountServer
+import EventLogProtocol
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -17,28 +18,12 @@ import SpeziAccountStore
 /// store is relaxed (no flush to wait for) and hashes with test parameters, so that what is
 /// counted is the same from run to run. Returns the number of answers that were 200.
 func serverRoutes(in directory: URL, requests: Int, patchEvery: Int) async throws -> Int {
-    try? FileManager.default.removeItem(at: directory)
-    var options = AccountStoreOptions()
-    options.sync = .relaxed
-    options.passwordParameters = .insecureTesting
-    options.allowWeakPasswordParameters = true
-    let store = try await AccountStore(directory: directory.path, options: options)
+    let (store, accountIds) = try await hotStore(in: directory, sync: .relaxed)
     var tokens: [String] = []
-    for index in 0..<8 {
-        var details = AccountDetails()
-        details.userId = "hot\(index)@example.org"
-        details.password = "correct horse battery"
-        details.name = PersonNameComponents(givenName: "Hot", familyName: "\(index)")
-        let created = try await store.signup(details)
-        tokens.append(try await store.startSession(for: created.accountId, validity: .seconds(3_600)).token)
+    for accountId in accountIds {
+        tokens.append(try await store.startSession(for: accountId, validity: .seconds(3_600)).token)
     }
-    var configuration = AccountServerConfiguration()
-    let unlimited = RateLimit(burst: 1_000_000, perMinute: 1_000_000)
-    configuration.rateLimits.loginsPerClient = unlimited
-    configuration.rateLimits.recordsPerClient = unlimited
-    let router = Router()
-    // Its default logger, as in server-load: one access line a request, to standard error.
-    try AccountServer(store: store, configuration: configuration).mount(on: router)
+    let router = try hotRouter(store)
     let sessions = tokens
     let succeeded = try await Application(router: router).test(.router) { client in
         var succeeded = 0
@@ -68,26 +53,8 @@ func serverRoutes(in directory: URL, requests: Int, patchEvery: Int) async throw
 /// peers' too; what is counted is the rest) and is durable, as in `server-load`. Returns the
 /// number of answers that were 201.
 func serverLogins(in directory: URL, requests: Int) async throws -> Int {
-    try? FileManager.default.removeItem(at: directory)
-    var options = AccountStoreOptions()
-    options.sync = .durable
-    options.passwordParameters = .insecureTesting
-    options.allowWeakPasswordParameters = true
-    let store = try await AccountStore(directory: directory.path, options: options)
-    for index in 0..<8 {
-        var details = AccountDetails()
-        details.userId = "hot\(index)@example.org"
-        details.password = "correct horse battery"
-        details.name = PersonNameComponents(givenName: "Hot", familyName: "\(index)")
-        _ = try await store.signup(details)
-    }
-    var configuration = AccountServerConfiguration()
-    let unlimited = RateLimit(burst: 1_000_000, perMinute: 1_000_000)
-    configuration.rateLimits.loginsPerClient = unlimited
-    configuration.rateLimits.loginsPerAccount = unlimited
-    configuration.rateLimits.recordsPerClient = unlimited
-    let router = Router()
-    try AccountServer(store: store, configuration: configuration).mount(on: router)
+    let (store, _) = try await hotStore(in: directory, sync: .durable)
+    let router = try hotRouter(store)
     let succeeded = try await Application(router: router).test(.router) { client in
         var succeeded = 0
         for index in 0..<requests {
@@ -100,4 +67,37 @@ func serverLogins(in directory: URL, requests: Int) async throws -> Int {
     }
     await store.close()
     return succeeded
+}
+
+/// A fresh store in `directory` (replaced) with test hashing and the 8 accounts `hot0…hot7@example.org`
+/// (password `correct horse battery`); returns it and their ids.
+func hotStore(in directory: URL, sync: Durability) async throws -> (AccountStore, [String]) {
+    try? FileManager.default.removeItem(at: directory)
+    var options = AccountStoreOptions()
+    options.sync = sync
+    options.passwordParameters = .insecureTesting
+    options.allowWeakPasswordParameters = true
+    let store = try await AccountStore(directory: directory.path, options: options)
+    var accountIds: [String] = []
+    for index in 0..<8 {
+        var details = AccountDetails()
+        details.userId = "hot\(index)@example.org"
+        details.password = "correct horse battery"
+        details.name = PersonNameComponents(givenName: "Hot", familyName: "\(index)")
+        accountIds.append(try await store.signup(details).accountId)
+    }
+    return (store, accountIds)
+}
+
+/// The account API mounted on a router, with the per-client and per-account limits the load
+/// would meet lifted, and its default logger (as in server-load: one access line a request).
+func hotRouter(_ store: AccountStore) throws -> Router<BasicRequestContext> {
+    var configuration = AccountServerConfiguration()
+    let unlimited = RateLimit(burst: 1_000_000, perMinute: 1_000_000)
+    configuration.rateLimits.loginsPerClient = unlimited
+    configuration.rateLimits.loginsPerAccount = unlimited
+    configuration.rateLimits.recordsPerClient = unlimited
+    let router = Router()
+    try AccountServer(store: store, configuration: configuration).mount(on: router)
+    return router
 }
