@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import Crypto
 import Foundation
 import HTTPTypes
@@ -66,7 +67,7 @@ struct DeviceCookies: Sendable {
 
     private static func name(for user: String, key: SymmetricKey) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data("name\u{0}\(user)".utf8), using: key)
-        return namePrefix + mac.prefix(8).map { String(format: "%02x", $0) }.joined()
+        return namePrefix + mac.prefix(8).hexString
     }
 
     private static func mac(key: SymmetricKey, user: String, nonce: String) -> String {
@@ -74,7 +75,6 @@ struct DeviceCookies: Sendable {
     }
 
     static func base64url(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        base64urlString(data)
     }
 }

@@ -35,6 +35,21 @@ private let refused: [(userId: String, rule: UserIdNormalization.Refusal)] = [
 
 @Suite("User ids: one normalization profile, refusals, and stores written under the older rule")
 struct UserIdNormalizationTests {
+    @Test("an ASCII user id takes the fast path, and it gives what the rounds give: every ASCII character first, inside and last")
+    func asciiFastPath() {
+        for code in UInt8(0)..<0x80 {
+            let character = String(UnicodeScalar(code))
+            for userId in [character + "Ab@X.org", "Ab" + character + "x@X.org", "Ab@X.org" + character, character, " \t" + character + "\r\n"] {
+                #expect(UserIdNormalization.asciiNormalized(userId) == UserIdNormalization.normalizedByRounds(userId), "\(Array(userId.utf8))")
+            }
+        }
+        #expect(UserIdNormalization.asciiNormalized("  \u{0B}\u{0C} ") == "")
+        #expect(UserIdNormalization.asciiNormalized("  Jane.DOE@Example.ORG\n") == "jane.doe@example.org")
+        // Anything else goes through the rounds.
+        #expect(UserIdNormalization.asciiNormalized("J\u{E4}ne@x.org") == nil)
+        #expect(UserIdNormalization.normalized("J\u{E4}ne@x.org") == "j\u{E4}ne@x.org")
+    }
+
     @Test("the profile: NFKC, full case folding, NFKC, trimmed; stable; the older rule was trim + lowercased")
     func profile() {
         for (first, second) in lookAlikes {

@@ -57,21 +57,22 @@ public struct CRUDPeerServer: Sendable {
     let sessionValidity: TimeInterval = 24 * 3_600
 
     /// A peer on PostgreSQL (`postgres` database of the server on 127.0.0.1:`port`, user `postgres`).
-    public static func postgres(port: Int, connections: Int) async throws -> CRUDPeerServer {
-        try await CRUDPeerServer(storage: PostgresPeerStorage(port: port, connections: connections))
+    public static func postgres(port: Int, connections: Int, hasher: PasswordHasher? = nil) async throws -> CRUDPeerServer {
+        try await CRUDPeerServer(storage: PostgresPeerStorage(port: port, connections: connections), hasher: hasher)
     }
 
     /// A peer on SQLite (WAL, synchronous=FULL) in `directory`.
-    public static func sqlite(directory: URL) async throws -> CRUDPeerServer {
-        try await CRUDPeerServer(storage: SQLitePeerStorage(directory: directory))
+    public static func sqlite(directory: URL, hasher: PasswordHasher? = nil) async throws -> CRUDPeerServer {
+        try await CRUDPeerServer(storage: SQLitePeerStorage(directory: directory), hasher: hasher)
     }
 
-    init(storage: any PeerStorage) async throws {
+    /// `hasher`: the store's default (Argon2id) unless given.
+    init(storage: any PeerStorage, hasher: PasswordHasher?) async throws {
         self.storage = storage
-        hasher = try PasswordHasher()
+        self.hasher = try hasher ?? PasswordHasher()
         hashing = NIOThreadPool(numberOfThreads: max(1, ProcessInfo.processInfo.activeProcessorCount))
         hashing.start()
-        let hasher = hasher
+        let hasher = self.hasher
         decoyHash = try await hashing.runIfActive { try hasher.hash(UUID().uuidString) }
     }
 

@@ -5,6 +5,7 @@
 
 import CRUDPeer
 import Foundation
+import SpeziAccountStore
 import SpeziAccountTesting
 
 #if canImport(FoundationNetworking)
@@ -118,15 +119,15 @@ func compareAnswers(server: String, serverToken: String, peer: RunningPeer) asyn
 
 /// Starts a throwaway PostgreSQL cluster (fsync and synchronous_commit on, as by default) and the
 /// CRUD peer on it, and the CRUD peer on SQLite in `directory`.
-func startPeers(accounts: Int, postgresConnections: Int, directory: URL, only: Set<String>) async throws -> [RunningPeer] {
+func startPeers(accounts: Int, postgresConnections: Int, directory: URL, only: Set<String>, hasher: PasswordHasher?) async throws -> [RunningPeer] {
     var peers: [RunningPeer] = []
     if only.contains("postgres") {
         let postgres = try await PostgresServer.start(name: "server-load")
-        let server = try await CRUDPeerServer.postgres(port: postgres.port, connections: postgresConnections)
+        let server = try await CRUDPeerServer.postgres(port: postgres.port, connections: postgresConnections, hasher: hasher)
         peers.append(try await RunningPeer.start(name: "PostgreSQL", server: server, accounts: accounts))
     }
     if only.contains("sqlite") {
-        let server = try await CRUDPeerServer.sqlite(directory: directory)
+        let server = try await CRUDPeerServer.sqlite(directory: directory, hasher: hasher)
         peers.append(try await RunningPeer.start(name: "SQLite", server: server, accounts: accounts))
     }
     return peers

@@ -15,6 +15,41 @@ struct LoadResult {
     /// Answers outside 2xx, and connect, read, write and timeout errors.
     let errors: Int
     let acknowledgedPatches: Int
+    /// The machine's busy CPU time (every process: the servers, PostgreSQL, wrk) per request, in
+    /// microseconds, from `/proc/stat`; 0 where it cannot be read.
+    let machineCPUMicrosPerRequest: Double
+    /// This process's CPU time (user and system) per request, in microseconds: the account server
+    /// and the SQLite peer run here, the PostgreSQL peer's statements in PostgreSQL's processes.
+    let processCPUMicrosPerRequest: Double
+    /// The share of the machine's cores that were busy during the run (0–1): near 1, the row was
+    /// bound by the cores; well below, by waits.
+    let machineBusy: Double
+}
+
+/// CPU time spent so far, in microseconds: the machine's busy time over all cores and this
+/// process's own.
+struct CPUSample {
+    let machine: Double
+    let process: Double
+    let wall: ContinuousClock.Instant
+
+    static func now() -> CPUSample {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let process =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+        return CPUSample(machine: machineBusyMicros(), process: process, wall: .now)
+    }
+
+    /// The first line of `/proc/stat` (`cpu user nice system idle iowait irq softirq steal ...`, in
+    /// clock ticks): everything but idle and iowait.
+    private static func machineBusyMicros() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8), let line = text.split(separator: "\n").first else { return 0 }
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard ticks.count >= 8 else { return 0 }
+        let busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+        return busy * 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
 }
 
 /// Runs wrk with a Lua script that spreads requests over the accounts' tokens and counts what it got.
@@ -61,9 +96,11 @@ func runWrk(base: String, path: String, mode: String, tokens: [String], seconds:
     process.arguments = ["wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--timeout", "10s", "-s", script.path, base + path]
     let output = Pipe()
     process.standardOutput = output
+    let before = CPUSample.now()
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    let after = CPUSample.now()
     let text = String(decoding: data, as: UTF8.self)
     guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT ") }) else {
         throw NSError(domain: "server-load", code: 1, userInfo: [NSLocalizedDescriptionKey: "wrk printed no result:\n\(text)"])
@@ -73,5 +110,13 @@ func runWrk(base: String, path: String, mode: String, tokens: [String], seconds:
     let duration = Double(fields[5]) ?? 1
     return LoadResult(
         requestsPerSecond: Double(requests) / duration, p50Micros: Double(fields[3]) ?? 0, p99Micros: Double(fields[4]) ?? 0,
-        requests: requests, errors: Int(fields[1]) ?? 0, acknowledgedPatches: Int(fields[2]) ?? 0)
+        requests: requests, errors: Int(fields[1]) ?? 0, acknowledgedPatches: Int(fields[2]) ?? 0,
+        machineCPUMicrosPerRequest: (after.machine - before.machine) / Double(max(requests, 1)),
+        processCPUMicrosPerRequest: (after.process - before.process) / Double(max(requests, 1)),
+        machineBusy: (after.machine - before.machine)
+            / (microseconds(after.wall - before.wall) * Double(ProcessInfo.processInfo.activeProcessorCount)))
+}
+
+func microseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
 }

@@ -5,12 +5,15 @@
 // Load on the account server over loopback, with wrk (Debian's `wrk`) as the client:
 //   swift run -c release server-load [--seconds 10] [--connections 64] [--peers postgres,sqlite|none]
 //                                    [--postgres-connections 20] [--recent-states 4096] [--rounds 5] [--json FILE]
+//                                    [--only read,mixed,login] [--login-seconds 20] [--cheap-hash]
 // Runs, on one durable store with 64 signed-in accounts:
 //   1. GET /health            the framework's floor: Hummingbird answering a fixed JSON (the peer)
 //   2. GET /v1/account        a signed-in details read (session check + details cache)
 //   3. 80% reads, 20% PATCH   modifications appended durably; afterwards every acknowledged one
 //                             must be in the log
-//   4. POST /v1/sessions      logins with the store's default Argon2id (bounded by hashing)
+//   4. POST /v1/sessions      logins with the store's default Argon2id (bounded by hashing); with
+//                             --cheap-hash, every side hashes with a scrypt of no cost and the row
+//                             has 64 connections: the login's path without its hash
 // and each hash alone on one thread (Argon2id and scrypt at OWASP's parameters), for logins per
 // second per core. Prints requests/s, p50 and
 // p99, and each row's ratio to the floor measured in the same run.
@@ -19,8 +22,10 @@
 // and in SQLite, the same password hashing), with the same scripts and connections; a second
 // table gives each side's requests/s and p99 and the ratio this / peer.
 // Every row runs in interleaved rounds (this project, then each peer, then the next row; the
-// whole set again each round): the tables give each row's median round and each ratio's median
-// over the rounds with its lowest and highest.
+// whole set again each round, every second round with the peers first, so that no side always
+// runs right after the other's leftover work): the tables give each row's median round and each
+// ratio's median over the rounds with its lowest and highest, and the CPU time each request took
+// (the machine's, and this process's) as the median over the rounds.
 
 import AccountServer
 import Foundation
@@ -29,6 +34,10 @@ import SpeziAccountStore
 
 struct Options {
     var seconds = 10
+    /// The login rows' length: at a few dozen logins a second, 10 s is too few for a steady figure.
+    var loginSeconds = 20
+    /// Every side hashes with a scrypt of no cost (logN 4): what a login costs besides its hash.
+    var cheapHash = false
     var connections = 64
     var peers: Set<String> = ["postgres", "sqlite"]
     /// The PostgreSQL peer's pool (postgres-nio's default).
@@ -39,6 +48,8 @@ struct Options {
     var rounds = 5
     /// Where to write the medians and every round as JSON.
     var jsonPath: String?
+    /// The rows to run besides the floor (all of them by default).
+    var only: Set<String> = ["read", "mixed", "login"]
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -51,10 +62,13 @@ struct Options {
             case "--recent-states": recentStates = iterator.next().flatMap(Int.init) ?? recentStates
             case "--rounds": rounds = max(1, min(99, iterator.next().flatMap(Int.init) ?? rounds))
             case "--json": jsonPath = iterator.next()
+            case "--login-seconds": loginSeconds = iterator.next().flatMap(Int.init) ?? loginSeconds
+            case "--cheap-hash": cheapHash = true
+            case "--only": only = Set((iterator.next() ?? "").split(separator: ",").map(String.init))
             default:
                 FileHandle.standardError.write(
                     Data(
-                        "usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N] [--recent-states N] [--rounds N] [--json FILE]\n"
+                        "usage: server-load [--seconds N] [--connections N] [--peers postgres,sqlite|none] [--postgres-connections N] [--recent-states N] [--rounds N] [--json FILE] [--only read,mixed,login] [--login-seconds N] [--cheap-hash]\n"
                             .utf8))
                 exit(2)
             }
@@ -73,6 +87,12 @@ defer { try? FileManager.default.removeItem(at: folder) }
 var storeOptions = AccountStoreOptions()
 storeOptions.sync = .durable
 storeOptions.recentStates = options.recentStates
+/// The scrypt of no cost that --cheap-hash gives every side.
+let cheapParameters = ScryptParameters(logN: 4, blockSize: 1, parallelism: 1)
+if options.cheapHash {
+    storeOptions.passwordParameters = cheapParameters
+    storeOptions.allowWeakPasswordParameters = true
+}
 // The per-account change budgets stay on the path (every PATCH is counted against them), set above
 // what the load reaches: at the defaults (120 changes an hour), 64 accounts are spent after 7,680
 // PATCHes and the rest of the mixed rows would time cheap 429 answers.
@@ -96,7 +116,7 @@ guard let port = await ports.first(where: { _ in true }) else { fatalError("the 
 let base = "http://127.0.0.1:\(port)"
 
 // 64 accounts with the store's default hashing (Argon2id, OWASP), each with a session.
-print("signing up \(options.connections) accounts (Argon2id m=19 MiB, t=2, p=1)…")
+print("signing up \(options.connections) accounts (\(options.cheapHash ? "scrypt of no cost, logN 4" : "Argon2id m=19 MiB, t=2, p=1"))…")
 var tokens: [String] = []
 for index in 0..<options.connections {
     var details = AccountDetails()
@@ -123,9 +143,10 @@ func loggedModifications() async throws -> Int {
 // The CRUD peers, their accounts signed up over HTTP; first, one of each request the load makes
 // (and a few it may meet) on both sides, which must answer alike.
 print("starting the CRUD peers (\(options.peers.sorted().joined(separator: ", "))) and signing up \(options.connections) accounts on each…")
+let peerHasher: PasswordHasher? = options.cheapHash ? try PasswordHasher(parameters: cheapParameters, allowingWeakParameters: true) : nil
 let peers = try await startPeers(
     accounts: options.connections, postgresConnections: options.postgresConnections, directory: folder.appendingPathComponent("sqlite-peer"),
-    only: options.peers)
+    only: options.peers, hasher: peerHasher)
 var unfair = false
 for peer in peers {
     print("\(peer.name) peer: \(peer.settings)")
@@ -139,7 +160,7 @@ let modificationsBefore = try await loggedModifications()
 let seconds = options.seconds
 let connections = options.connections
 print(
-    "wrk: \(connections) connections, 2 threads, \(seconds) s per row, durable store (recentStates \(options.recentStates)), on \(ProcessInfo.processInfo.activeProcessorCount) cores"
+    "wrk: \(connections) connections, 2 threads, \(seconds) s per row (logins \(options.loginSeconds) s), durable store (recentStates \(options.recentStates)), on \(ProcessInfo.processInfo.activeProcessorCount) cores"
 )
 /// One round of every row: the floor, then each row on the account server and right after on each peer.
 struct Round {
@@ -147,9 +168,19 @@ struct Round {
     var ours: [LoadResult]
     var peers: [[LoadResult]]
 }
-let rows: [(path: String, mode: String, connections: Int)] = [
-    ("/v1/account", "read", connections), ("/v1/account", "mixed", connections), ("/v1/sessions", "login", 8)
+/// One row of the load: its path, its wrk script's mode, its connections and seconds, and its name
+/// in the tables.
+typealias Row = (path: String, mode: String, connections: Int, seconds: Int, name: String)
+let loginRow: Row =
+    options.cheapHash
+    ? ("/v1/sessions", "login", connections, options.loginSeconds, "POST /v1/sessions (\(connections) connections, scrypt of no cost)")
+    : ("/v1/sessions", "login", 8, options.loginSeconds, "POST /v1/sessions (8 connections, Argon2id)")
+let allRows: [Row] = [
+    ("/v1/account", "read", connections, seconds, "GET /v1/account"),
+    ("/v1/account", "mixed", connections, seconds, "80% GET, 20% PATCH /v1/account"),
+    loginRow
 ]
+let rows = allRows.filter { options.only.contains($0.mode) }
 var roundResults: [Round] = []
 for round in 1...options.rounds {
     if options.rounds > 1 {
@@ -159,16 +190,25 @@ for round in 1...options.rounds {
     let floor = try runWrk(base: base, path: "/health", mode: "read", tokens: tokens, seconds: seconds, connections: connections)
     var result = Round(floor: floor, ours: [], peers: peers.map { _ in [] })
     for row in rows {
-        result.ours.append(try runWrk(base: base, path: row.path, mode: row.mode, tokens: tokens, seconds: seconds, connections: row.connections))
-        for (index, peer) in peers.enumerated() {
-            result.peers[index].append(
-                try runWrk(base: peer.base, path: row.path, mode: row.mode, tokens: peer.tokens, seconds: seconds, connections: row.connections))
+        // nil: the account server. Every second round the peers go first, in reverse.
+        let sides: [Int?] = round % 2 == 1 ? [nil] + peers.indices.map { $0 } : peers.indices.reversed().map { $0 } + [nil]
+        for side in sides {
+            if let index = side {
+                result.peers[index].append(
+                    try runWrk(
+                        base: peers[index].base, path: row.path, mode: row.mode, tokens: peers[index].tokens, seconds: row.seconds,
+                        connections: row.connections))
+            } else {
+                result.ours.append(
+                    try runWrk(base: base, path: row.path, mode: row.mode, tokens: tokens, seconds: row.seconds, connections: row.connections))
+            }
         }
     }
     roundResults.append(result)
 }
 let modificationsLogged = try await loggedModifications() - modificationsBefore
-let acknowledgedPatches = roundResults.map { $0.ours[1].acknowledgedPatches }.reduce(0, +)
+let acknowledgedPatches = roundResults.flatMap { round in zip(rows, round.ours).filter { $0.0.mode == "mixed" }.map { $0.1.acknowledgedPatches } }
+    .reduce(0, +)
 
 /// The median of `values` (the lower middle one for an even count).
 func median(_ values: [Double]) -> Double { values.sorted()[(values.count - 1) / 2] }
@@ -189,9 +229,7 @@ let floorRounds = roundResults.map(\.floor)
 let floor = medianResult(floorRounds)
 let oursRounds = rows.indices.map { row in roundResults.map { $0.ours[row] } }
 let peerRounds = peers.indices.map { peer in rows.indices.map { row in roundResults.map { $0.peers[peer][row] } } }
-let reads = medianResult(oursRounds[0])
-let mixed = medianResult(oursRounds[1])
-let logins = medianResult(oursRounds[2])
+let ourResults = oursRounds.map(medianResult)
 let peerResults = peerRounds.map { rowsOfPeer in rowsOfPeer.map(medianResult) }
 
 // scrypt alone, one thread: the ceiling of logins per core.
@@ -215,10 +253,7 @@ let argonPerSecond = Double(argonCount) / argonSeconds
 print("")
 print("| workload | requests/s | ratio to the floor | p50 | p99 | errors |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
-for (name, result) in [
-    ("GET /health (Hummingbird floor)", floor), ("GET /v1/account", reads), ("80% GET, 20% PATCH /v1/account", mixed),
-    ("POST /v1/sessions (8 connections, Argon2id)", logins)
-] {
+for (name, result) in [("GET /health (Hummingbird floor)", floor)] + zip(rows.map(\.name), ourResults).map({ ($0, $1) }) {
     print(
         "| \(name) | \(format(result.requestsPerSecond)) | \(ratio(result.requestsPerSecond, floor.requestsPerSecond)) | \(milliseconds(result.p50Micros)) | \(milliseconds(result.p99Micros)) | \(result.errors) |"
     )
@@ -227,7 +262,7 @@ if options.rounds > 1 {
     print("")
     print("| ratio to the floor over \(options.rounds) rounds | median (lowest–highest) |")
     print("| --- | ---: |")
-    for (row, name) in ["GET /v1/account", "80% GET, 20% PATCH /v1/account", "POST /v1/sessions"].enumerated() {
+    for (row, name) in rows.map(\.name).enumerated() {
         print("| \(name) | \(ratioText(ratioOverRounds(oursRounds[row], floorRounds))) |")
     }
 }
@@ -239,9 +274,7 @@ if !peers.isEmpty {
             + names.map { "\($0) peer req/s | p99 | this / \($0)" }.joined(separator: " | ") + " | errors (this, " + names.joined(separator: ", ")
             + ") |")
     print("| --- | ---: | ---: | " + names.map { _ in "---: | ---: | ---:" }.joined(separator: " | ") + " | ---: |")
-    for (row, (name, ours)) in [
-        ("GET /v1/account", reads), ("80% GET, 20% PATCH /v1/account (durable)", mixed), ("POST /v1/sessions (8 connections, Argon2id)", logins)
-    ].enumerated() {
+    for (row, (name, ours)) in zip(rows.map(\.name), ourResults).enumerated() {
         let cells = peerResults.indices.map { peer in
             let results = peerResults[peer]
             return
@@ -251,6 +284,20 @@ if !peers.isEmpty {
         print(
             "| \(name) | \(format(ours.requestsPerSecond)) | \(milliseconds(ours.p99Micros)) | " + cells.joined(separator: " | ") + " | \(errors) |")
     }
+}
+// CPU time per request: where a side's extra time goes when its rate is bound by the cores (the
+// logins' hashing), and what a request costs when it is not.
+print("")
+print(
+    "| CPU per request, median of the rounds | this project: machine | this process | cores busy | "
+        + peers.map { "\($0.name) peer: machine | this process | cores busy" }.joined(separator: " | ") + " |")
+print("| --- | ---: | ---: | ---: | " + peers.map { _ in "---: | ---: | ---:" }.joined(separator: " | ") + " |")
+func cpuCells(_ results: [LoadResult]) -> String {
+    "\(milliseconds(median(results.map(\.machineCPUMicrosPerRequest)))) | \(milliseconds(median(results.map(\.processCPUMicrosPerRequest))))"
+        + String(format: " | %.0f %%", median(results.map(\.machineBusy)) * 100)
+}
+for (row, name) in rows.map(\.name).enumerated() {
+    print("| \(name) | \(cpuCells(oursRounds[row])) | " + peers.indices.map { cpuCells(peerRounds[$0][row]) }.joined(separator: " | ") + " |")
 }
 print("")
 print("modifications acknowledged: \(acknowledgedPatches); in the log: \(modificationsLogged)")
@@ -273,15 +320,20 @@ for (peer, results) in zip(peers, peerResults) where results.contains(where: { $
 if let jsonPath = options.jsonPath {
     /// One row: each round's requests/s and the median.
     func figure(_ name: String, _ results: [LoadResult]) -> [String: Any] {
-        ["row": name, "roundsPerSecond": results.map(\.requestsPerSecond), "medianPerSecond": median(results.map(\.requestsPerSecond))]
+        [
+            "row": name, "roundsPerSecond": results.map(\.requestsPerSecond), "medianPerSecond": median(results.map(\.requestsPerSecond)),
+            "medianMachineCPUMicrosPerRequest": median(results.map(\.machineCPUMicrosPerRequest)),
+            "medianProcessCPUMicrosPerRequest": median(results.map(\.processCPUMicrosPerRequest)),
+            "roundsMachineCPUMicrosPerRequest": results.map(\.machineCPUMicrosPerRequest), "roundsMachineBusy": results.map(\.machineBusy)
+        ]
     }
     var figures = [figure("floor", floorRounds)]
-    for (row, name) in ["read", "mixed", "login"].enumerated() {
+    for (row, name) in rows.map(\.mode).enumerated() {
         figures.append(figure(name, oursRounds[row]))
         for (peer, running) in peers.enumerated() { figures.append(figure("\(name) on the \(running.name) peer", peerRounds[peer][row])) }
     }
     var ratios: [[String: Any]] = []
-    for (row, name) in ["read", "mixed", "login"].enumerated() {
+    for (row, name) in rows.map(\.mode).enumerated() {
         let toFloor = ratioOverRounds(oursRounds[row], floorRounds)
         ratios.append(["row": name, "against": "floor", "median": toFloor.median, "low": toFloor.low, "high": toFloor.high])
         for (peer, running) in peers.enumerated() {
@@ -290,7 +342,8 @@ if let jsonPath = options.jsonPath {
         }
     }
     let report: [String: Any] = [
-        "command": CommandLine.arguments.joined(separator: " "), "rounds": options.rounds, "seconds": seconds, "figures": figures, "ratios": ratios
+        "command": CommandLine.arguments.joined(separator: " "), "rounds": options.rounds, "seconds": seconds, "loginSeconds": options.loginSeconds,
+        "figures": figures, "ratios": ratios
     ]
     try JSONSerialization.data(withJSONObject: report, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: jsonPath))
     print("wrote \(jsonPath)")

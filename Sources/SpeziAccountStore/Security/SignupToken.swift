@@ -67,8 +67,7 @@ struct SignupToken: Equatable {
     }
 
     private static func base64url(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        base64urlString(data)
     }
 
     private static func data(base64url text: String) -> Data? {
