@@ -102,8 +102,13 @@ extension AccountStore {
                     let result = try await accounts.append(events, to: accountId, expectedVersion: expected, metadata: context.metadata)
                     try await awaitCache(result.positions.upperBound)
                     try await refuseIfDisabled(accountId, after: events, context: context)
-                    guard let details = try details(of: accountId) else { throw AccountStoreError.accountNotFound(accountId) }
-                    return details
+                    // The state kept from the check above and the events after it, not the
+                    // details cache's copy: that would open and decode the whole sealed state
+                    // (every open session in it) for each sign-in. It is kept for the next one.
+                    guard let after = try await currentState(of: accountId), !after.isDeleted else {
+                        throw AccountStoreError.accountNotFound(accountId)
+                    }
+                    return try details(from: after)
                 } catch EventLogError.wrongExpectedVersion {
                     // The account changed since its password was checked: a session may only follow
                     // the password it was opened with.

@@ -29,14 +29,22 @@ extension AccountStore {
             default: break
             }
         }
-        guard !started.isEmpty else { return [] }
+        // Within the limit even if every session recorded were open: nothing to look at.
+        guard !started.isEmpty, state.sessions.count + started.count > max(limit, 1) else { return [] }
         let now = Self.micros(options.clock())
         // A session started again (a keyed retry hands out the same secret) is not ended for room.
-        let open = state.sessions.filter { $0.value > now && !ending.contains($0.key) && !started.contains($0.key) }
+        var open: [(expires: Int64, hash: String)] = []
+        open.reserveCapacity(state.sessions.count)
+        for (hash, expires) in state.sessions where expires > now && !ending.contains(hash) && !started.contains(hash) {
+            open.append((expires, hash))
+        }
         let excess = open.count + started.count - max(limit, 1)
         guard excess > 0 else { return [] }
-        return open.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.prefix(excess).map {
-            .sessionEnded(sessionHash: $0.key, reason: Self.sessionLimitReason)
+        let first: (_ a: (expires: Int64, hash: String), _ b: (expires: Int64, hash: String)) -> Bool = {
+            ($0.expires, $0.hash) < ($1.expires, $1.hash)
         }
+        // At the limit, each sign-in ends one session: the one that expires first, without a sort.
+        let ended = excess == 1 ? open.min(by: first).map { [$0] } ?? [] : Array(open.sorted(by: first).prefix(excess))
+        return ended.map { .sessionEnded(sessionHash: $0.hash, reason: Self.sessionLimitReason) }
     }
 }
