@@ -41,6 +41,12 @@ struct UserIdNormalizationTests {
             let character = String(UnicodeScalar(code))
             for userId in [character + "Ab@X.org", "Ab" + character + "x@X.org", "Ab@X.org" + character, character, " \t" + character + "\r\n"] {
                 #expect(UserIdNormalization.asciiNormalized(userId) == UserIdNormalization.normalizedByRounds(userId), "\(Array(userId.utf8))")
+                #expect(
+                    UserIdNormalization.legacyNormalized(userId) == userId.trimmingCharacters(in: .whitespacesAndNewlines).lowercased(),
+                    "\(Array(userId.utf8))")
+                #expect(
+                    UserIdNormalization.isLookupAcceptable(userId) == UserIdNormalization.isLookupAcceptableByProperties(userId),
+                    "\(Array(userId.utf8))")
             }
         }
         #expect(UserIdNormalization.asciiNormalized("  \u{0B}\u{0C} ") == "")

@@ -293,9 +293,14 @@ public struct AccountLog: Sendable {
     /// - Returns: The id of the account holding the user id's claim, or nil when none does.
     /// - Throws: The log's `EventLogError` when a claim cannot be looked up.
     public func accountId(forUserId userId: String) async throws -> String? {
-        let legacy = legacyClaim(forUserId: userId)
+        let legacyNormalized = UserIdNormalization.legacyNormalized(userId)
+        let legacy = claim(ofNormalized: legacyNormalized)
         guard UserIdNormalization.isLookupAcceptable(userId) else { return try await log.claimOwner(legacy) }
-        let current = claim(forUserId: userId)
+        let normalized = Self.normalizedUserId(userId)
+        // The same bytes (every ASCII user id): the same claim, one lookup and one HMAC. Bytes, not
+        // `==`, which holds for canonically equivalent strings whose claims differ.
+        if normalized.utf8.elementsEqual(legacyNormalized.utf8) { return try await log.claimOwner(legacy) }
+        let current = claim(ofNormalized: normalized)
         if legacy != current, let owner = try await log.claimOwner(legacy) { return owner }
         return try await log.claimOwner(current)
     }

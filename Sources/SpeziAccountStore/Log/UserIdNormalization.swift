@@ -87,7 +87,8 @@ public enum UserIdNormalization {
     /// - Parameter userId: A user id as entered.
     /// - Returns: The user id without white space at its ends, lowercased.
     public static func legacyNormalized(_ userId: String) -> String {
-        userId.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        // For ASCII, trimming and `lowercased()` are what the fast path does.
+        asciiNormalized(userId) ?? userId.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
 
     /// Why the store refuses `userId` for a new account or a changed user id, or nil when it takes it.
@@ -161,6 +162,14 @@ public enum UserIdNormalization {
     /// and either today's rules on scripts or the rule accounts were created under before
     /// look-alikes were checked (see ``AccountLog/accountId(forUserId:)``).
     static func isLookupAcceptable(_ userId: String) -> Bool {
+        // ASCII has one script and no invisible, unassigned or private-use character: only an
+        // empty user id and control characters are refused.
+        if let ascii = asciiNormalized(userId) { return !ascii.isEmpty && !ascii.utf8.contains { $0 < 0x20 || $0 == 0x7f } }
+        return isLookupAcceptableByProperties(userId)
+    }
+
+    /// ``isLookupAcceptable(_:)`` by each character's Unicode properties, whatever the characters.
+    static func isLookupAcceptableByProperties(_ userId: String) -> Bool {
         guard characterRefusal(of: userId) == nil else { return false }
         let folded = normalized(userId)
         return olderScriptRefusal(ofNormalized: folded) == nil || lookAlikeRefusal(ofNormalized: folded) == nil

@@ -20,12 +20,13 @@ extension AccountStore {
     /// together cannot both see room for one more.
     func sessionLimitEvents(for state: AccountState, adding events: [AccountEvent]) -> [AccountEvent] {
         guard let limit = options.limits.maxOpenSessionsPerAccount else { return [] }
-        var started: Set<String> = []
-        var ending: Set<String> = []
+        // A few hashes at most: looked through, not hashed.
+        var started: [String] = []
+        var ending: [String] = []
         for event in events {
             switch event {
-            case let .sessionStarted(sessionHash, _): started.insert(sessionHash)
-            case let .sessionEnded(sessionHash, _): ending.insert(sessionHash)
+            case let .sessionStarted(sessionHash, _) where !started.contains(sessionHash): started.append(sessionHash)
+            case let .sessionEnded(sessionHash, _): ending.append(sessionHash)
             default: break
             }
         }
