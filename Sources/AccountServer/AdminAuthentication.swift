@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import Crypto
 import Foundation
 import Hummingbird
@@ -110,7 +111,7 @@ struct AdminSessions: Sendable {
     /// The `Set-Cookie` value of a new admin device cookie; nil without a key source.
     func deviceCookie() async throws -> String? {
         guard let key = try await currentDeviceKey() else { return nil }
-        let nonce = DeviceCookies.base64url(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
+        let nonce = base64urlString(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
         let value = "v1.\(nonce).\(Self.deviceMAC(key: key, name: credential.name, nonce: nonce))"
         return
             "\(Self.deviceCookieName)=\(value); Path=/admin; HttpOnly; SameSite=Strict; Max-Age=\(DeviceCookies.lifetime)\(secureCookies ? "; Secure" : "")"
@@ -121,7 +122,7 @@ struct AdminSessions: Sendable {
     }
 
     private static func deviceMAC(key: SymmetricKey, name: String, nonce: String) -> String {
-        DeviceCookies.base64url(Data(HMAC<SHA256>.authenticationCode(for: Data("admin-device\u{0}\(name)\u{0}\(nonce)".utf8), using: key)))
+        base64urlString(Data(HMAC<SHA256>.authenticationCode(for: Data("admin-device\u{0}\(name)\u{0}\(nonce)".utf8), using: key)))
     }
 
     /// Whether a session cookie the request carried is still good: for an open stream, which

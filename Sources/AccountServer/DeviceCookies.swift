@@ -59,7 +59,7 @@ struct DeviceCookies: Sendable {
     func setCookie(for userId: String, device: String?, path: String) async throws -> String {
         let key = try await key.get()
         let user = AccountLog.normalizedUserId(userId)
-        let nonce = device ?? Self.base64url(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
+        let nonce = device ?? base64urlString(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
         let value = "v1.\(nonce).\(Self.mac(key: key, user: user, nonce: nonce))"
         return
             "\(Self.name(for: user, key: key))=\(value); Path=\(path); HttpOnly; SameSite=Strict; Max-Age=\(Self.lifetime)\(secure ? "; Secure" : "")"
@@ -71,10 +71,6 @@ struct DeviceCookies: Sendable {
     }
 
     private static func mac(key: SymmetricKey, user: String, nonce: String) -> String {
-        base64url(Data(HMAC<SHA256>.authenticationCode(for: Data("device\u{0}\(user)\u{0}\(nonce)".utf8), using: key)))
-    }
-
-    static func base64url(_ data: Data) -> String {
-        base64urlString(data)
+        base64urlString(Data(HMAC<SHA256>.authenticationCode(for: Data("device\u{0}\(user)\u{0}\(nonce)".utf8), using: key)))
     }
 }

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 
+import AccountSecurity
 import Crypto
 import Foundation
 import SpeziAccountStore
@@ -24,7 +25,7 @@ struct PositionReceipts: Sendable {
     /// The receipt of `position`.
     func receipt(for position: UInt64) async throws -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data("position\u{0}\(position)".utf8), using: try await key.get())
-        return DeviceCookies.base64url(Data(mac.prefix(16)))
+        return base64urlString(Data(mac.prefix(16)))
     }
 
     /// Whether `receipt` is the receipt of `position`.

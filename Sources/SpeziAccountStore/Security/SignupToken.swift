@@ -45,7 +45,7 @@ struct SignupToken: Equatable {
         plain += id
         plain += event.encodedPayload()
         let box = try ChaChaPoly.seal(plain, using: key, authenticating: Self.context)
-        return Self.base64url(box.combined)
+        return base64urlString(box.combined)
     }
 
     /// Opens a token, or nil when it is not one this key sealed (or it is malformed).
@@ -64,10 +64,6 @@ struct SignupToken: Equatable {
         let type = kind == .signup ? "account.created" : "account.anonymous-upgraded"
         guard let event = try? AccountEvent.decode(type: type, payload: payload) else { return nil }
         return SignupToken(kind: kind, accountId: accountId, expiresAtMicros: Int64(bitPattern: expires), event: event)
-    }
-
-    private static func base64url(_ data: Data) -> String {
-        base64urlString(data)
     }
 
     private static func data(base64url text: String) -> Data? {
