@@ -43,6 +43,13 @@ final class AppendWriter: @unchecked Sendable {
     /// How long the thread looks for the next request before it sleeps, after a commit that
     /// answered a single request.
     private static let spinBudget: Duration = .microseconds(30)
+    /// The most commits the thread goes without spinning after spins that found nothing.
+    static let maxSpinSkip = 64
+    /// Commits to go without spinning, and how many the next miss skips (doubled by each miss,
+    /// reset by a hit): appenders that come back at once keep the spin, requests that come
+    /// milliseconds apart (a server's sign-ins) stop paying for it. Only the thread uses them.
+    private var spinsToSkip = 0
+    private var spinSkip = 0
     /// Tasks waiting, suspended, for the thread to end (``stopAsync()``).
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
     /// What the last commit left (read and written only by whoever holds ``busy``).
@@ -234,7 +241,7 @@ final class AppendWriter: @unchecked Sendable {
 
     private func run() {
         while true {
-            if answeredLast == 1 { spinForNextRequest() }
+            if answeredLast == 1 { spinUnlessItKeepsMissing() }
             condition.lock()
             // An inline commit may be running: the thread's turn comes after it.
             while busy || (pending.isEmpty && !stopping) {
@@ -309,7 +316,24 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
-    /// Looks for a queued request for up to ``spinBudget`` without sleeping.
+    /// Spins for the next request (``spinForNextRequest()``) unless recent spins found none: each
+    /// miss skips the next 1, 2, 4, … up to ``maxSpinSkip`` chances, and a hit spins every time
+    /// again. A spin that finds nothing burns its 30 µs of a core for nothing.
+    private func spinUnlessItKeepsMissing() {
+        guard spinsToSkip == 0 else {
+            spinsToSkip -= 1
+            return
+        }
+        metrics.spins.increment()
+        if spinForNextRequest() {
+            spinSkip = 0
+        } else {
+            spinSkip = min(max(1, spinSkip * 2), Self.maxSpinSkip)
+            spinsToSkip = spinSkip
+        }
+    }
+
+    /// Looks for a queued request for up to ``spinBudget`` without sleeping; true when one came.
     ///
     /// A lone appender answered by a commit usually appends again within microseconds. Asleep,
     /// the thread needs a wake-up from it (a futex call and a context switch, over 10 µs on a
@@ -317,13 +341,14 @@ final class AppendWriter: @unchecked Sendable {
     /// took relaxed single appends from 18–19 k to 25–28 k per second (`hot-paths single`). Only
     /// after a commit that answered one request: with many appenders the thread gathers its group
     /// on the condition instead, and the CPU time is theirs to use.
-    private func spinForNextRequest() {
+    private func spinForNextRequest() -> Bool {
         let deadline = ContinuousClock.now + Self.spinBudget
         var polls = 0
         while queuedCount.load(ordering: .acquiring) == 0 {
             polls &+= 1
-            if polls & 255 == 0, ContinuousClock.now >= deadline { return }
+            if polls & 255 == 0, ContinuousClock.now >= deadline { return false }
         }
+        return true
     }
 
     /// Moves the queue's next requests into `batch` while they fit the batch limits beside

@@ -19,6 +19,9 @@ struct WriterMetrics {
     /// Inline commits that took over their budget (waited for the write lock or the disk): each
     /// sends the appends of the next second to the writer thread.
     let inlinePauses: Counter
+    /// Spins of the writer thread for the next request after a commit that answered one (it
+    /// skips them for a while after spins that found none).
+    let spins: Counter
 
     init(path: String) {
         let dimensions = [("log", path)]
@@ -27,6 +30,7 @@ struct WriterMetrics {
         groupEvents = Recorder(label: "eventlog_commit_events", dimensions: dimensions)
         inlineCommits = Counter(label: "eventlog_inline_commits", dimensions: dimensions)
         inlinePauses = Counter(label: "eventlog_inline_pauses", dimensions: dimensions)
+        spins = Counter(label: "eventlog_writer_spins", dimensions: dimensions)
     }
 }
 

@@ -80,6 +80,14 @@ struct BatchApplier<P: Projection> {
 /// `projection`) and store (dimension `path`).
 struct RunnerMetrics: Sendable {
     let path: String
+    /// Jobs the runner gave the store's thread, each a hop there and back: one a round as usual
+    /// (every projection's batch), more while a generation is built or dropped.
+    let storeThreadJobs: Counter
+
+    init(path: String) {
+        self.path = path
+        storeThreadJobs = Counter(label: "projection_store_thread_jobs", dimensions: [("path", path)])
+    }
 
     /// Log records the serving generation has still to apply, after each batch.
     func lag(_ projection: String) -> Gauge {

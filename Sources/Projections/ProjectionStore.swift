@@ -81,7 +81,7 @@ public final class ProjectionStore: Sendable {
     let order: [String]
     let state = Mutex(State())
     let kick = Signal()
-    /// The thread that runs the projections' write transactions.
+    /// The thread that runs the projections' write transactions (through ``onStoreThread(_:)``).
     let worker = BlockingPool(threads: 1, name: "projections")
     /// The thread that reads the second part of a rebuild's chunk while the worker reads the first.
     let lanes = BlockingPool(threads: 1, name: "projection lane")
@@ -203,7 +203,7 @@ public final class ProjectionStore: Sendable {
         kick.signal()
         await task?.value
         do {
-            try await worker.run { [self] in try storeQuietCheckpoints() }
+            try await onStoreThread { [self] in try storeQuietCheckpoints() }
         } catch {
             // Nothing is lost: the records after the stored checkpoints are applied again at the next open.
             Self.logger.warning("cannot store the projections' checkpoints at close", metadata: ["path": "\(environment.path)", "error": "\(error)"])
@@ -403,6 +403,15 @@ public final class ProjectionStore: Sendable {
             }
             waiter?.resume(throwing: CancellationError())
         }
+    }
+}
+
+extension ProjectionStore {
+    /// Runs `body` on the store's thread and returns what it did. Each call is a hop there and
+    /// back (two thread wake-ups), counted as `projection_store_thread_jobs`.
+    func onStoreThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        metrics.storeThreadJobs.increment()
+        return try await worker.run(body)
     }
 }
 

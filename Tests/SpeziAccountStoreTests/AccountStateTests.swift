@@ -46,6 +46,25 @@ struct AccountStateTests {
         #expect(AccountState.applying(.loggedOut, to: nil, accountId: "a2", version: 1, at: time) == nil)
     }
 
+    @Test("a session's start drops the sessions expired by then, and only those")
+    func sessionStartPrunesExpired() throws {
+        let time = Date(timeIntervalSince1970: 1_000)
+        let micros = { (date: Date) in Int64(date.timeIntervalSince1970 * 1_000_000) }
+        var state = try #require(
+            AccountState.applying(
+                .accountCreated(userId: "leland@stanford.edu", passwordHash: "$scrypt$x", isAnonymous: false, values: [:]),
+                to: nil, accountId: "a1", version: 1, at: time))
+        state.apply(.sessionStarted(sessionHash: "short", expiresAtMicros: micros(time + 10)), version: 2, at: time)
+        state.apply(.sessionStarted(sessionHash: "long", expiresAtMicros: micros(time + 100)), version: 3, at: time + 1)
+        // Nothing expired yet: every session stays.
+        state.apply(.sessionStarted(sessionHash: "third", expiresAtMicros: micros(time + 100)), version: 4, at: time + 9)
+        #expect(Set(state.sessions.keys) == ["short", "long", "third"])
+        // At its expiry and after, the short one is gone; the others and the new one stay.
+        state.apply(.sessionStarted(sessionHash: "fourth", expiresAtMicros: micros(time + 100)), version: 5, at: time + 10)
+        #expect(state.sessions == ["long": micros(time + 100), "third": micros(time + 100), "fourth": micros(time + 100)])
+        #expect(try AccountState(encoded: state.encoded()) == state)
+    }
+
     @Test("the stored form refuses damaged bytes with an error, never a crash")
     func damagedStoredForm() throws {
         let state = AccountState(accountId: "a", userId: "u", passwordHash: nil, isAnonymous: true, values: ["k": json("1")], version: 1, at: Date())

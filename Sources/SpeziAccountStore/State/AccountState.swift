@@ -202,7 +202,11 @@ public struct AccountState: Sendable, Equatable {
             self.changeBudget = ChangeBudget()
         case let .sessionStarted(sessionHash, expiresAtMicros):
             let now = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
-            self.sessions = self.sessions.filter { $0.value > now }
+            // Copied only when a session has expired: most sign-ins find none, and the copy holds
+            // every open session (up to the account's limit).
+            if self.sessions.values.contains(where: { $0 <= now }) {
+                self.sessions = self.sessions.filter { $0.value > now }
+            }
             self.sessions[sessionHash] = expiresAtMicros
             return
         case let .sessionEnded(sessionHash, reason):
