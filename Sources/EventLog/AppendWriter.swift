@@ -45,11 +45,18 @@ final class AppendWriter: @unchecked Sendable {
     private static let spinBudget: Duration = .microseconds(30)
     /// The most commits the thread goes without spinning after spins that found nothing.
     static let maxSpinSkip = 64
-    /// Commits to go without spinning, and how many the next miss skips (doubled by each miss,
-    /// reset by a hit): appenders that come back at once keep the spin, requests that come
-    /// milliseconds apart (a server's sign-ins) stop paying for it. Only the thread uses them.
+    /// An appender back within this long after its answer counts as one the spin is for.
+    static let spinNear: Duration = .microseconds(60)
+    /// Commits to go without spinning, and how many the next far return skips (doubled by each
+    /// one after a spin, reset by a near one): appenders that come back at once keep the spin,
+    /// requests that come milliseconds apart (a server's sign-ins) stop paying for it. Only the
+    /// thread uses them, under the condition's lock or outside it while ``busy``.
     private var spinsToSkip = 0
     private var spinSkip = 0
+    /// Whether the thread spun after the last commit.
+    private var spunLast = false
+    /// When the last commit answered its one request (nil after a group, or once the next came).
+    private var answeredAlone: ContinuousClock.Instant?
     /// Tasks waiting, suspended, for the thread to end (``stopAsync()``).
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
     /// What the last commit left (read and written only by whoever holds ``busy``).
@@ -241,7 +248,7 @@ final class AppendWriter: @unchecked Sendable {
 
     private func run() {
         while true {
-            if answeredLast == 1 { spinUnlessItKeepsMissing() }
+            if answeredLast == 1 { spinUnlessAppendersComeBackLate() }
             condition.lock()
             // An inline commit may be running: the thread's turn comes after it.
             while busy || (pending.isEmpty && !stopping) {
@@ -261,6 +268,7 @@ final class AppendWriter: @unchecked Sendable {
                     busy = false
                 }
             }
+            learnWhenAppendersComeBack()
             busy = true
             if pending.isEmpty {
                 condition.unlock()
@@ -296,6 +304,7 @@ final class AppendWriter: @unchecked Sendable {
             condition.lock()
             busy = false
             answeredLast = batch.count
+            answeredAlone = batch.count == 1 ? done : nil
             returned = 0
             lastCommit = done - flushStarted
             flushWhenIdle = idleFlushDue
@@ -316,24 +325,34 @@ final class AppendWriter: @unchecked Sendable {
         }
     }
 
-    /// Spins for the next request (``spinForNextRequest()``) unless recent spins found none: each
-    /// miss skips the next 1, 2, 4, … up to ``maxSpinSkip`` chances, and a hit spins every time
-    /// again. A spin that finds nothing burns its 30 µs of a core for nothing.
-    private func spinUnlessItKeepsMissing() {
-        guard spinsToSkip == 0 else {
+    /// Spins for the next request (``spinForNextRequest()``) unless the chance is one to skip
+    /// (``learnWhenAppendersComeBack()``). A spin that finds nothing burns its 30 µs of a core.
+    private func spinUnlessAppendersComeBackLate() {
+        spunLast = spinsToSkip == 0
+        guard spunLast else {
             spinsToSkip -= 1
             return
         }
         metrics.spins.increment()
-        if spinForNextRequest() {
+        spinForNextRequest()
+    }
+
+    /// With the next request queued after a commit that answered one: an appender back within
+    /// ``spinNear`` keeps the spin after every such commit; one later than that, after a spin,
+    /// skips the next 1, 2, 4, … up to ``maxSpinSkip`` chances. Called with the lock held.
+    private func learnWhenAppendersComeBack() {
+        guard let answered = answeredAlone, let arrived = pending.first?.queuedAt else { return }
+        answeredAlone = nil
+        if arrived - answered <= Self.spinNear {
             spinSkip = 0
-        } else {
+            spinsToSkip = 0
+        } else if spunLast {
             spinSkip = min(max(1, spinSkip * 2), Self.maxSpinSkip)
             spinsToSkip = spinSkip
         }
     }
 
-    /// Looks for a queued request for up to ``spinBudget`` without sleeping; true when one came.
+    /// Looks for a queued request for up to ``spinBudget`` without sleeping.
     ///
     /// A lone appender answered by a commit usually appends again within microseconds. Asleep,
     /// the thread needs a wake-up from it (a futex call and a context switch, over 10 µs on a
@@ -341,14 +360,13 @@ final class AppendWriter: @unchecked Sendable {
     /// took relaxed single appends from 18–19 k to 25–28 k per second (`hot-paths single`). Only
     /// after a commit that answered one request: with many appenders the thread gathers its group
     /// on the condition instead, and the CPU time is theirs to use.
-    private func spinForNextRequest() -> Bool {
+    private func spinForNextRequest() {
         let deadline = ContinuousClock.now + Self.spinBudget
         var polls = 0
         while queuedCount.load(ordering: .acquiring) == 0 {
             polls &+= 1
-            if polls & 255 == 0, ContinuousClock.now >= deadline { return false }
+            if polls & 255 == 0, ContinuousClock.now >= deadline { return }
         }
-        return true
     }
 
     /// Moves the queue's next requests into `batch` while they fit the batch limits beside

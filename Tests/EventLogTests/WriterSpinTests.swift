@@ -11,8 +11,9 @@ import TestSupport
 import Testing
 
 /// After a commit that answered one append, the writer thread spins 30 µs for the next before it
-/// sleeps. Appends that come milliseconds apart (a server's sign-ins) never meet the spin: after
-/// spins that found nothing, the thread skips the next 1, 2, 4, … up to 64 chances (issue 62).
+/// sleeps. Appends that come milliseconds apart (a server's sign-ins) never meet the spin: after a
+/// spin whose appender came back later than 60 µs, the thread skips the next 1, 2, 4, … up to 64
+/// chances; one back sooner makes it spin after every such commit again (issue 62).
 @Suite("The writer's spin for the next append")
 struct WriterSpinTests {
     static func spins(_ log: EventLog) -> Int64 {
@@ -28,8 +29,8 @@ struct WriterSpinTests {
                 _ = try await log.append(event("t", "\(index)"), to: "s")
                 try await Task.sleep(for: .milliseconds(2))
             }
-            // Misses at commits 1, 3, 6, 11 and 20 (each skipping 1, 2, 4, 8, then 16 more); the
-            // next would be the 37th.
+            // Spins after commits 1, 3, 6, 11 and 20, each followed by a late append (so skipping
+            // 1, 2, 4, 8, then 16 chances); the next would be after the 37th.
             #expect(Self.spins(log) == 5)
             #expect(try await log.read(from: 1, limit: 100).map(\.text) == (0..<30).map { "\($0)" })
         }
