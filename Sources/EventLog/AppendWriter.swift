@@ -43,7 +43,7 @@ final class AppendWriter: @unchecked Sendable {
     /// How long the thread looks for the next request before it sleeps, after a commit that
     /// answered a single request.
     private static let spinBudget: Duration = .microseconds(30)
-    /// The most commits the thread goes without spinning after spins that found nothing.
+    /// The most commits the thread goes without spinning after appenders came back late.
     static let maxSpinSkip = 64
     /// An appender back within this long after its answer counts as one the spin is for.
     static let spinNear: Duration = .microseconds(60)

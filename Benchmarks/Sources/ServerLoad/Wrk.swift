@@ -24,6 +24,27 @@ struct LoadResult {
     /// The share of the machine's cores that were busy during the run (0–1): near 1, the row was
     /// bound by the cores; well below, by waits.
     let machineBusy: Double
+    /// How long the run waited for a quiet machine before it started (``waitForQuietMachine()``),
+    /// in seconds, and whether it got one.
+    let settleSeconds: Double
+    let settled: Bool
+}
+
+/// Waits until the machine's cores are at most 10 % busy over a quarter of a second, for at most
+/// 15 s: what the row before left running (a flush, a checkpoint, PostgreSQL's background
+/// writers, a projection catching up) then runs before this row's clock starts, not in it, so it
+/// is charged to no side. Returns the time waited and whether the machine got quiet.
+func waitForQuietMachine() -> (seconds: Double, settled: Bool) {
+    let started = ContinuousClock.now
+    let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
+    while ContinuousClock.now - started < .seconds(15) {
+        let before = CPUSample.now()
+        Thread.sleep(forTimeInterval: 0.25)
+        let after = CPUSample.now()
+        let busy = (after.machine - before.machine) / (microseconds(after.wall - before.wall) * cores)
+        if busy <= 0.10 { return (microseconds(ContinuousClock.now - started) / 1e6, true) }
+    }
+    return (microseconds(ContinuousClock.now - started) / 1e6, false)
 }
 
 /// CPU time spent so far, in microseconds: the machine's busy time over all cores and this
@@ -96,6 +117,7 @@ func runWrk(base: String, path: String, mode: String, tokens: [String], seconds:
     process.arguments = ["wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--timeout", "10s", "-s", script.path, base + path]
     let output = Pipe()
     process.standardOutput = output
+    let settle = waitForQuietMachine()
     let before = CPUSample.now()
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
@@ -114,7 +136,8 @@ func runWrk(base: String, path: String, mode: String, tokens: [String], seconds:
         machineCPUMicrosPerRequest: (after.machine - before.machine) / Double(max(requests, 1)),
         processCPUMicrosPerRequest: (after.process - before.process) / Double(max(requests, 1)),
         machineBusy: (after.machine - before.machine)
-            / (microseconds(after.wall - before.wall) * Double(ProcessInfo.processInfo.activeProcessorCount)))
+            / (microseconds(after.wall - before.wall) * Double(ProcessInfo.processInfo.activeProcessorCount)),
+        settleSeconds: settle.seconds, settled: settle.settled)
 }
 
 func microseconds(_ duration: Duration) -> Double {

@@ -22,8 +22,9 @@
 // and in SQLite, the same password hashing), with the same scripts and connections; a second
 // table gives each side's requests/s and p99 and the ratio this / peer.
 // Every row runs in interleaved rounds (this project, then each peer, then the next row; the
-// whole set again each round, every second round with the peers first, so that no side always
-// runs right after the other's leftover work): the tables give each row's median round and each
+// whole set again each round, every second round with the peers first), and each run starts on a
+// quiet machine (at most 10 % busy, waited for up to 15 s), so that what the run before left
+// running is charged to no side: the tables give each row's median round and each
 // ratio's median over the rounds with its lowest and highest, and the CPU time each request took
 // (the machine's, and this process's) as the median over the rounds.
 
@@ -300,6 +301,12 @@ for (row, name) in rows.map(\.name).enumerated() {
     print("| \(name) | \(cpuCells(oursRounds[row])) | " + peers.indices.map { cpuCells(peerRounds[$0][row]) }.joined(separator: " | ") + " |")
 }
 print("")
+let allRuns = floorRounds + oursRounds.flatMap { $0 } + peerRounds.flatMap { $0.flatMap { $0 } }
+let unsettled = allRuns.filter { !$0.settled }.count
+print(
+    String(
+        format: "waited for a quiet machine (≤ 10 %% busy) before each of %d runs: median %.2f s, longest %.2f s; %d never got quiet in 15 s",
+        allRuns.count, median(allRuns.map(\.settleSeconds)), allRuns.map(\.settleSeconds).max() ?? 0, unsettled))
 print("modifications acknowledged: \(acknowledgedPatches); in the log: \(modificationsLogged)")
 print(String(format: "scrypt (N=2^17, r=8, p=1) on one thread: %.1f hashes/s (%.0f ms each)", hashesPerSecond, 1_000 / hashesPerSecond))
 print(
@@ -324,7 +331,8 @@ if let jsonPath = options.jsonPath {
             "row": name, "roundsPerSecond": results.map(\.requestsPerSecond), "medianPerSecond": median(results.map(\.requestsPerSecond)),
             "medianMachineCPUMicrosPerRequest": median(results.map(\.machineCPUMicrosPerRequest)),
             "medianProcessCPUMicrosPerRequest": median(results.map(\.processCPUMicrosPerRequest)),
-            "roundsMachineCPUMicrosPerRequest": results.map(\.machineCPUMicrosPerRequest), "roundsMachineBusy": results.map(\.machineBusy)
+            "roundsMachineCPUMicrosPerRequest": results.map(\.machineCPUMicrosPerRequest), "roundsMachineBusy": results.map(\.machineBusy),
+            "roundsSettleSeconds": results.map(\.settleSeconds)
         ]
     }
     var figures = [figure("floor", floorRounds)]
