@@ -15,4 +15,9 @@ public enum TestMetricsBackend {
         MetricsSystem.bootstrap(metrics)
         return metrics
     }()
+
+    /// The total of the counter `label` with `dimensions` so far; 0 while no such counter was made.
+    public static func counterTotal(_ label: String, _ dimensions: [(String, String)]) -> Int64 {
+        (try? shared.expectCounter(label, dimensions).totalValue) ?? 0
+    }
 }

@@ -20,7 +20,7 @@ import Testing
 struct QuietBatchTests {
     static func quietBatches(_ projection: String, _ fixture: Fixture) -> Int64 {
         let dimensions = [("projection", projection), ("path", fixture.projectionsPath)]
-        return (try? TestMetricsBackend.shared.expectCounter("projection_quiet_batches", dimensions).totalValue) ?? 0
+        return TestMetricsBackend.counterTotal("projection_quiet_batches", dimensions)
     }
 
     @Test("ignored records commit nothing until 4,096 past the stored checkpoint; the close stores the rest; a reopen applies nothing again")

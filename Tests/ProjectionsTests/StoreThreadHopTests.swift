@@ -19,7 +19,7 @@ import Testing
 @Suite("Hops to the projection store's thread")
 struct StoreThreadHopTests {
     static func jobs(_ fixture: Fixture) -> Int64 {
-        (try? TestMetricsBackend.shared.expectCounter("projection_store_thread_jobs", [("path", fixture.projectionsPath)]).totalValue) ?? 0
+        TestMetricsBackend.counterTotal("projection_store_thread_jobs", [("path", fixture.projectionsPath)])
     }
 
     @Test("an append applied by two projections costs one job on the store's thread, not three")
