@@ -36,13 +36,10 @@ struct LoadResult {
 /// is charged to no side. Returns the time waited and whether the machine got quiet.
 func waitForQuietMachine() -> (seconds: Double, settled: Bool) {
     let started = ContinuousClock.now
-    let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
     while ContinuousClock.now - started < .seconds(15) {
         let before = CPUSample.now()
         Thread.sleep(forTimeInterval: 0.25)
-        let after = CPUSample.now()
-        let busy = (after.machine - before.machine) / (microseconds(after.wall - before.wall) * cores)
-        if busy <= 0.10 { return (microseconds(ContinuousClock.now - started) / 1e6, true) }
+        if CPUSample.now().busyShare(since: before) <= 0.10 { return (microseconds(ContinuousClock.now - started) / 1e6, true) }
     }
     return (microseconds(ContinuousClock.now - started) / 1e6, false)
 }
@@ -60,6 +57,11 @@ struct CPUSample {
         let process =
             Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
         return CPUSample(machine: machineBusyMicros(), process: process, wall: .now)
+    }
+
+    /// The share of the machine's cores (0–1) that were busy from `earlier` to this sample.
+    func busyShare(since earlier: CPUSample) -> Double {
+        (machine - earlier.machine) / (microseconds(wall - earlier.wall) * Double(ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// The first line of `/proc/stat` (`cpu user nice system idle iowait irq softirq steal ...`, in
@@ -135,8 +137,7 @@ func runWrk(base: String, path: String, mode: String, tokens: [String], seconds:
         requests: requests, errors: Int(fields[1]) ?? 0, acknowledgedPatches: Int(fields[2]) ?? 0,
         machineCPUMicrosPerRequest: (after.machine - before.machine) / Double(max(requests, 1)),
         processCPUMicrosPerRequest: (after.process - before.process) / Double(max(requests, 1)),
-        machineBusy: (after.machine - before.machine)
-            / (microseconds(after.wall - before.wall) * Double(ProcessInfo.processInfo.activeProcessorCount)),
+        machineBusy: after.busyShare(since: before),
         settleSeconds: settle.seconds, settled: settle.settled)
 }
 
