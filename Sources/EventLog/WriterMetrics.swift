@@ -20,7 +20,7 @@ struct WriterMetrics {
     /// sends the appends of the next second to the writer thread.
     let inlinePauses: Counter
     /// Spins of the writer thread for the next request after a commit that answered one (it
-    /// skips them for a while after spins that found none).
+    /// skips them for a while after appenders came back late).
     let spins: Counter
 
     init(path: String) {
